@@ -1,0 +1,192 @@
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("tessel: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int cli_fail_ctx(tessel_ctx *ctx)
+{
+	tessel_ctx_print_error(ctx, stderr);
+	return 1;
+}
+
+bool cli_is_help(const char *arg)
+{
+	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+	bool *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != 0)
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+/* Split "item" (NAME=VALUE) into "set". */
+static int set_add(cli_set *set, const char *item, size_t len)
+{
+	const char *eq = memchr(item, '=', len);
+	if (!eq || eq == item)
+		return cli_fail("--set expects NAME=VALUE, got '%.*s'", (int)len, item);
+	if (set->n == CLI_MAX_SET)
+		return cli_fail("--set: more than %d values", CLI_MAX_SET);
+	size_t klen = (size_t)(eq - item);
+	for (int i = 0; i < set->n; i++)
+		if (strlen(set->keys[i]) == klen && memcmp(set->keys[i], item, klen) == 0)
+			return cli_fail("--set: '%.*s' is given twice", (int)klen, item);
+	set->keys[set->n] = strndup(item, klen);
+	set->values[set->n] = strndup(eq + 1, len - klen - 1);
+	set->n++;
+	return 0;
+}
+
+int cli_set_parse(cli_set *set, const char *arg)
+{
+	const char *start = arg;
+	int depth = 0;
+	for (const char *p = arg;; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']')
+			depth--;
+		if ((*p == ',' && depth == 0) || *p == 0) {
+			if (p > start && set_add(set, start, (size_t)(p - start)))
+				return -1;
+			if (*p == 0)
+				break;
+			start = p + 1;
+		}
+	}
+	if (depth != 0)
+		return cli_fail("--set: unbalanced brackets in '%s'", arg);
+	return 0;
+}
+
+void cli_set_free(cli_set *set)
+{
+	for (int i = 0; i < set->n; i++) {
+		free(set->keys[i]);
+		free(set->values[i]);
+	}
+	set->n = 0;
+}
+
+/* Parse "text" as a 64-bit integer, the whole of it. */
+static bool parse_int(const char *text, int64_t *v)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(text, &end, 10);
+	if (errno || end == text || *end)
+		return false;
+	*v = x;
+	return true;
+}
+
+static tessel_op *bind_te_op(tessel_ctx *ctx, tessel_op *op, const cli_set *set)
+{
+	int64_t values[CLI_MAX_SET];
+	for (int i = 0; i < set->n; i++)
+		if (!parse_int(set->values[i], &values[i])) {
+			cli_fail("--set %s=%s: sizes and attributes of .te ops are integers",
+				set->keys[i], set->values[i]);
+			return NULL;
+		}
+	tessel_op *bound = tessel_op_bind(op, set->n,
+		(const char *const *)set->keys, values);
+	if (!bound)
+		cli_fail_ctx(ctx);
+	return bound;
+}
+
+static bool is_te_file(const char *spec)
+{
+	const char *dot = strstr(spec, ".te");
+	return dot && (dot[3] == 0 || dot[3] == ':');
+}
+
+static tessel_op *load_te_file(tessel_ctx *ctx, const char *spec,
+	const cli_set *set, bool bind)
+{
+	char path[4096];
+	const char *colon = strstr(spec, ".te:");
+	size_t plen = colon ? (size_t)(colon + 3 - spec) : strlen(spec);
+	if (plen >= sizeof(path)) {
+		cli_fail("path too long");
+		return NULL;
+	}
+	memcpy(path, spec, plen);
+	path[plen] = 0;
+	tessel_module *m = tessel_parse_file(ctx, path);
+	if (!m) {
+		cli_fail_ctx(ctx);
+		return NULL;
+	}
+	tessel_op *op = tessel_module_find(ctx, m, colon ? colon + 4 : NULL);
+	tessel_op *result = NULL;
+	if (!op)
+		cli_fail_ctx(ctx);
+	else if (bind || set->n > 0)
+		result = bind_te_op(ctx, op, set);
+	else
+		result = tessel_op_retain(op);
+	tessel_module_free(m);
+	return result;
+}
+
+static tessel_op *load_builtin(tessel_ctx *ctx, const char *spec,
+	const cli_set *set, bool bind)
+{
+	if (tessel_ops_find(spec) < 0) {
+		cli_fail("'%s' is neither a .te file nor a built-in op (see `tessel ops`)",
+			spec);
+		return NULL;
+	}
+	tessel_op *op;
+	if (bind || set->n > 0) {
+		op = tessel_ops_instantiate(ctx, spec, set->n,
+			(const char *const *)set->keys, (const char *const *)set->values);
+	} else {
+		char *src = tessel_ops_source(ctx, spec, set->n,
+			(const char *const *)set->keys, (const char *const *)set->values);
+		tessel_module *m = src ? tessel_parse(ctx, spec, src, strlen(src)) : NULL;
+		op = m ? tessel_op_retain(tessel_module_op(m, 0)) : NULL;
+		tessel_module_free(m);
+		free(src);
+	}
+	if (!op)
+		cli_fail_ctx(ctx);
+	return op;
+}
+
+tessel_op *cli_load_op(tessel_ctx *ctx, const char *spec, const cli_set *set,
+	bool bind)
+{
+	if (is_te_file(spec))
+		return load_te_file(ctx, spec, set, bind);
+	return load_builtin(ctx, spec, set, bind);
+}

@@ -1,0 +1,48 @@
+/* What the subcommands of `tessel` share: SPEC loading, --set lists,
+ * --in files, and error reporting. */
+#ifndef TESSEL_TOOLS_CLI_H
+#define TESSEL_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tessel/ops.h"
+#include "tessel/te.h"
+
+#define CLI_MAX_SET 64
+#define CLI_MAX_IN 64
+
+/* NAME=VALUE pairs gathered from every --set (values stay text: built-in
+ * ops take lists and dtypes, .te ops integers). */
+typedef struct cli_set {
+	int n;
+	char *keys[CLI_MAX_SET];
+	char *values[CLI_MAX_SET];
+} cli_set;
+
+/* Add the comma-separated NAME=VALUE list "arg" (brackets may hold commas:
+ * a=[4,1,3]) to "set".  Return 0, or -1 after printing an error. */
+int cli_set_parse(cli_set *set, const char *arg);
+void cli_set_free(cli_set *set);
+
+/* The op a SPEC names: FILE.te, FILE.te:NAME, or a built-in op name,
+ * bound with "set" when "bind" (every size then required), or as declared
+ * otherwise.  Return NULL after printing the error. */
+tessel_op *cli_load_op(tessel_ctx *ctx, const char *spec, const cli_set *set,
+	bool bind);
+
+/* Print "tessel: error: MESSAGE" and return 1 (the exit status). */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print the error recorded in "ctx" and return 1. */
+int cli_fail_ctx(tessel_ctx *ctx);
+
+/* Return true when "arg" is "-h" or "--help". */
+bool cli_is_help(const char *arg);
+
+/* Return the value of option "name" at argv[*i] ("--name VALUE" or
+ * "--name=VALUE"), advancing *i; NULL when argv[*i] is not that option.
+ * Sets *missing when the option has no value. */
+const char *cli_option(int argc, char **argv, int *i, const char *name,
+	bool *missing);
+
+#endif
