@@ -134,8 +134,14 @@ static void copy_stage(copier *c, const tessel_stage *s)
 			d->axes[i]->extent = d->dims[i];
 	d->body = copy_expr(c, s->body);
 	c->stage = NULL;
-	if (s->is_output)
-		te_push(&dst->arena, (void ***)&dst->outputs, &dst->noutputs, d);
+}
+
+/* List the outputs of the copy in the order the source declares them. */
+static void copy_outputs(copier *c)
+{
+	for (int i = 0; i < c->src->noutputs; i++)
+		te_push(&c->dst->arena, (void ***)&c->dst->outputs, &c->dst->noutputs,
+			c->dst->stages[c->src->outputs[i]->index]);
 }
 
 /* Copy the unbound symbols of "c->src" into "c->dst", and the parameters
@@ -166,7 +172,7 @@ static void copy_symbols_and_params(copier *c)
 static int match_bindings(const tessel_op *op, int n, const char *const *names,
 	const int64_t *in, int64_t *values, bool *given)
 {
-	static const tessel_loc no_loc = { NULL, 0, 0 };
+	const tessel_loc no_loc = op->loc;
 	for (int i = 0; i < n; i++) {
 		te_sym *s = te_op_find_sym(op, names[i] ? names[i] : "");
 		if (!s)
@@ -211,6 +217,7 @@ tessel_op *tessel_op_bind(tessel_op *op, int n, const char *const *names,
 	dst->loc = relocate(&c, op->loc);
 	for (int i = 0; i < op->nstages; i++)
 		copy_stage(&c, op->stages[i]);
+	copy_outputs(&c);
 	copy_symbols_and_params(&c);
 	if (tessel_op_finish(dst)) {
 		tessel_op_release(dst);

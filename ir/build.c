@@ -104,6 +104,19 @@ static bool name_taken(tessel_op *op, const char *name, tessel_loc loc)
 	return false;
 }
 
+/* Return true, after recording an error, when the variable name "name"
+ * would hide a tensor, size or attribute of "op". */
+static bool var_name_taken(tessel_op *op, const char *name, tessel_loc loc)
+{
+	const char *what = te_op_find_stage(op, name) ? "a tensor"
+		: te_op_find_sym(op, name) ? "a size or attribute" : NULL;
+	if (!what)
+		return false;
+	te_error(op->ctx, TESSEL_ERR_NAME, loc,
+		"variable '%s' would hide %s of the same name; rename it", name, what);
+	return true;
+}
+
 static bool valid_name(tessel_op *op, const char *name, tessel_loc loc)
 {
 	if (!name || !*name) {
@@ -221,6 +234,8 @@ tessel_stage *tessel_op_compute(tessel_op *op, const char *name, int ndim,
 				"stage '%s': index variable %d has no name", name, i);
 			return NULL;
 		}
+		if (var_name_taken(op, axis_names[i], no_loc))
+			return NULL;
 		for (int j = 0; j < i; j++)
 			if (strcmp(axis_names[i], axis_names[j]) == 0) {
 				te_error(op->ctx, TESSEL_ERR_NAME, no_loc,
@@ -278,6 +293,8 @@ tessel_var *tessel_stage_reduce_axis(tessel_stage *stage, const char *name,
 			stage->name, name);
 		return NULL;
 	}
+	if (var_name_taken(op, name, stage->loc))
+		return NULL;
 	if ((lo == NULL) != (hi == NULL)) {
 		te_error(op->ctx, TESSEL_ERR_VALUE, stage->loc,
 			"stage '%s': reduction variable '%s' needs both bounds or none",

@@ -159,6 +159,7 @@ te_token te_lex_next(te_lexer *lx)
 	t.len = 1;
 	t.error = c >= 0x20 && c < 0x7f ? "unexpected character"
 					: "unexpected byte (not printable ASCII)";
+	lx->p++;
 	return t;
 }
 

@@ -16,6 +16,7 @@ typedef struct parser {
 	te_token next;       /* one token of lookahead */
 	tessel_op *op;       /* op being parsed */
 	tessel_stage *stage; /* stage whose body is parsed; NULL elsewhere */
+	tessel_stage *dim_stage; /* stage whose explicit shape is parsed */
 	bool in_dims;        /* unknown names become size parameters */
 	int depth;
 	const char *file;    /* the op's own copy of the file name */
@@ -25,6 +26,10 @@ static int advance(parser *p)
 {
 	p->tok = p->next;
 	p->next = te_lex_next(&p->lx);
+	if (p->tok.kind == TOK_ERROR && p->tok.len == 1 &&
+	    (unsigned char)p->tok.start[0] >= 0x20 && (unsigned char)p->tok.start[0] < 0x7f)
+		return te_error(p->ctx, TESSEL_ERR_SYNTAX, p->tok.loc, "%s '%c'",
+			p->tok.error, p->tok.start[0]);
 	if (p->tok.kind == TOK_ERROR)
 		return te_error(p->ctx, TESSEL_ERR_SYNTAX, p->tok.loc, "%s",
 			p->tok.error);
@@ -126,7 +131,9 @@ static int parse_expr_list(parser *p, te_tok_kind close, tessel_expr **out,
 		n++;
 		if (p->tok.kind == close)
 			return advance(p) ? -1 : n;
-		if (expect(p, TOK_COMMA))
+		if (p->tok.kind != TOK_COMMA)
+			return syntax_error(p, close == TOK_RBRACK ? "',' or ']'" : "',' or ')'");
+		if (advance(p))
 			return -1;
 	}
 }
@@ -179,13 +186,8 @@ static tessel_expr *parse_call(parser *p, te_token name)
 		if (tok_is(&name, binary_fns[i].name))
 			return n == 2 ? located(tessel_binary_op(p->op, binary_fns[i].op, args[0], args[1]), loc)
 				      : call_error(p, name, 2, n);
-	if (tok_is(&name, "sum") || tok_is(&name, "prod"))
-		te_error(p->ctx, TESSEL_ERR_SYNTAX, name.loc,
-			"a reduction must be the whole right-hand side of a stage; "
-			"compute it in a stage of its own");
-	else
-		te_error(p->ctx, TESSEL_ERR_NAME, name.loc,
-			"unknown function '%.*s'", (int)name.len, name.start);
+	te_error(p->ctx, TESSEL_ERR_NAME, name.loc, "unknown function '%.*s'",
+		(int)name.len, name.start);
 	return NULL;
 }
 
@@ -215,6 +217,11 @@ static tessel_expr *resolve_name(parser *p, te_token name)
 	if (v)
 		return located(tessel_var_ref(p->op, v), loc);
 	te_sym *s = te_op_find_sym(p->op, buf);
+	if (p->dim_stage && te_stage_find_var(p->dim_stage, buf)) {
+		te_error(p->ctx, TESSEL_ERR_NAME, name.loc,
+			"'%s' is an index variable; a dimension is made of sizes", buf);
+		return NULL;
+	}
 	if (!s && p->in_dims && !te_op_find_stage(p->op, buf)) {
 		s = te_op_add_sym(p->op, buf, false, loc);
 		if (!s) {
@@ -243,6 +250,12 @@ static tessel_expr *parse_name_expr(parser *p)
 	if (tok_is(&name, "true") || tok_is(&name, "false"))
 		return located(tessel_bool(p->op, tok_is(&name, "true")),
 			loc_of(p, name));
+	if (p->tok.kind == TOK_LPAREN && (tok_is(&name, "sum") || tok_is(&name, "prod"))) {
+		te_error(p->ctx, TESSEL_ERR_SYNTAX, name.loc,
+			"a reduction must be the whole right-hand side of a stage; "
+			"compute it in a stage of its own");
+		return NULL;
+	}
 	if (p->tok.kind == TOK_LPAREN)
 		return advance(p) ? NULL : parse_call(p, name);
 	if (p->tok.kind == TOK_LBRACK) {
@@ -475,8 +488,11 @@ static bool at_reduction(parser *p, const tessel_stage *s)
 		return true;
 	te_lexer save = p->lx;
 	te_token after = te_lex_next(&p->lx);
+	te_token then = te_lex_next(&p->lx);
 	p->lx = save;
-	if (after.kind != TOK_NAME)
+	if (after.kind != TOK_NAME || is_reserved(&after))
+		return false;
+	if (then.kind != TOK_COMMA && then.kind != TOK_RPAREN && !tok_is(&then, "in"))
 		return false;
 	char buf[256];
 	tok_text(&after, buf);
@@ -554,7 +570,10 @@ static int parse_stage(parser *p)
 		if (advance(p))
 			return -1;
 		tt = p->tok;
-		if (parse_tensor_type(p, &dtype, dims, &ndim))
+		p->dim_stage = s;
+		int r = parse_tensor_type(p, &dtype, dims, &ndim);
+		p->dim_stage = NULL;
+		if (r)
 			return -1;
 		if (ndim != n)
 			return te_error(p->ctx, TESSEL_ERR_SHAPE, tt.loc,

@@ -189,11 +189,12 @@ static void set_prefix(const infer *in, te_strbuf *sb)
 			te_sb_printf(sb, " and p%d >= 1", i);
 }
 
-/* Append the range constraints of the known variables other than "skip". */
-static void box_text(const infer *in, int skip, te_strbuf *sb)
+/* Append the range constraints of the known variables selected by "which"
+ * (all known ones when NULL). */
+static void box_text(const infer *in, const bool *which, te_strbuf *sb)
 {
 	for (int k = 0; k < in->nvars; k++) {
-		if (k == skip || !in->known[k])
+		if (!in->known[k] || (which && !which[k]))
 			continue;
 		te_strbuf lo = { 0 }, ext = { 0 };
 		affine_text(in, in->vars[k]->lo, NULL, &lo);
@@ -234,6 +235,7 @@ typedef struct range_query {
 	te_strbuf valid;   /* constraints of usable access positions */
 	int nused;
 	bool skipped;      /* a position mentioning k was not affine */
+	bool *mentioned;   /* variables the usable positions mention */
 	tessel_expr *bare_dim;  /* the dim of positions indexed by k alone */
 	bool only_bare;    /* every position mentioning k is k alone, same dim */
 } range_query;
@@ -272,6 +274,8 @@ static int collect_position(tessel_expr *acc, bool under_select, void *user)
 			te_sb_printf(&q->valid, " and 0 <= %s and %s < %s",
 				te_sb_str(&idx), te_sb_str(&idx), te_sb_str(&dim));
 			q->nused++;
+			for (int k = 0; k < q->in->nvars; k++)
+				q->mentioned[k] |= mentions_var(e, q->in->vars[k]);
 		} else if (r == AFF_NONAFFINE || rd == AFF_NONAFFINE) {
 			q->skipped = true;
 		}
@@ -386,10 +390,10 @@ static tessel_expr *least_bad(infer *in, isl_set *bad)
  * a non-affine access mentioned it. */
 static int infer_var(infer *in, int k, bool *skipped)
 {
-	bool allowed[64];
+	bool allowed[64], mentioned[64] = { false };
 	for (int i = 0; i < in->nvars; i++)
 		allowed[i] = in->known[i] || i == k;
-	range_query q = { in, k, allowed, { 0 }, 0, false, NULL, true };
+	range_query q = { in, k, allowed, { 0 }, 0, false, mentioned, NULL, true };
 	te_visit_accesses(in->s->body, false, collect_position, &q);
 	*skipped = q.skipped;
 	if (q.skipped && q.only_bare && q.bare_dim) {
@@ -404,7 +408,8 @@ static int infer_var(infer *in, int k, bool *skipped)
 	}
 	te_strbuf box = { 0 }, valid = { 0 };
 	set_prefix(in, &box);
-	box_text(in, k, &box);
+	mentioned[k] = false;
+	box_text(in, mentioned, &box);
 	te_sb_puts(&valid, te_sb_str(&box));
 	te_sb_puts(&valid, te_sb_str(&q.valid));
 	te_sb_puts(&box, " }");
@@ -599,11 +604,29 @@ static int verify_stage(infer *in)
 		all[k] = true;
 	te_strbuf path = { 0 };
 	set_prefix(in, &path);
-	box_text(in, -1, &path);
+	box_text(in, NULL, &path);
 	verifier vf = { in, all };
 	int r = verify_expr(&vf, in->s->body, te_sb_str(&path));
 	te_sb_free(&path);
 	return r;
+}
+
+/* Return true when "e" divides by the literal 0 somewhere. */
+static bool divides_by_zero(const tessel_expr *e)
+{
+	if (!e)
+		return false;
+	switch (e->kind) {
+	case TE_UNARY:
+		return divides_by_zero(e->u.un.a);
+	case TE_BINARY:
+		if ((e->u.bin.op == TESSEL_DIV || e->u.bin.op == TESSEL_MOD) &&
+		    e->u.bin.b->kind == TE_INT && e->u.bin.b->u.ival == 0)
+			return true;
+		return divides_by_zero(e->u.bin.a) || divides_by_zero(e->u.bin.b);
+	default:
+		return false;
+	}
 }
 
 /* Evaluate the dims of "s" (constants once bound) into s->extent. */
@@ -614,6 +637,10 @@ static int fix_extents(infer *in, tessel_stage *s)
 	for (int d = 0; d < s->ndim; d++) {
 		int64_t n;
 		tessel_loc loc = s->dims[d]->loc.line ? s->dims[d]->loc : s->loc;
+		if (divides_by_zero(s->dims[d]))
+			return te_error(in->op->ctx, TESSEL_ERR_VALUE, loc,
+				"dimension %d of '%s' divides by zero with these sizes",
+				d, s->name);
 		if (!te_expr_const_int(s->dims[d], &n))
 			return te_error(in->op->ctx, TESSEL_ERR_INTERNAL, loc,
 				"dimension %d of '%s' is not a constant after binding",
@@ -632,18 +659,22 @@ static int fix_extents(infer *in, tessel_stage *s)
 	return 0;
 }
 
+/* Refuse explicit reduction ranges that run backwards; once bound, every
+ * range must be constant. */
 static int check_reduce_extents(infer *in)
 {
 	for (int k = in->s->ndim; k < in->nvars; k++) {
 		tessel_var *v = in->vars[k];
 		int64_t lo, n;
-		if (!te_expr_const_int(v->lo, &lo) || !te_expr_const_int(v->extent, &n))
+		bool constant = te_expr_const_int(v->lo, &lo) &&
+				te_expr_const_int(v->extent, &n);
+		if (!constant && in->bound && v->extent)
 			return te_error(in->op->ctx, TESSEL_ERR_INTERNAL, v->loc,
 				"range of '%s' is not constant after binding", v->name);
-		if (n < 0)
+		if (constant && n < 0)
 			return te_error(in->op->ctx, TESSEL_ERR_SHAPE, v->loc,
-				"range of '%s' is empty backwards: %lld..%lld", v->name,
-				(long long)lo, (long long)(lo + n));
+				"the range %lld..%lld of '%s' runs backwards",
+				(long long)lo, (long long)(lo + n), v->name);
 	}
 	return 0;
 }
@@ -678,7 +709,7 @@ static int infer_stage(infer *in, tessel_stage *s)
 	for (int i = 0; i < s->nraxes; i++)
 		vars[in->nvars++] = s->raxes[i];
 	set_known_ranges(in, decided);
-	if (infer_ranges(in, decided))
+	if (check_reduce_extents(in) || infer_ranges(in, decided))
 		return -1;
 	for (int d = 0; d < s->ndim; d++)
 		if (!s->dims[d] && decided[d])

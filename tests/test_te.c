@@ -35,14 +35,38 @@ static tessel_module *parse_text(tessel_ctx *ctx, const char *src)
 	return m;
 }
 
-/* Return the error "src" gives as "FILE:LINE:COL: error: MSG" text. */
+/* Bind the only op of "m" with the "# set: A=1,B=2" line of "src"; return
+ * 0 when there is no such line or binding succeeds. */
+static int bind_as_told(tessel_module *m, const char *src)
+{
+	const char *line = strstr(src, "# set: ");
+	if (!line)
+		return 0;
+	const char *names[16];
+	int64_t values[16];
+	char buf[256];
+	int n = 0;
+	sscanf(line + 7, "%255[^\n]", buf);
+	for (char *item = strtok(buf, ","); item && n < 16; item = strtok(NULL, ",")) {
+		char *eq = strchr(item, '=');
+		*eq = 0;
+		names[n] = item;
+		values[n++] = atoll(eq + 1);
+	}
+	tessel_op *op = tessel_op_bind(tessel_module_op(m, 0), n, names, values);
+	tessel_op_release(op);
+	return op ? 0 : -1;
+}
+
+/* Return the error "src" gives as "FILE:LINE:COL: error: MSG" text: from
+ * parsing, or from binding as its "# set:" line says. */
 static char *error_text(tessel_ctx *ctx, const char *file, const char *src)
 {
 	tessel_module *m = tessel_parse(ctx, file, src, strlen(src));
-	if (m) {
-		tessel_module_free(m);
+	int bound = m ? bind_as_told(m, src) : -1;
+	tessel_module_free(m);
+	if (bound == 0)
 		return strdup("(no error)\n");
-	}
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
@@ -152,32 +176,63 @@ Test(infer, strided_access_halves_the_range)
 	tessel_ctx_free(ctx);
 }
 
-Test(roundtrip, print_parse_is_structurally_equal)
+/* Check that every op of "m" prints, parses back structurally equal with
+ * the same hash, and prints the same again; return all prints. */
+static char *check_round_trips(tessel_ctx *ctx, tessel_module *m)
 {
-	const char *files[] = { "ok/issue_examples.te" };
-	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+	char *all = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&all, &len);
+	for (int i = 0; i < tessel_module_num_ops(m); i++) {
+		tessel_op *op = tessel_module_op(m, i);
+		char *text = tessel_op_print(op);
+		tessel_module *again = parse_text(ctx, text);
+		cr_assert(again, "%s", text);
+		tessel_op *op2 = tessel_module_op(again, 0);
+		cr_expect(tessel_op_equal(op, op2), "%s", text);
+		cr_expect_eq(tessel_op_hash(op), tessel_op_hash(op2));
+		char *text2 = tessel_op_print(op2);
+		cr_expect_str_eq(text, text2);
+		fputs(text, out);
+		free(text2);
+		free(text);
+		tessel_module_free(again);
+	}
+	fclose(out);
+	return all;
+}
+
+/* Every tests/te/ok/NAME.te prints as NAME.out and round-trips. */
+Test(roundtrip, golden_prints_and_round_trips)
+{
+	DIR *dir = opendir(TE_DIR "/ok");
+	cr_assert(dir);
+	struct dirent *de;
+	int count = 0;
+	while ((de = readdir(dir))) {
+		size_t len = strlen(de->d_name);
+		if (len < 4 || strcmp(de->d_name + len - 3, ".te") != 0)
+			continue;
+		char te[512], golden[512];
+		snprintf(te, sizeof(te), "%s/ok/%s", TE_DIR, de->d_name);
+		snprintf(golden, sizeof(golden), "%s/ok/%.*s.out", TE_DIR, (int)(len - 3), de->d_name);
 		tessel_ctx *ctx = tessel_ctx_new();
-		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", TE_DIR, files[f]);
-		tessel_module *m = tessel_parse_file(ctx, path);
-		cr_assert(m, "%s", path);
-		for (int i = 0; i < tessel_module_num_ops(m); i++) {
-			tessel_op *op = tessel_module_op(m, i);
-			char *text = tessel_op_print(op);
-			tessel_module *again = parse_text(ctx, text);
-			cr_assert(again, "%s", text);
-			tessel_op *op2 = tessel_module_op(again, 0);
-			cr_expect(tessel_op_equal(op, op2), "%s", text);
-			cr_expect_eq(tessel_op_hash(op), tessel_op_hash(op2));
-			char *text2 = tessel_op_print(op2);
-			cr_expect_str_eq(text, text2);
-			free(text2);
-			free(text);
-			tessel_module_free(again);
-		}
+		tessel_module *m = tessel_parse_file(ctx, te);
+		if (!m)
+			tessel_ctx_print_error(ctx, stderr);
+		cr_assert(m, "%s", te);
+		char *got = check_round_trips(ctx, m);
+		char *want = read_file(golden);
+		cr_assert(want, "missing %s; it should hold:\n%s", golden, got);
+		cr_expect_str_eq(got, want, "%s printed:\n%s", te, got);
+		free(got);
+		free(want);
 		tessel_module_free(m);
 		tessel_ctx_free(ctx);
+		count++;
 	}
+	closedir(dir);
+	cr_expect_geq(count, 2);
 }
 
 Test(hash, names_do_not_matter_sizes_do)
@@ -327,7 +382,7 @@ Test(diagnostics, golden_errors)
 		cr_assert(src && want, "missing %s", err);
 		tessel_ctx *ctx = tessel_ctx_new();
 		char *got = error_text(ctx, file, src);
-		cr_expect_str_eq(got, want, "%s", te);
+		cr_expect_str_eq(got, want, "%s gave: %s", te, got);
 		free(got);
 		free(src);
 		free(want);
