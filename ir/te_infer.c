@@ -116,8 +116,8 @@ static affine_result affine_text(const infer *in, const tessel_expr *e,
 				if (e->u.bin.op == TESSEL_DIV)
 					te_sb_printf(sb, "floor((%s%s)/%lld)", sign, n, d);
 				else
-					te_sb_printf(sb, "(%s - (%lld) * floor((%s%s)/%lld))",
-						n, (long long)c, sign, n, d);
+					te_sb_printf(sb, "(%s %c %lld * floor((%s%s)/%lld))",
+						n, c > 0 ? '-' : '+', d, sign, n, d);
 			}
 			te_sb_free(&num);
 			return r;
