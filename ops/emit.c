@@ -30,11 +30,11 @@ static void emit_attr_value(textbuf *tb, const ops_attr *at,
 	case TESSEL_ATTR_DTYPE:
 		textbuf_puts(tb, tessel_dtype_name(v->dtype));
 		break;
+	case TESSEL_ATTR_FLOAT:
+		emit_float(tb, v->f);
+		break;
 	case TESSEL_ATTR_STR:
-		if (at->flags & OPS_FLOAT)
-			emit_float(tb, v->f);
-		else
-			textbuf_puts(tb, v->str);
+		textbuf_puts(tb, v->str);
 		break;
 	}
 }

@@ -153,8 +153,7 @@ static int gen_batch_norm(const ops_args *a, textbuf *tb)
 }
 
 #define NORM_EPS_ATTR \
-	{ { "eps", TESSEL_ATTR_STR, "1e-5", "added to the variance (a number)" }, \
-	  OPS_FLOAT, NULL }
+	{ { "eps", TESSEL_ATTR_FLOAT, "1e-5", "added to the variance" }, 0, NULL }
 
 static const ops_attr softmax_attrs[] = {
 	OPS_ATTR_SHAPE("shape of X and Y"),

@@ -29,7 +29,6 @@ enum ops_attr_flag {
 				 * extents, each >= 1 */
 	OPS_POSITIVE = 1 << 2,  /* INT or INTS: every value >= 1 */
 	OPS_NONNEG = 1 << 3,    /* INT or INTS: every value >= 0 */
-	OPS_FLOAT = 1 << 4,     /* STR: a finite decimal number */
 	OPS_PAIR = 1 << 5,      /* INTS: one value, or two (height, width) */
 	OPS_EMPTY_OK = 1 << 6   /* INTS with OPS_PAIR: [] is allowed too (the
 				 * op's documented default) */
@@ -38,7 +37,7 @@ enum ops_attr_flag {
 typedef struct ops_attr {
 	tessel_attr_info info;
 	unsigned flags;
-	const char *choices;  /* STR without OPS_FLOAT: the allowed words,
+	const char *choices;  /* STR: the allowed words,
 			       * separated by '|' */
 } ops_attr;
 
@@ -50,7 +49,7 @@ typedef struct ops_value {
 	int64_t ints[OPS_MAX_INTS];   /* INTS */
 	tessel_dtype dtype;           /* DTYPE */
 	const char *str;              /* STR: the caller's text or the default */
-	double f;                     /* STR with OPS_FLOAT */
+	double f;                     /* FLOAT */
 } ops_value;
 
 typedef struct ops_def ops_def;

@@ -387,13 +387,12 @@ static int parse_value(tessel_ctx *ctx, const ops_def *def, const ops_attr *at,
 				"a dtype (f32, f64, f16, bf16, i8, i32, i64, bool)", text);
 		v->dtype = (tessel_dtype)r;
 		return 0;
+	case TESSEL_ATTR_FLOAT:
+		if (parse_float_text(text, &v->f))
+			return attr_error(ctx, def, at, "a finite number", text);
+		return 0;
 	case TESSEL_ATTR_STR:
 		v->str = text;
-		if (at->flags & OPS_FLOAT) {
-			if (parse_float_text(text, &v->f))
-				return attr_error(ctx, def, at, "a finite number", text);
-			return 0;
-		}
 		if (!is_choice(at->choices, text)) {
 			char what[160];
 			snprintf(what, sizeof(what), "one of %s", at->choices);

@@ -338,8 +338,7 @@ static const ops_attr pad_attrs[] = {
 	{ { "pads", TESSEL_ATTR_INTS, NULL,
 	    "[before_0, ..., before_n-1, after_0, ..., after_n-1] (as ONNX); "
 	    "negative crops" }, 0, NULL },
-	{ { "value", TESSEL_ATTR_STR, "0", "the padding value (a number)" },
-	  OPS_FLOAT, NULL },
+	{ { "value", TESSEL_ATTR_FLOAT, "0", "the padding value" }, 0, NULL },
 	OPS_ATTR_DTYPE,
 };
 

@@ -72,7 +72,7 @@ static int cmd_check(int argc, char **argv)
 
 static const char *attr_type_name(tessel_attr_type t)
 {
-	static const char *name[] = { "int", "bool", "ints", "dtype", "str" };
+	static const char *name[] = { "int", "bool", "ints", "dtype", "str", "float" };
 	return name[t];
 }
 
@@ -81,9 +81,8 @@ static void describe_op(int i, bool verbose)
 	printf("%-22s %s\n", tessel_ops_name(i), tessel_ops_doc(i));
 	for (int j = 0; j < tessel_ops_num_attrs(i); j++) {
 		const tessel_attr_info *a = tessel_ops_attr(i, j);
-		printf("    %-18s %-6s %s%s%s\n", a->name, attr_type_name(a->type),
-			a->def ? "= " : "(required)", a->def ? a->def : "",
-			verbose && a->doc ? "" : "");
+		printf("    %-18s %-6s %s%s\n", a->name, attr_type_name(a->type),
+			a->def ? "= " : "(required)", a->def ? a->def : "");
 		if (verbose && a->doc)
 			printf("        %s\n", a->doc);
 	}
@@ -200,15 +199,13 @@ static void shape_text(char *buf, size_t len, tessel_dtype dt, int ndim,
 		snprintf(buf + n, len - (size_t)n, "]");
 }
 
-static tessel_tensor *load_input(const interp_args *a, const char *name,
-	const char *file)
+/* Return the tensor in the .npy "file", or NULL after printing why. */
+static tessel_tensor *load_input(const char *file)
 {
 	char err[512];
 	tessel_tensor *t = tessel_npy_load(file, err, sizeof(err));
 	if (!t)
-		fprintf(stderr, "%s\n", err);
-	(void)a;
-	(void)name;
+		cli_fail("%s", err);
 	return t;
 }
 
@@ -241,7 +238,7 @@ static int make_inputs(const interp_args *a, tessel_op *op, tessel_tensor **in)
 				file = a->in_files[k];
 		char err[512];
 		if (file) {
-			in[i] = load_input(a, tessel_stage_name(s), file);
+			in[i] = load_input(file);
 		} else {
 			in[i] = tessel_tensor_new(tessel_stage_dtype(s),
 				tessel_stage_ndim(s), shape, err, sizeof(err));

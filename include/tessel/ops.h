@@ -10,7 +10,8 @@ typedef enum tessel_attr_type {
 	TESSEL_ATTR_BOOL,   /* 0 or 1 (also true/false) */
 	TESSEL_ATTR_INTS,   /* [4,1,3] (a shape, a list of axes) */
 	TESSEL_ATTR_DTYPE,  /* f32 */
-	TESSEL_ATTR_STR     /* a word from a documented set */
+	TESSEL_ATTR_STR,    /* a word from a documented set */
+	TESSEL_ATTR_FLOAT   /* 1e-5 (a finite number) */
 } tessel_attr_type;
 
 typedef struct tessel_attr_info {
