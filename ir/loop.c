@@ -1,0 +1,370 @@
+/* Construction of loop programs.  Integer index arithmetic folds constants
+ * as it is built, so lowering can write `outer * 32 + inner` without
+ * leaving `0 * 32 + x` behind. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/loop.h"
+
+loop_prog *loop_prog_new(const char *name)
+{
+	loop_prog *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	te_arena_init(&p->arena);
+	p->name = te_arena_strdup(&p->arena, name ? name : "kernel");
+	return p;
+}
+
+void loop_prog_free(loop_prog *p)
+{
+	if (!p)
+		return;
+	te_arena_reset(&p->arena);
+	free(p);
+}
+
+loop_buffer *loop_buffer_new(loop_prog *p, const char *name, tessel_dtype dt,
+	int ndim, const int64_t *shape, loop_scope scope)
+{
+	loop_buffer *b = te_arena_alloc(&p->arena, sizeof(*b));
+	b->name = te_arena_strdup(&p->arena, name);
+	b->dtype = dt;
+	b->ndim = ndim;
+	b->scope = scope;
+	b->arg = -1;
+	int64_t stride = 1;
+	for (int d = ndim - 1; d >= 0; d--) {
+		b->shape[d] = shape[d];
+		b->strides[d] = stride;
+		stride *= shape[d];
+	}
+	return b;
+}
+
+loop_var *loop_var_new(loop_prog *p, const char *base)
+{
+	loop_var *v = te_arena_alloc(&p->arena, sizeof(*v));
+	char name[300];
+	snprintf(name, sizeof(name), "%s", base);
+	v->id = p->nvars++;
+	v->name = te_arena_strdup(&p->arena, name);
+	return v;
+}
+
+static loop_expr *new_expr(loop_prog *p, loop_expr_kind kind, tessel_dtype dt)
+{
+	loop_expr *e = te_arena_alloc(&p->arena, sizeof(*e));
+	e->kind = kind;
+	e->dtype = dt;
+	return e;
+}
+
+loop_expr *lx_int(loop_prog *p, int64_t v)
+{
+	loop_expr *e = new_expr(p, LX_INT, TESSEL_I64);
+	e->u.ival = v;
+	return e;
+}
+
+loop_expr *lx_float(loop_prog *p, double v, tessel_dtype dt)
+{
+	loop_expr *e = new_expr(p, LX_FLOAT, dt);
+	e->u.fval = v;
+	return e;
+}
+
+loop_expr *lx_bool(loop_prog *p, bool v)
+{
+	loop_expr *e = new_expr(p, LX_BOOL, TESSEL_BOOL);
+	e->u.ival = v;
+	return e;
+}
+
+loop_expr *lx_var(loop_prog *p, loop_var *v)
+{
+	loop_expr *e = new_expr(p, LX_VAR, TESSEL_I64);
+	e->u.var = v;
+	return e;
+}
+
+loop_expr *lx_load(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index)
+{
+	loop_expr *e = new_expr(p, LX_LOAD, b->dtype);
+	e->u.load.buf = b;
+	e->u.load.n = n;
+	e->u.load.index = te_arena_alloc(&p->arena, sizeof(loop_expr *) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		e->u.load.index[i] = index[i];
+	return e;
+}
+
+loop_expr *lx_unary(loop_prog *p, tessel_unary op, loop_expr *a, tessel_dtype dt)
+{
+	if (op == TESSEL_NEG && a->kind == LX_INT && a->u.ival != INT64_MIN)
+		return lx_int(p, -a->u.ival);
+	loop_expr *e = new_expr(p, LX_UNARY, dt);
+	e->u.un.op = op;
+	e->u.un.a = a;
+	return e;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t floor_mod(int64_t a, int64_t b)
+{
+	int64_t r = a % b;
+	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static bool is_int(const loop_expr *e, int64_t v)
+{
+	return e->kind == LX_INT && e->u.ival == v;
+}
+
+/* Fold the integer operation "op" on literals "a" and "b" into "*r";
+ * false when it would overflow or divide by zero. */
+static bool fold_ints(tessel_binary op, int64_t a, int64_t b, int64_t *r)
+{
+	switch (op) {
+	case TESSEL_ADD: return !__builtin_add_overflow(a, b, r);
+	case TESSEL_SUB: return !__builtin_sub_overflow(a, b, r);
+	case TESSEL_MUL: return !__builtin_mul_overflow(a, b, r);
+	case TESSEL_DIV:
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return false;
+		*r = floor_div(a, b);
+		return true;
+	case TESSEL_MOD:
+		if (b == 0 || b == -1)
+			return false;
+		*r = floor_mod(a, b);
+		return true;
+	case TESSEL_MIN: *r = a < b ? a : b; return true;
+	case TESSEL_MAX: *r = a > b ? a : b; return true;
+	default: return false;
+	}
+}
+
+/* Return the simplification of integer "a op b" by identities, or NULL. */
+static loop_expr *integer_identity(loop_prog *p, tessel_binary op, loop_expr *a,
+	loop_expr *b)
+{
+	switch (op) {
+	case TESSEL_ADD:
+		return is_int(a, 0) ? b : is_int(b, 0) ? a : NULL;
+	case TESSEL_SUB:
+		return is_int(b, 0) ? a : NULL;
+	case TESSEL_MUL:
+		if (is_int(a, 0) || is_int(b, 0))
+			return lx_int(p, 0);
+		return is_int(a, 1) ? b : is_int(b, 1) ? a : NULL;
+	case TESSEL_DIV:
+		return is_int(b, 1) ? a : NULL;
+	case TESSEL_MOD:
+		return is_int(b, 1) ? lx_int(p, 0) : NULL;
+	default:
+		return NULL;
+	}
+}
+
+loop_expr *lx_binary(loop_prog *p, tessel_binary op, loop_expr *a, loop_expr *b,
+	tessel_dtype dt)
+{
+	int64_t r;
+	if (a->kind == LX_INT && b->kind == LX_INT && dt == TESSEL_I64 &&
+	    fold_ints(op, a->u.ival, b->u.ival, &r))
+		return lx_int(p, r);
+	if (dt == TESSEL_I64) {
+		loop_expr *s = integer_identity(p, op, a, b);
+		if (s)
+			return s;
+	}
+	loop_expr *e = new_expr(p, LX_BINARY, dt);
+	e->u.bin.op = op;
+	e->u.bin.a = a;
+	e->u.bin.b = b;
+	return e;
+}
+
+loop_expr *lx_add(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_ADD, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_sub(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_SUB, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_mul(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_MUL, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_div(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_DIV, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_mod(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_MOD, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_min(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_MIN, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_max(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	return lx_binary(p, TESSEL_MAX, a, b, TESSEL_I64);
+}
+
+loop_expr *lx_cmp(loop_prog *p, tessel_binary op, loop_expr *a, loop_expr *b)
+{
+	if (a->kind == LX_INT && b->kind == LX_INT) {
+		int64_t x = a->u.ival, y = b->u.ival;
+		switch (op) {
+		case TESSEL_LT: return lx_bool(p, x < y);
+		case TESSEL_LE: return lx_bool(p, x <= y);
+		case TESSEL_GT: return lx_bool(p, x > y);
+		case TESSEL_GE: return lx_bool(p, x >= y);
+		case TESSEL_EQ: return lx_bool(p, x == y);
+		case TESSEL_NE: return lx_bool(p, x != y);
+		default: break;
+		}
+	}
+	loop_expr *e = new_expr(p, LX_BINARY, TESSEL_BOOL);
+	e->u.bin.op = op;
+	e->u.bin.a = a;
+	e->u.bin.b = b;
+	return e;
+}
+
+loop_expr *lx_and(loop_prog *p, loop_expr *a, loop_expr *b)
+{
+	if (!a)
+		return b;
+	if (a->kind == LX_BOOL)
+		return a->u.ival ? b : a;
+	if (b->kind == LX_BOOL)
+		return b->u.ival ? a : b;
+	loop_expr *e = new_expr(p, LX_BINARY, TESSEL_BOOL);
+	e->u.bin.op = TESSEL_AND;
+	e->u.bin.a = a;
+	e->u.bin.b = b;
+	return e;
+}
+
+loop_expr *lx_select(loop_prog *p, loop_expr *c, loop_expr *a, loop_expr *b,
+	tessel_dtype dt)
+{
+	if (c->kind == LX_BOOL)
+		return c->u.ival ? a : b;
+	loop_expr *e = new_expr(p, LX_SELECT, dt);
+	e->u.sel.cond = c;
+	e->u.sel.then_ = a;
+	e->u.sel.else_ = b;
+	return e;
+}
+
+loop_expr *lx_cast(loop_prog *p, tessel_dtype to, loop_expr *a)
+{
+	if (a->dtype == to && a->kind != LX_FLOAT)
+		return a;
+	loop_expr *e = new_expr(p, LX_CAST, to);
+	e->u.cast.to = to;
+	e->u.cast.a = a;
+	return e;
+}
+
+static loop_stmt *new_stmt(loop_prog *p, loop_stmt_kind kind)
+{
+	loop_stmt *s = te_arena_alloc(&p->arena, sizeof(*s));
+	s->kind = kind;
+	return s;
+}
+
+loop_stmt *ls_for(loop_prog *p, loop_var *v, loop_expr *min, loop_expr *extent,
+	loop_kind kind, loop_stmt *body)
+{
+	loop_stmt *s = new_stmt(p, LS_FOR);
+	s->u.for_.var = v;
+	s->u.for_.min = min;
+	s->u.for_.extent = extent;
+	s->u.for_.kind = kind;
+	s->u.for_.body = body;
+	return s;
+}
+
+loop_stmt *ls_seq(loop_prog *p, int n, loop_stmt *const *items)
+{
+	loop_stmt *s = new_stmt(p, LS_SEQ);
+	for (int i = 0; i < n; i++)
+		ls_seq_append(p, s, items[i]);
+	return s;
+}
+
+void ls_seq_append(loop_prog *p, loop_stmt *seq, loop_stmt *s)
+{
+	te_push(&p->arena, (void ***)&seq->u.seq.items, &seq->u.seq.n, s);
+}
+
+loop_stmt *ls_store(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index,
+	loop_expr *value, const char *stage)
+{
+	loop_stmt *s = new_stmt(p, LS_STORE);
+	s->u.store.buf = b;
+	s->u.store.n = n;
+	s->u.store.index = te_arena_alloc(&p->arena, sizeof(loop_expr *) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		s->u.store.index[i] = index[i];
+	s->u.store.value = value;
+	s->u.store.stage = stage ? te_arena_strdup(&p->arena, stage) : NULL;
+	return s;
+}
+
+loop_stmt *ls_if(loop_prog *p, loop_expr *cond, loop_stmt *then_, loop_stmt *else_)
+{
+	loop_stmt *s = new_stmt(p, LS_IF);
+	s->u.if_.cond = cond;
+	s->u.if_.then_ = then_;
+	s->u.if_.else_ = else_;
+	return s;
+}
+
+loop_stmt *ls_alloc(loop_prog *p, loop_buffer *b, loop_stmt *body)
+{
+	loop_stmt *s = new_stmt(p, LS_ALLOC);
+	s->u.alloc.buf = b;
+	s->u.alloc.body = body;
+	return s;
+}
+
+loop_stmt *ls_barrier(loop_prog *p)
+{
+	return new_stmt(p, LS_BARRIER);
+}
+
+const char *loop_kind_name(loop_kind k)
+{
+	static const char *name[LOOP_KIND_COUNT] = {
+		"serial", "parallel", "vectorized", "unrolled",
+		"blockIdx.x", "blockIdx.y", "blockIdx.z",
+		"threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread"
+	};
+	return name[k];
+}
+
+const char *loop_scope_name(loop_scope s)
+{
+	static const char *name[] = { "global", "shared", "local" };
+	return name[s];
+}

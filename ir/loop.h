@@ -1,0 +1,189 @@
+/* Loop IR: how an op is computed.  Lowering (schedule/lower.c) turns a
+ * schedule state into a loop program; the C-family printers (codegen/)
+ * turn a loop program into source; the tuner reads features from it.
+ *
+ * A program is a tree of statements over buffers.  Loops carry their kind
+ * (serial, parallel, vectorized, unrolled, or bound to a GPU block/thread
+ * index); buffers carry their scope (global arguments and temporaries,
+ * shared, local).  Every node of a program lives in the program's arena. */
+#ifndef TESSEL_IR_LOOP_H
+#define TESSEL_IR_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/arena.h"
+#include "tessel/te.h"
+
+typedef enum loop_scope {
+	LOOP_GLOBAL,   /* kernel argument or heap temporary */
+	LOOP_SHARED,   /* GPU shared memory (one copy per block) */
+	LOOP_LOCAL     /* registers / stack (one copy per thread) */
+} loop_scope;
+
+typedef struct loop_buffer {
+	const char *name;
+	tessel_dtype dtype;
+	int ndim;
+	int64_t shape[TESSEL_MAX_DIMS];
+	int64_t strides[TESSEL_MAX_DIMS];  /* in elements; padded by storage_align */
+	loop_scope scope;
+	int arg;          /* position among the kernel arguments, or -1 */
+	bool is_output;
+} loop_buffer;
+
+typedef struct loop_var {
+	const char *name;  /* unique in its program */
+	int id;
+} loop_var;
+
+typedef enum loop_expr_kind {
+	LX_INT, LX_FLOAT, LX_BOOL, LX_VAR, LX_LOAD,
+	LX_UNARY, LX_BINARY, LX_SELECT, LX_CAST
+} loop_expr_kind;
+
+typedef struct loop_expr loop_expr;
+struct loop_expr {
+	loop_expr_kind kind;
+	tessel_dtype dtype;   /* the value's type; integer index math is i64 */
+	union {
+		int64_t ival;
+		double fval;
+		loop_var *var;
+		struct {
+			loop_buffer *buf;
+			int n;
+			loop_expr **index;
+		} load;
+		struct {
+			tessel_unary op;
+			loop_expr *a;
+		} un;
+		struct {
+			tessel_binary op;
+			loop_expr *a, *b;
+		} bin;
+		struct {
+			loop_expr *cond, *then_, *else_;
+		} sel;
+		struct {
+			tessel_dtype to;
+			loop_expr *a;
+		} cast;
+	} u;
+};
+
+typedef enum loop_kind {
+	LOOP_SERIAL, LOOP_PARALLEL, LOOP_VECTORIZED, LOOP_UNROLLED,
+	LOOP_BLOCK_X, LOOP_BLOCK_Y, LOOP_BLOCK_Z,
+	LOOP_THREAD_X, LOOP_THREAD_Y, LOOP_THREAD_Z,
+	LOOP_VTHREAD,
+	LOOP_KIND_COUNT
+} loop_kind;
+
+typedef enum loop_stmt_kind {
+	LS_FOR, LS_SEQ, LS_STORE, LS_IF, LS_ALLOC, LS_BARRIER
+} loop_stmt_kind;
+
+typedef struct loop_stmt loop_stmt;
+struct loop_stmt {
+	loop_stmt_kind kind;
+	union {
+		struct {
+			loop_var *var;
+			loop_expr *min, *extent;
+			loop_kind kind;
+			int unroll_limit;    /* auto-unroll annotation, 0 when none */
+			loop_stmt *body;
+		} for_;
+		struct {
+			int n;
+			loop_stmt **items;
+		} seq;
+		struct {
+			loop_buffer *buf;
+			int n;
+			loop_expr **index;
+			loop_expr *value;
+			const char *stage;   /* the stage this store computes */
+		} store;
+		struct {
+			loop_expr *cond;
+			loop_stmt *then_, *else_;  /* else_ may be NULL */
+		} if_;
+		struct {
+			loop_buffer *buf;
+			loop_stmt *body;
+		} alloc;
+	} u;
+};
+
+typedef struct loop_prog {
+	te_arena arena;
+	const char *name;
+	int nargs;
+	loop_buffer **args;   /* inputs, then outputs, in the op's order */
+	int nvars;
+	loop_stmt *body;
+} loop_prog;
+
+/* ---- construction (ir/loop.c) ------------------------------------------ */
+
+loop_prog *loop_prog_new(const char *name);
+void loop_prog_free(loop_prog *p);
+
+loop_buffer *loop_buffer_new(loop_prog *p, const char *name, tessel_dtype dt,
+	int ndim, const int64_t *shape, loop_scope scope);
+/* Return a new variable named "base" made unique in "p". */
+loop_var *loop_var_new(loop_prog *p, const char *base);
+
+loop_expr *lx_int(loop_prog *p, int64_t v);
+loop_expr *lx_float(loop_prog *p, double v, tessel_dtype dt);
+loop_expr *lx_bool(loop_prog *p, bool v);
+loop_expr *lx_var(loop_prog *p, loop_var *v);
+loop_expr *lx_load(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index);
+loop_expr *lx_unary(loop_prog *p, tessel_unary op, loop_expr *a, tessel_dtype dt);
+/* Integer index arithmetic on i64 values; constants fold on the spot. */
+loop_expr *lx_binary(loop_prog *p, tessel_binary op, loop_expr *a, loop_expr *b,
+	tessel_dtype dt);
+loop_expr *lx_add(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_sub(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_mul(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_div(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_mod(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_min(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_max(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_cmp(loop_prog *p, tessel_binary op, loop_expr *a, loop_expr *b);
+loop_expr *lx_and(loop_prog *p, loop_expr *a, loop_expr *b);
+loop_expr *lx_select(loop_prog *p, loop_expr *c, loop_expr *a, loop_expr *b,
+	tessel_dtype dt);
+loop_expr *lx_cast(loop_prog *p, tessel_dtype to, loop_expr *a);
+
+loop_stmt *ls_for(loop_prog *p, loop_var *v, loop_expr *min, loop_expr *extent,
+	loop_kind kind, loop_stmt *body);
+loop_stmt *ls_seq(loop_prog *p, int n, loop_stmt *const *items);
+/* Append "s" to the sequence "seq" (made by ls_seq). */
+void ls_seq_append(loop_prog *p, loop_stmt *seq, loop_stmt *s);
+loop_stmt *ls_store(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index,
+	loop_expr *value, const char *stage);
+loop_stmt *ls_if(loop_prog *p, loop_expr *cond, loop_stmt *then_, loop_stmt *else_);
+loop_stmt *ls_alloc(loop_prog *p, loop_buffer *b, loop_stmt *body);
+loop_stmt *ls_barrier(loop_prog *p);
+
+/* ---- reading ------------------------------------------------------------- */
+
+const char *loop_kind_name(loop_kind k);
+const char *loop_scope_name(loop_scope s);
+/* Print "p" in the loop-IR text form (stable; golden-tested); malloc'ed. */
+char *loop_prog_print(const loop_prog *p);
+/* Check the invariants of "p": variables defined before use and bound
+ * once, loads and stores with the buffer's rank, allocations enclosing
+ * their uses, types consistent.  Return 0, or -1 with the first violation
+ * in "ctx" (TESSEL_ERR_INTERNAL). */
+int loop_verify(tessel_ctx *ctx, const loop_prog *p);
+/* Simplify "p" in place: fold constants, simplify affine index arithmetic,
+ * tighten loop bounds, drop conditions that always hold and branches that
+ * never run (ir/loop_simplify.c). */
+void loop_simplify(loop_prog *p);
+
+#endif
