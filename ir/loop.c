@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/loop.h"
+#include "ir/te_impl.h"
 
 loop_prog *loop_prog_new(const char *name)
 {
