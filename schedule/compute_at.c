@@ -1,0 +1,79 @@
+/* compute_at: compute a producer inside a loop of its consumer.
+ *
+ * requires: the producer is not an output; the consumer reads it (directly
+ *   or through inlined stages) and no other stage does; the consumer is not
+ *   computed inside the producer; the region the consumer needs under the
+ *   loop is affine and bounded (ISL)
+ * guarantees: per iteration of the loop, lowering computes exactly that
+ *   region (clamped to the producer's domain) into a buffer allocated
+ *   there, before the loops inside it */
+#include "ir/te_impl.h"
+#include "schedule/primitives.h"
+#include "schedule/region.h"
+#include "schedule/trace.h"
+
+/* Return true when stage "s" is computed, directly or not, inside a loop
+ * of stage "outer". */
+static bool nested_in(const sch_state *st, int s, int outer)
+{
+	for (int k = s, hops = 0; hops <= st->nstages; hops++) {
+		if (st->stages[k].attach != SCH_AT)
+			return false;
+		k = st->stages[k].attach_stage;
+		if (k == outer)
+			return true;
+	}
+	return false;
+}
+
+static int check_consumers(sch_state *st, int p, int c, const char *stage,
+	const char *loop)
+{
+	if (p == c)
+		return sch_refuse(st, "compute_at %s %s: a stage cannot be computed in "
+			"its own loop", stage, loop);
+	if (st->stages[p].te->is_output)
+		return sch_refuse(st, "compute_at %s %s: '%s' is an output of the op",
+			stage, loop, stage);
+	if (!sch_reads(st, c, p))
+		return sch_refuse(st, "compute_at %s %s: '%s' does not read '%s'",
+			stage, loop, st->stages[c].name, stage);
+	for (int k = 0; k < st->nstages; k++)
+		if (k != c && k != p && st->stages[k].attach != SCH_INLINE &&
+		    sch_reads(st, k, p))
+			return sch_refuse(st, "compute_at %s %s: '%s' is also read by '%s'",
+				stage, loop, stage, st->stages[k].name);
+	if (st->stages[c].attach == SCH_INLINE)
+		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
+			st->stages[c].name);
+	if (nested_in(st, c, p))
+		return sch_refuse(st, "compute_at %s %s: '%s' is computed inside '%s'",
+			stage, loop, st->stages[c].name, stage);
+	return 0;
+}
+
+int sch_compute_at(sch_state *st, const char *stage, const char *loop)
+{
+	int p = sch_find_stage(st, stage);
+	int c, it;
+	if (p < 0 || sch_find_loop(st, loop, &c, &it) ||
+	    check_consumers(st, p, c, stage, loop))
+		return -1;
+	sch_region r;
+	if (st->stages[c].attach == SCH_ROOT) {
+		if (sch_region_compute(st, p, &st->stages[c], false,
+				sch_leaf_pos(&st->stages[c], it), &r))
+			return -1;
+		sch_region_free(&r);
+	}
+	sch_stage *ps = &st->stages[p];
+	ps->attach = SCH_AT;
+	ps->attach_stage = c;
+	ps->attach_iter = it;
+	sch_step step;
+	sch_step_init(&step, "compute_at");
+	sch_step_arg(&step, "%s", stage);
+	sch_step_arg(&step, "%s", loop);
+	sch_trace_append(st->trace, &step);
+	return 0;
+}

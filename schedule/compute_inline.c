@@ -1,0 +1,45 @@
+/* compute_inline: substitute a stage into its consumers.
+ *
+ * requires: a compute stage that is not an output, not a reduction, and
+ *   has no stage computed inside its loops
+ * guarantees: lowering evaluates the stage's expression at each read; its
+ *   loops and buffer disappear */
+#include "ir/te_impl.h"
+#include "schedule/primitives.h"
+#include "schedule/trace.h"
+
+/* Return the stage computed at a loop of stage "s", or -1. */
+int sch_stage_inside(const sch_state *st, int s);
+
+int sch_stage_inside(const sch_state *st, int s)
+{
+	for (int k = 0; k < st->nstages; k++)
+		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == s)
+			return k;
+	return -1;
+}
+
+int sch_compute_inline(sch_state *st, const char *stage)
+{
+	int s = sch_find_stage(st, stage);
+	if (s < 0)
+		return -1;
+	sch_stage *ss = &st->stages[s];
+	if (ss->te->is_output)
+		return sch_refuse(st, "compute_inline %s: '%s' is an output of the op",
+			stage, stage);
+	if (ss->te->reduce != TESSEL_REDUCE_NONE)
+		return sch_refuse(st, "compute_inline %s: '%s' is a reduction; only "
+			"elementwise stages can be inlined", stage, stage);
+	int inside = sch_stage_inside(st, s);
+	if (inside >= 0)
+		return sch_refuse(st, "compute_inline %s: stage '%s' is computed inside "
+			"its loops; move it first", stage, st->stages[inside].name);
+	ss->attach = SCH_INLINE;
+	ss->attach_stage = ss->attach_iter = -1;
+	sch_step step;
+	sch_step_init(&step, "compute_inline");
+	sch_step_arg(&step, "%s", stage);
+	sch_trace_append(st->trace, &step);
+	return 0;
+}

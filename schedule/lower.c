@@ -1,0 +1,681 @@
+/* Lowering: a schedule state becomes a loop program.
+ *
+ * requires: a state whose primitives all succeeded
+ * guarantees: a program that computes the op (checked by loop_verify and,
+ *   in the tests, against the interpreter): root stages in the op's order,
+ *   each a nest of its live loops; stages computed at a loop appear first
+ *   in that loop's body, over the region ISL computes, in a buffer
+ *   allocated there; reductions initialize before their outermost
+ *   reduction loop; non-dividing splits and partial regions are guarded;
+ *   inlined stages are evaluated at each read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/id.h>
+#include <isl/set.h>
+#include <isl/space.h>
+#include <isl/val.h>
+
+#include "ir/te_impl.h"
+#include "schedule/region.h"
+#include "schedule/state.h"
+
+typedef struct lowering {
+	sch_state *st;
+	loop_prog *p;
+	loop_buffer **buf;      /* by op stage index */
+	sch_stage *eff;         /* stages with the extents they have when run */
+	bool *attached;         /* by schedule stage: computed inside a loop */
+	loop_expr ***origin;    /* attached stages: the region's first element */
+	loop_expr ***last;      /* attached stages: the region's last element */
+	int parallel_depth;
+	int nnames;
+	const char **names;
+	bool failed;
+} lowering;
+
+/* The variables of the stage whose expression is translated. */
+typedef struct var_env {
+	const tessel_stage *te;
+	loop_expr *vals[2 * TESSEL_MAX_DIMS + 64];
+} var_env;
+
+static loop_stmt *emit_stage(lowering *L, int si);
+
+static int fail(lowering *L, const char *fmt, const char *a, const char *b)
+{
+	L->failed = true;
+	return te_error(L->st->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+		fmt, a, b);
+}
+
+/* Return a variable named after "base" that no other variable of the
+ * program has. */
+static loop_var *fresh_var(lowering *L, const char *base)
+{
+	char name[SCH_NAME_MAX * 2 + 16];
+	snprintf(name, sizeof(name), "%s", base);
+	for (int n = 1;; n++) {
+		bool used = false;
+		for (int i = 0; i < L->nnames && !used; i++)
+			used = strcmp(L->names[i], name) == 0;
+		if (!used)
+			break;
+		snprintf(name, sizeof(name), "%s_%d", base, n);
+	}
+	loop_var *v = loop_var_new(L->p, name);
+	const char **grown = realloc(L->names, sizeof(char *) * (size_t)(L->nnames + 1));
+	L->names = grown;
+	L->names[L->nnames++] = v->name;
+	return v;
+}
+
+/* ---- expressions ------------------------------------------------------- */
+
+static loop_expr *tr_expr(lowering *L, const var_env *env, const tessel_expr *e);
+
+static bool is_float_dt(tessel_dtype dt)
+{
+	return tessel_dtype_is_float(dt);
+}
+
+/* Return "x" converted to "dt" when its type differs. */
+static loop_expr *as_type(lowering *L, loop_expr *x, tessel_dtype dt)
+{
+	return x->dtype == dt ? x : lx_cast(L->p, dt, x);
+}
+
+static tessel_dtype promoted(tessel_dtype a, tessel_dtype b)
+{
+	if (is_float_dt(a) && !is_float_dt(b))
+		return a;
+	if (is_float_dt(b) && !is_float_dt(a))
+		return b;
+	return a >= b ? a : b;
+}
+
+static loop_expr *tr_binary(lowering *L, const var_env *env, const tessel_expr *e)
+{
+	loop_expr *a = tr_expr(L, env, e->u.bin.a), *b = tr_expr(L, env, e->u.bin.b);
+	tessel_binary op = e->u.bin.op;
+	tessel_dtype dt = e->type.dtype;
+	if (op >= TESSEL_LT && op <= TESSEL_NE) {
+		tessel_dtype c = promoted(a->dtype, b->dtype);
+		return lx_cmp(L->p, op, as_type(L, a, c), as_type(L, b, c));
+	}
+	if (op == TESSEL_AND || op == TESSEL_OR)
+		return lx_binary(L->p, op, a, b, TESSEL_BOOL);
+	return lx_binary(L->p, op, as_type(L, a, dt), as_type(L, b, dt), dt);
+}
+
+/* Translate the read "e" of an inlined stage: its body with its axes bound
+ * to the read's indices. */
+static loop_expr *tr_inlined(lowering *L, const var_env *env, const tessel_expr *e)
+{
+	const tessel_stage *t = e->u.access.tensor;
+	var_env *inner = calloc(1, sizeof(*inner));
+	inner->te = t;
+	for (int d = 0; d < t->ndim; d++)
+		inner->vals[d] = tr_expr(L, env, e->u.access.index[d]);
+	loop_expr *x = as_type(L, tr_expr(L, inner, t->body), t->dtype);
+	free(inner);
+	return x;
+}
+
+static loop_expr *tr_access(lowering *L, const var_env *env, const tessel_expr *e)
+{
+	const tessel_stage *t = e->u.access.tensor;
+	int si = sch_stage_of(L->st, t);
+	if (si >= 0 && L->st->stages[si].attach == SCH_INLINE)
+		return tr_inlined(L, env, e);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	for (int d = 0; d < e->u.access.n; d++) {
+		idx[d] = tr_expr(L, env, e->u.access.index[d]);
+		if (si >= 0 && L->attached[si])
+			idx[d] = lx_sub(L->p, idx[d], L->origin[si][d]);
+	}
+	return lx_load(L->p, L->buf[t->index], e->u.access.n, idx);
+}
+
+static loop_expr *tr_literal(lowering *L, const tessel_expr *e)
+{
+	switch (e->kind) {
+	case TE_INT:
+		return e->type.dtype == TESSEL_I64 ? lx_int(L->p, e->u.ival)
+			: lx_cast(L->p, e->type.dtype, lx_int(L->p, e->u.ival));
+	case TE_FLOAT:
+		return lx_float(L->p, e->u.fval, e->type.dtype);
+	default:
+		return lx_bool(L->p, e->u.ival != 0);
+	}
+}
+
+static loop_expr *tr_expr(lowering *L, const var_env *env, const tessel_expr *e)
+{
+	switch (e->kind) {
+	case TE_INT:
+	case TE_FLOAT:
+	case TE_BOOL:
+		return tr_literal(L, e);
+	case TE_VAR: {
+		const tessel_var *v = e->u.var;
+		return env->vals[v->is_reduce ? env->te->ndim + v->index : v->index];
+	}
+	case TE_ACCESS:
+		return tr_access(L, env, e);
+	case TE_UNARY: {
+		loop_expr *a = tr_expr(L, env, e->u.un.a);
+		tessel_dtype dt = e->type.dtype;
+		return lx_unary(L->p, e->u.un.op,
+			e->u.un.op == TESSEL_NOT ? a : as_type(L, a, dt), dt);
+	}
+	case TE_BINARY:
+		return tr_binary(L, env, e);
+	case TE_SELECT: {
+		tessel_dtype dt = e->type.dtype;
+		return lx_select(L->p, tr_expr(L, env, e->u.sel.cond),
+			as_type(L, tr_expr(L, env, e->u.sel.then_), dt),
+			as_type(L, tr_expr(L, env, e->u.sel.else_), dt), dt);
+	}
+	case TE_CAST:
+		return lx_cast(L->p, e->u.cast.to, tr_expr(L, env, e->u.cast.a));
+	case TE_SYM:
+		break;
+	}
+	fail(L, "internal: unbound symbol in a bound op%s%s", "", "");
+	return lx_int(L->p, 0);
+}
+
+/* ---- loop structure ---------------------------------------------------- */
+
+/* Return the value of iter "it" of "s" from the leaf values "leaf" (by
+ * nest position; NULL where unknown). */
+static loop_expr *iter_value(lowering *L, const sch_stage *s, int it,
+	loop_expr **leaf)
+{
+	const sch_iter *t = &s->iters[it];
+	if (t->leaf) {
+		loop_expr *v = leaf[sch_leaf_pos(s, it)];
+		return v ? v : lx_int(L->p, 0);
+	}
+	if (t->fused_into >= 0) {
+		const sch_iter *f = &s->iters[t->fused_into];
+		loop_expr *fv = iter_value(L, s, t->fused_into, leaf);
+		loop_expr *n = lx_int(L->p, s->iters[f->inner].extent);
+		return it == f->outer ? lx_div(L->p, fv, n) : lx_mod(L->p, fv, n);
+	}
+	return lx_add(L->p, lx_mul(L->p, iter_value(L, s, t->split_outer, leaf),
+			lx_int(L->p, s->iters[t->split_outer].factor)),
+		iter_value(L, s, t->split_inner, leaf));
+}
+
+/* Return the conjunction of the guards of "s" for the given leaf values:
+ * split iters whose outer * factor overshoots their extent, and regions
+ * that end before the buffer does or leave the stage's domain (a region
+ * computed for consumer iterations that the consumer's own guards skip
+ * has no meaningful bounds).  Only spatial iters when "spatial". */
+static loop_expr *guards(lowering *L, int si, loop_expr **leaf, bool spatial)
+{
+	const sch_stage *s = &L->eff[si];
+	loop_expr *g = NULL;
+	for (int it = 0; it < s->niters; it++) {
+		const sch_iter *t = &s->iters[it];
+		if (t->leaf || t->fused_into >= 0 || (spatial && t->reduce))
+			continue;
+		const sch_iter *o = &s->iters[t->split_outer];
+		if (o->extent * o->factor <= t->extent)
+			continue;
+		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LT, iter_value(L, s, it, leaf),
+			lx_int(L->p, t->extent)));
+	}
+	for (int d = 0; L->attached[si] && d < s->te->ndim; d++) {
+		loop_expr *x = lx_add(L->p, L->origin[si][d], iter_value(L, s, d, leaf));
+		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LE, x, L->last[si][d]));
+		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_GE, x, lx_int(L->p, 0)));
+		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LT, x, lx_int(L->p, s->te->extent[d])));
+	}
+	return g;
+}
+
+static loop_stmt *guarded(lowering *L, loop_expr *g, loop_stmt *s)
+{
+	return g ? ls_if(L->p, g, s, NULL) : s;
+}
+
+/* Fill "env" with the values of the axes of stage "si" (absolute indices)
+ * from leaf values. */
+static void axis_values(lowering *L, int si, loop_expr **leaf, var_env *env)
+{
+	const sch_stage *s = &L->eff[si];
+	env->te = s->te;
+	for (int d = 0; d < s->te->ndim; d++) {
+		loop_expr *v = iter_value(L, s, d, leaf);
+		env->vals[d] = L->attached[si] ? lx_add(L->p, L->origin[si][d], v) : v;
+	}
+	for (int k = 0; k < s->te->nraxes; k++) {
+		int64_t lo = 0;
+		te_expr_const_int(s->te->raxes[k]->lo, &lo);
+		env->vals[s->te->ndim + k] = lx_add(L->p, lx_int(L->p, lo),
+			iter_value(L, s, s->te->ndim + k, leaf));
+	}
+}
+
+/* Return the indices of the element of stage "si" that "env" points at, in
+ * its buffer. */
+static void store_index(lowering *L, int si, const var_env *env, loop_expr **idx)
+{
+	for (int d = 0; d < L->eff[si].te->ndim; d++)
+		idx[d] = L->attached[si] ? lx_sub(L->p, env->vals[d], L->origin[si][d])
+					 : env->vals[d];
+}
+
+static loop_expr *identity(lowering *L, const tessel_stage *t)
+{
+	tessel_dtype dt = t->dtype;
+	bool is_max = t->reduce == TESSEL_RMAX;
+	if (t->reduce == TESSEL_SUM || t->reduce == TESSEL_PROD) {
+		int one = t->reduce == TESSEL_PROD;
+		return is_float_dt(dt) ? lx_float(L->p, one, dt)
+				       : as_type(L, lx_int(L->p, one), dt);
+	}
+	if (is_float_dt(dt))
+		return lx_float(L->p, is_max ? -__builtin_inf() : __builtin_inf(), dt);
+	int64_t lo = dt == TESSEL_BOOL ? 0 : dt == TESSEL_I8 ? INT8_MIN
+		: dt == TESSEL_I32 ? INT32_MIN : INT64_MIN;
+	int64_t hi = dt == TESSEL_BOOL ? 1 : dt == TESSEL_I8 ? INT8_MAX
+		: dt == TESSEL_I32 ? INT32_MAX : INT64_MAX;
+	return as_type(L, lx_int(L->p, is_max ? lo : hi), dt);
+}
+
+static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
+{
+	const tessel_stage *t = L->eff[si].te;
+	var_env *env = calloc(1, sizeof(*env));
+	axis_values(L, si, leaf, env);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	store_index(L, si, env, idx);
+	loop_buffer *b = L->buf[t->index];
+	loop_expr *value = as_type(L, tr_expr(L, env, t->body), t->dtype);
+	free(env);
+	if (t->reduce != TESSEL_REDUCE_NONE) {
+		static const tessel_binary combine[] = {
+			TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
+		};
+		value = lx_binary(L->p, combine[t->reduce], lx_load(L->p, b, t->ndim, idx),
+			value, t->dtype);
+	}
+	loop_stmt *s = ls_store(L->p, b, t->ndim, idx, value, t->name);
+	return guarded(L, guards(L, si, leaf, false), s);
+}
+
+/* Return the nest position of the first reduction loop of "s", or nleaves. */
+static int init_position(const sch_stage *s)
+{
+	if (s->te->reduce == TESSEL_REDUCE_NONE)
+		return s->nleaves;
+	for (int p = 0; p < s->nleaves; p++)
+		if (s->iters[s->leaves[p]].reduce)
+			return p;
+	return s->nleaves;
+}
+
+/* Emit the initialization of the accumulators of stage "si": a nest over
+ * the spatial loops inside nest position "pos". */
+static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	loop_expr *init_leaf[64];
+	memcpy(init_leaf, leaf, sizeof(loop_expr *) * (size_t)s->nleaves);
+	loop_var *vars[64] = { 0 };
+	for (int p = pos; p < s->nleaves; p++) {
+		const sch_iter *t = &s->iters[s->leaves[p]];
+		init_leaf[p] = NULL;
+		if (!t->reduce) {
+			char name[SCH_NAME_MAX + 8];
+			snprintf(name, sizeof(name), "%s_init", t->name);
+			vars[p] = fresh_var(L, name);
+			init_leaf[p] = lx_var(L->p, vars[p]);
+		}
+	}
+	var_env *env = calloc(1, sizeof(*env));
+	axis_values(L, si, init_leaf, env);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	store_index(L, si, env, idx);
+	free(env);
+	loop_stmt *body = ls_store(L->p, L->buf[s->te->index], s->te->ndim, idx,
+		identity(L, s->te), s->te->name);
+	body = guarded(L, guards(L, si, init_leaf, true), body);
+	for (int p = s->nleaves - 1; p >= pos; p--)
+		if (vars[p])
+			body = ls_for(L->p, vars[p], lx_int(L->p, 0),
+				lx_int(L->p, s->iters[s->leaves[p]].extent),
+				s->iters[s->leaves[p]].kind == LOOP_VECTORIZED ? LOOP_VECTORIZED
+									      : LOOP_SERIAL, body);
+	return body;
+}
+
+/* ---- attached stages ------------------------------------------------------ */
+
+typedef struct ast_names {
+	lowering *L;
+	loop_expr **q;      /* consumer loop values by nest position */
+	loop_expr **o;      /* consumer region origin, or NULL */
+} ast_names;
+
+static loop_expr *from_ast(const ast_names *n, isl_ast_expr *e);
+
+static loop_expr *ast_id(const ast_names *n, isl_ast_expr *e)
+{
+	isl_id *id = isl_ast_expr_get_id(e);
+	const char *name = isl_id_get_name(id);
+	int k = atoi(name + 1);
+	loop_expr *x = name[0] == 'q' ? n->q[k] : n->o[k];
+	isl_id_free(id);
+	return x;
+}
+
+static loop_expr *ast_op(const ast_names *n, isl_ast_expr *e)
+{
+	loop_prog *p = n->L->p;
+	int nargs = isl_ast_expr_op_get_n_arg(e);
+	loop_expr *a[3] = { 0 };
+	for (int i = 0; i < nargs && i < 3; i++) {
+		isl_ast_expr *arg = isl_ast_expr_op_get_arg(e, i);
+		a[i] = from_ast(n, arg);
+		isl_ast_expr_free(arg);
+	}
+	enum isl_ast_expr_op_type type = isl_ast_expr_op_get_type(e);
+	if ((type == isl_ast_expr_op_max || type == isl_ast_expr_op_min) && nargs > 2) {
+		loop_expr *acc = a[0];
+		for (int i = 1; i < nargs; i++) {
+			isl_ast_expr *arg = isl_ast_expr_op_get_arg(e, i);
+			loop_expr *x = from_ast(n, arg);
+			isl_ast_expr_free(arg);
+			acc = type == isl_ast_expr_op_max ? lx_max(p, acc, x) : lx_min(p, acc, x);
+		}
+		return acc;
+	}
+	switch (type) {
+	case isl_ast_expr_op_and:
+	case isl_ast_expr_op_and_then: return lx_and(p, a[0], a[1]);
+	case isl_ast_expr_op_or:
+	case isl_ast_expr_op_or_else: return lx_binary(p, TESSEL_OR, a[0], a[1], TESSEL_BOOL);
+	case isl_ast_expr_op_max: return lx_max(p, a[0], a[1]);
+	case isl_ast_expr_op_min: return lx_min(p, a[0], a[1]);
+	case isl_ast_expr_op_minus: return lx_sub(p, lx_int(p, 0), a[0]);
+	case isl_ast_expr_op_add: return lx_add(p, a[0], a[1]);
+	case isl_ast_expr_op_sub: return lx_sub(p, a[0], a[1]);
+	case isl_ast_expr_op_mul: return lx_mul(p, a[0], a[1]);
+	case isl_ast_expr_op_div:
+	case isl_ast_expr_op_fdiv_q:
+	case isl_ast_expr_op_pdiv_q: return lx_div(p, a[0], a[1]);
+	case isl_ast_expr_op_pdiv_r:
+	case isl_ast_expr_op_zdiv_r: return lx_mod(p, a[0], a[1]);
+	case isl_ast_expr_op_cond:
+	case isl_ast_expr_op_select: return lx_select(p, a[0], a[1], a[2], TESSEL_I64);
+	case isl_ast_expr_op_eq: return lx_cmp(p, TESSEL_EQ, a[0], a[1]);
+	case isl_ast_expr_op_le: return lx_cmp(p, TESSEL_LE, a[0], a[1]);
+	case isl_ast_expr_op_lt: return lx_cmp(p, TESSEL_LT, a[0], a[1]);
+	case isl_ast_expr_op_ge: return lx_cmp(p, TESSEL_GE, a[0], a[1]);
+	case isl_ast_expr_op_gt: return lx_cmp(p, TESSEL_GT, a[0], a[1]);
+	default:
+		fail(n->L, "internal: unexpected ISL expression%s%s", "", "");
+		return lx_int(p, 0);
+	}
+}
+
+static loop_expr *from_ast(const ast_names *n, isl_ast_expr *e)
+{
+	switch (isl_ast_expr_get_type(e)) {
+	case isl_ast_expr_id:
+		return ast_id(n, e);
+	case isl_ast_expr_int: {
+		isl_val *v = isl_ast_expr_get_val(e);
+		loop_expr *x = lx_int(n->L->p, isl_val_get_num_si(v));
+		isl_val_free(v);
+		return x;
+	}
+	case isl_ast_expr_op:
+		return ast_op(n, e);
+	default:
+		fail(n->L, "internal: bad ISL expression%s%s", "", "");
+		return lx_int(n->L->p, 0);
+	}
+}
+
+/* Return the piecewise function "pa" (kept) as an expression over the
+ * consumer's loops "n". */
+static loop_expr *pw_aff_expr(const ast_names *n, isl_pw_aff *pa)
+{
+	isl_space *space = isl_space_params(isl_pw_aff_get_space(pa));
+	isl_ast_build *b = isl_ast_build_from_context(isl_set_universe(space));
+	isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(b, isl_pw_aff_copy(pa));
+	loop_expr *x = e ? from_ast(n, e) : NULL;
+	isl_ast_expr_free(e);
+	isl_ast_build_free(b);
+	if (!x) {
+		fail(n->L, "internal: ISL could not print a region bound%s%s", "", "");
+		x = lx_int(n->L->p, 0);
+	}
+	return x;
+}
+
+/* Give stage "si" the extents of its region "shape": its spatial axes span
+ * the region, and split and fused loops follow. */
+static void set_region_extents(lowering *L, int si, const int64_t *shape)
+{
+	sch_stage *s = &L->eff[si];
+	for (int it = 0; it < s->niters; it++) {
+		sch_iter *t = &s->iters[it];
+		switch (t->origin) {
+		case SCH_AXIS:
+			if (!t->reduce)
+				t->extent = shape[t->axis];
+			break;
+		case SCH_SPLIT_OUTER:
+			t->extent = (s->iters[t->parent].extent + t->factor - 1) / t->factor;
+			break;
+		case SCH_SPLIT_INNER:
+			t->extent = t->factor;
+			break;
+		case SCH_FUSED:
+			t->extent = s->iters[t->outer].extent * s->iters[t->inner].extent;
+			break;
+		}
+	}
+}
+
+/* Prepare stage "pi", computed at nest position "pos" of stage "ci" whose
+ * loops have the values "leaf": its region's bounds, extents and buffer,
+ * so that the consumer's reads can be translated.  Return the buffer. */
+static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
+	loop_expr **leaf)
+{
+	sch_region r;
+	if (sch_region_compute(L->st, pi, &L->eff[ci], L->attached[ci], pos, &r)) {
+		L->failed = true;
+		return NULL;
+	}
+	const tessel_stage *t = L->eff[pi].te;
+	ast_names names = { L, leaf, L->attached[ci] ? L->origin[ci] : NULL };
+	L->attached[pi] = true;
+	L->origin[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
+	L->last[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
+	for (int d = 0; d < t->ndim; d++) {
+		L->origin[pi][d] = pw_aff_expr(&names, r.lo[d]);
+		L->last[pi][d] = pw_aff_expr(&names, r.hi[d]);
+	}
+	set_region_extents(L, pi, r.shape);
+	loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim, r.shape,
+		LOOP_LOCAL);
+	L->buf[t->index] = b;
+	sch_region_free(&r);
+	return b;
+}
+
+/* Return "rest" (the consumer's code inside the loop) preceded by the nest
+ * of the prepared stage "pi", in the scope of its buffer "b". */
+static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *rest)
+{
+	loop_stmt *seq = ls_seq(L->p, 0, NULL);
+	ls_seq_append(L->p, seq, emit_stage(L, pi));
+	ls_seq_append(L->p, seq, rest);
+	return ls_alloc(L->p, b, seq);
+}
+
+/* ---- nests ---------------------------------------------------------------- */
+
+static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf);
+
+/* Emit the body of the loop at nest position "pos": the consumer's inner
+ * loops, preceded by the stages computed at this loop. */
+static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	loop_buffer **bufs = calloc((size_t)L->st->nstages + 1, sizeof(loop_buffer *));
+	for (int k = 0; k < L->st->nstages; k++) {
+		const sch_stage *a = &L->st->stages[k];
+		if (a->attach == SCH_AT && a->attach_stage == si &&
+		    a->attach_iter == s->leaves[pos])
+			bufs[k] = prepare_attached(L, k, si, pos, leaf);
+	}
+	loop_stmt *rest = L->failed ? ls_seq(L->p, 0, NULL) : emit_level(L, si, pos + 1, leaf);
+	for (int k = L->st->nstages - 1; k >= 0 && !L->failed; k--)
+		if (bufs[k])
+			rest = wrap_attached(L, k, bufs[k], rest);
+	free(bufs);
+	return rest;
+}
+
+static loop_stmt *emit_loop(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_iter *t = &L->eff[si].iters[L->eff[si].leaves[pos]];
+	loop_var *v = fresh_var(L, t->name);
+	loop_kind kind = t->kind;
+	if (kind == LOOP_PARALLEL && L->parallel_depth > 0)
+		kind = LOOP_SERIAL;
+	leaf[pos] = lx_var(L->p, v);
+	L->parallel_depth += kind == LOOP_PARALLEL;
+	loop_stmt *body = emit_inside(L, si, pos, leaf);
+	L->parallel_depth -= kind == LOOP_PARALLEL;
+	loop_stmt *f = ls_for(L->p, v, lx_int(L->p, 0), lx_int(L->p, t->extent), kind, body);
+	f->u.for_.unroll_limit = t->unroll_limit;
+	return f;
+}
+
+static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	if (pos == s->nleaves)
+		return emit_update(L, si, leaf);
+	loop_stmt *loop = emit_loop(L, si, pos, leaf);
+	if (pos != init_position(s))
+		return loop;
+	loop_expr *outer[64];
+	memcpy(outer, leaf, sizeof(outer));
+	loop_stmt *seq = ls_seq(L->p, 0, NULL);
+	ls_seq_append(L->p, seq, emit_init(L, si, pos, outer));
+	ls_seq_append(L->p, seq, loop);
+	return seq;
+}
+
+static loop_stmt *emit_stage(lowering *L, int si)
+{
+	loop_expr *leaf[64] = { 0 };
+	if (L->eff[si].nleaves > 64) {
+		fail(L, "stage '%s' has more than 64 loops%s", L->eff[si].name, "");
+		return ls_seq(L->p, 0, NULL);
+	}
+	if (L->eff[si].nleaves == 0) {
+		loop_stmt *seq = ls_seq(L->p, 0, NULL);
+		if (L->eff[si].te->reduce != TESSEL_REDUCE_NONE)
+			ls_seq_append(L->p, seq, emit_init(L, si, 0, leaf));
+		ls_seq_append(L->p, seq, emit_update(L, si, leaf));
+		return seq;
+	}
+	return emit_level(L, si, 0, leaf);
+}
+
+/* ---- the program ---------------------------------------------------------- */
+
+static void make_arguments(lowering *L)
+{
+	tessel_op *op = L->st->op;
+	L->p->args = te_arena_alloc(&L->p->arena,
+		sizeof(loop_buffer *) * (size_t)(op->ninputs + op->noutputs + 1));
+	for (int i = 0; i < op->ninputs + op->noutputs; i++) {
+		bool out = i >= op->ninputs;
+		tessel_stage *t = out ? op->outputs[i - op->ninputs] : op->inputs[i];
+		loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim,
+			t->extent, LOOP_GLOBAL);
+		b->arg = i;
+		b->is_output = out;
+		L->p->args[L->p->nargs++] = b;
+		L->buf[t->index] = b;
+	}
+}
+
+static void copy_effective_stages(lowering *L)
+{
+	for (int i = 0; i < L->st->nstages; i++) {
+		L->eff[i] = L->st->stages[i];
+		L->eff[i].iters = malloc(sizeof(sch_iter) * (size_t)(L->eff[i].niters + 1));
+		memcpy(L->eff[i].iters, L->st->stages[i].iters,
+			sizeof(sch_iter) * (size_t)L->eff[i].niters);
+	}
+}
+
+static loop_stmt *emit_program(lowering *L)
+{
+	loop_stmt *seq = ls_seq(L->p, 0, NULL);
+	for (int i = 0; i < L->st->nstages && !L->failed; i++)
+		if (L->st->stages[i].attach == SCH_ROOT)
+			ls_seq_append(L->p, seq, emit_stage(L, i));
+	loop_stmt *body = seq;
+	for (int i = L->st->nstages - 1; i >= 0; i--) {
+		const tessel_stage *t = L->st->stages[i].te;
+		if (L->st->stages[i].attach != SCH_ROOT || t->is_output)
+			continue;
+		loop_buffer *b = L->buf[t->index];
+		b->scope = LOOP_GLOBAL;
+		body = ls_alloc(L->p, b, body);
+	}
+	return body;
+}
+
+loop_prog *sch_lower(sch_state *st)
+{
+	tessel_op *op = st->op;
+	lowering L = { .st = st };
+	L.p = loop_prog_new(op->name);
+	L.buf = calloc((size_t)op->nstages + 1, sizeof(loop_buffer *));
+	L.eff = calloc((size_t)st->nstages + 1, sizeof(sch_stage));
+	L.attached = calloc((size_t)st->nstages + 1, sizeof(bool));
+	L.origin = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
+	L.last = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
+	make_arguments(&L);
+	for (int i = 0; i < st->nstages; i++) {
+		const tessel_stage *t = st->stages[i].te;
+		if (!L.buf[t->index])
+			L.buf[t->index] = loop_buffer_new(L.p, t->name, t->dtype, t->ndim,
+				t->extent, LOOP_GLOBAL);
+	}
+	copy_effective_stages(&L);
+	L.p->body = emit_program(&L);
+	for (int i = 0; i < st->nstages; i++)
+		free(L.eff[i].iters);
+	free(L.eff);
+	free(L.buf);
+	free(L.attached);
+	free(L.origin);
+	free(L.last);
+	free(L.names);
+	if (L.failed) {
+		loop_prog_free(L.p);
+		return NULL;
+	}
+	return L.p;
+}

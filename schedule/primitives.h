@@ -1,0 +1,45 @@
+/* Schedule primitives, one file each in schedule/.  Loops are named
+ * "STAGE.LOOP".  Every primitive either succeeds, changing "st" and
+ * appending itself to st->trace, or refuses with a precise message in
+ * st->ctx and leaves "st" unchanged. */
+#ifndef TESSEL_SCHEDULE_PRIMITIVES_H
+#define TESSEL_SCHEDULE_PRIMITIVES_H
+
+#include "schedule/state.h"
+
+/* Split "loop" into an outer and an inner loop; the inner extent is
+ * "factor" (or, when "nparts" is true, the outer extent is at most
+ * "factor").  A factor that does not divide the extent leaves a guard.
+ * The new loops are named "outer" and "inner" (NULL: LOOPo and LOOPi). */
+int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
+	const char *outer, const char *inner);
+/* Fuse the adjacent loops "outer" and "inner" (outer directly around
+ * inner, both spatial or both reductions) into "fused" (NULL: outer.inner
+ * names joined). */
+int sch_fuse(sch_state *st, const char *outer, const char *inner,
+	const char *fused);
+/* Put the "n" loops "loops" of one stage in this order, in the positions
+ * they occupy now. */
+int sch_reorder(sch_state *st, int n, const char *const *loops);
+/* Split "x" and "y" by "fx" and "fy" and order xo, yo, xi, yi. */
+int sch_tile(sch_state *st, const char *x, const char *y, int64_t fx,
+	int64_t fy);
+/* Annotate "loop": run its iterations in parallel / as vector lanes /
+ * unrolled.  Refused where the loop carries a dependence (ISL). */
+int sch_parallel(sch_state *st, const char *loop);
+int sch_vectorize(sch_state *st, const char *loop);
+int sch_unroll(sch_state *st, const char *loop);
+/* Attach the annotation "key" = "value" to "loop"; known keys:
+ * auto_unroll_max_step. */
+int sch_annotate(sch_state *st, const char *loop, const char *key,
+	int64_t value);
+/* Substitute stage "stage" into its consumers (refused for outputs and
+ * reductions). */
+int sch_compute_inline(sch_state *st, const char *stage);
+/* Compute "stage" in its own nest at the top level again. */
+int sch_compute_root(sch_state *st, const char *stage);
+/* Compute "stage" inside "loop" of its consumer: per iteration of that
+ * loop, exactly the region the consumer needs there (ISL). */
+int sch_compute_at(sch_state *st, const char *stage, const char *loop);
+
+#endif

@@ -1,0 +1,170 @@
+/* Random schedules: random primitive calls with random decisions, legal or
+ * not.  Refused calls leave the state unchanged, so what remains is a
+ * random legal trace: the compiler's equivalent of SQLite's
+ * fuzzinvariants (every such schedule must compute what the interpreter
+ * computes). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/te_impl.h"
+#include "schedule/primitives.h"
+#include "schedule/random.h"
+#include "schedule/trace.h"
+
+uint64_t sch_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int64_t below(uint64_t *rng, int64_t n)
+{
+	return n <= 0 ? 0 : (int64_t)(sch_rng_next(rng) % (uint64_t)n);
+}
+
+/* Write the qualified name of a random live loop of stage "s" into "buf";
+ * return its nest position, or -1 when the stage has no loops. */
+static int random_loop(const sch_state *st, int s, uint64_t *rng, char *buf,
+	size_t len)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->nleaves == 0)
+		return -1;
+	int pos = (int)below(rng, ss->nleaves);
+	snprintf(buf, len, "%s.%s", ss->name, ss->iters[ss->leaves[pos]].name);
+	return pos;
+}
+
+static void loop_at(const sch_state *st, int s, int pos, char *buf, size_t len)
+{
+	const sch_stage *ss = &st->stages[s];
+	snprintf(buf, len, "%s.%s", ss->name, ss->iters[ss->leaves[pos]].name);
+}
+
+/* A factor for a loop of extent "n": often a divisor, sometimes not. */
+static int64_t random_factor(uint64_t *rng, int64_t n)
+{
+	int64_t f = 1 + below(rng, n < 64 ? n : 64);
+	if (below(rng, 3) == 0)
+		return f;
+	while (f > 1 && n % f)
+		f--;
+	return f;
+}
+
+static int try_split(sch_state *st, int s, uint64_t *rng)
+{
+	char loop[160];
+	int pos = random_loop(st, s, rng, loop, sizeof(loop));
+	if (pos < 0)
+		return -1;
+	int64_t n = st->stages[s].iters[st->stages[s].leaves[pos]].extent;
+	bool nparts = below(rng, 4) == 0;
+	return sch_split(st, loop, random_factor(rng, n), nparts, NULL, NULL);
+}
+
+static int try_fuse(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->nleaves < 2)
+		return -1;
+	int pos = (int)below(rng, ss->nleaves - 1);
+	char a[160], b[160];
+	loop_at(st, s, pos, a, sizeof(a));
+	loop_at(st, s, pos + 1, b, sizeof(b));
+	return sch_fuse(st, a, b, NULL);
+}
+
+static int try_reorder(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	int n = ss->nleaves < SCH_MAX_ARGS ? ss->nleaves : SCH_MAX_ARGS;
+	if (n < 2)
+		return -1;
+	char names[SCH_MAX_ARGS][160];
+	const char *order[SCH_MAX_ARGS];
+	for (int i = 0; i < n; i++)
+		loop_at(st, s, i, names[i], sizeof(names[i]));
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)below(rng, i + 1);
+		char tmp[160];
+		memcpy(tmp, names[i], sizeof(tmp));
+		memcpy(names[i], names[j], sizeof(tmp));
+		memcpy(names[j], tmp, sizeof(tmp));
+	}
+	int k = 2 + (int)below(rng, n - 1);
+	for (int i = 0; i < k; i++)
+		order[i] = names[i];
+	return sch_reorder(st, k, order);
+}
+
+static int try_tile(sch_state *st, int s, uint64_t *rng)
+{
+	char a[160], b[160];
+	int pa = random_loop(st, s, rng, a, sizeof(a));
+	int pb = random_loop(st, s, rng, b, sizeof(b));
+	if (pa < 0 || pb < 0)
+		return -1;
+	const sch_stage *ss = &st->stages[s];
+	return sch_tile(st, a, b,
+		random_factor(rng, ss->iters[ss->leaves[pa]].extent),
+		random_factor(rng, ss->iters[ss->leaves[pb]].extent));
+}
+
+static int try_annotation(sch_state *st, int s, uint64_t *rng, int which)
+{
+	char loop[160];
+	int pos = random_loop(st, s, rng, loop, sizeof(loop));
+	if (pos < 0)
+		return -1;
+	if (which == 0)
+		return sch_parallel(st, loop);
+	if (which == 1) {
+		loop_at(st, s, st->stages[s].nleaves - 1, loop, sizeof(loop));
+		return sch_vectorize(st, loop);
+	}
+	if (which == 2)
+		return sch_unroll(st, loop);
+	return sch_annotate(st, loop, "auto_unroll_max_step", 16 << below(rng, 4));
+}
+
+static int try_compute_at(sch_state *st, int s, uint64_t *rng)
+{
+	int c = (int)below(rng, st->nstages);
+	char loop[160];
+	if (random_loop(st, c, rng, loop, sizeof(loop)) < 0)
+		return -1;
+	return sch_compute_at(st, st->stages[s].name, loop);
+}
+
+int sch_random_step(sch_state *st, uint64_t *rng)
+{
+	int s = (int)below(rng, st->nstages);
+	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
+		return -1;
+	switch (below(rng, 14)) {
+	case 0: case 1: case 2: return try_split(st, s, rng);
+	case 3: return try_fuse(st, s, rng);
+	case 4: case 5: return try_reorder(st, s, rng);
+	case 6: return try_tile(st, s, rng);
+	case 7: return try_annotation(st, s, rng, 0);
+	case 8: return try_annotation(st, s, rng, 1);
+	case 9: return try_annotation(st, s, rng, 2 + (int)below(rng, 2));
+	case 10: return sch_compute_inline(st, st->stages[s].name);
+	case 11: return sch_compute_root(st, st->stages[s].name);
+	default: return try_compute_at(st, s, rng);
+	}
+}
+
+int sch_random_schedule(sch_state *st, uint64_t seed, int attempts)
+{
+	uint64_t rng = seed;
+	int applied = 0;
+	for (int i = 0; i < attempts; i++)
+		if (sch_random_step(st, &rng) == 0)
+			applied++;
+	tessel_ctx_clear_error(st->ctx);
+	return applied;
+}

@@ -1,0 +1,17 @@
+/* Random legal schedules, for fuzzing the compiler (schedule/random.c). */
+#ifndef TESSEL_SCHEDULE_RANDOM_H
+#define TESSEL_SCHEDULE_RANDOM_H
+
+#include <stdint.h>
+
+#include "schedule/state.h"
+
+/* The next value of the splitmix64 generator "state". */
+uint64_t sch_rng_next(uint64_t *state);
+/* Attempt one random primitive with random arguments on "st"; return 0
+ * when it was applied, -1 when refused (the state is then unchanged). */
+int sch_random_step(sch_state *st, uint64_t *rng);
+/* Make "attempts" random attempts from "seed"; return how many applied. */
+int sch_random_schedule(sch_state *st, uint64_t seed, int attempts);
+
+#endif

@@ -1,0 +1,301 @@
+/* Regions with ISL: the elements of a producer that one iteration of a
+ * consumer's loop reads (through inlined stages), as a box whose bounds
+ * are piecewise quasi-affine functions of the enclosing loops.
+ *
+ *   R(q, o) = { p : exists a : a in domain(consumer), leaf_j(a) = q_j for
+ *               j <= pos, p = index(a) for some read of the producer }
+ *                 intersected with the producer's domain
+ *   lo_d = min_d R, hi_d = max_d R, shape_d = max over q, o of hi - lo + 1 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <isl/ctx.h>
+#include <isl/ilp.h>
+#include <isl/set.h>
+#include <isl/val.h>
+
+#include "ir/strbuf.h"
+#include "ir/te_impl.h"
+#include "schedule/deps.h"
+#include "schedule/region.h"
+
+/* ISL text of the variables of the stage whose body is walked. */
+typedef struct text_env {
+	const tessel_stage *te;
+	char vars[2 * TESSEL_MAX_DIMS + 64][128];
+} text_env;
+
+typedef struct region_walk {
+	sch_state *st;
+	const tessel_stage *producer;
+	const char *context;       /* "[params] -> { [p..] : exists (a.. : " */
+	isl_set *region;
+	const char *failure;       /* why a read is not affine, or NULL */
+} region_walk;
+
+/* Write "e", an index expression, to "sb" in ISL syntax under "env";
+ * false when it is not quasi-affine. */
+static bool index_text(const text_env *env, const tessel_expr *e, te_strbuf *sb)
+{
+	int64_t c;
+	switch (e->kind) {
+	case TE_INT:
+		te_sb_printf(sb, "(%lld)", (long long)e->u.ival);
+		return true;
+	case TE_VAR: {
+		const tessel_var *v = e->u.var;
+		int k = v->is_reduce ? env->te->ndim + v->index : v->index;
+		te_sb_printf(sb, "(%s)", env->vars[k]);
+		return true;
+	}
+	case TE_UNARY:
+		if (e->u.un.op != TESSEL_NEG)
+			return false;
+		te_sb_puts(sb, "(-");
+		bool ok = index_text(env, e->u.un.a, sb);
+		te_sb_puts(sb, ")");
+		return ok;
+	case TE_BINARY:
+		break;
+	default:
+		return false;
+	}
+	const tessel_expr *a = e->u.bin.a, *b = e->u.bin.b;
+	switch (e->u.bin.op) {
+	case TESSEL_ADD:
+	case TESSEL_SUB:
+		te_sb_puts(sb, "(");
+		if (!index_text(env, a, sb))
+			return false;
+		te_sb_puts(sb, e->u.bin.op == TESSEL_ADD ? " + " : " - ");
+		if (!index_text(env, b, sb))
+			return false;
+		te_sb_puts(sb, ")");
+		return true;
+	case TESSEL_MUL:
+		if (te_expr_const_int(a, &c)) {
+			const tessel_expr *t = a;
+			a = b;
+			b = t;
+		}
+		if (!te_expr_const_int(b, &c))
+			return false;
+		te_sb_printf(sb, "(%lld * ", (long long)c);
+		if (!index_text(env, a, sb))
+			return false;
+		te_sb_puts(sb, ")");
+		return true;
+	case TESSEL_DIV:
+	case TESSEL_MOD:
+		if (!te_expr_const_int(b, &c) || c <= 0)
+			return false;
+		te_sb_puts(sb, e->u.bin.op == TESSEL_DIV ? "floor((" : "((");
+		if (!index_text(env, a, sb))
+			return false;
+		te_sb_printf(sb, e->u.bin.op == TESSEL_DIV ? ")/%lld)" : ") mod %lld)",
+			(long long)c);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void walk_reads(region_walk *w, const text_env *env, const tessel_expr *e);
+
+/* Add the elements of the producer read by the access "e" to the region. */
+static void add_read(region_walk *w, const text_env *env, const tessel_expr *e)
+{
+	te_strbuf sb = { 0 };
+	te_sb_puts(&sb, w->context);
+	for (int d = 0; d < e->u.access.n; d++) {
+		te_sb_printf(&sb, " and p%d = ", d);
+		if (!index_text(env, e->u.access.index[d], &sb)) {
+			w->failure = "an index of the read is not affine";
+			te_sb_free(&sb);
+			return;
+		}
+	}
+	te_sb_puts(&sb, ") }");
+	isl_set *s = isl_set_read_from_str(te_isl(w->st->ctx), te_sb_str(&sb));
+	te_sb_free(&sb);
+	if (!s) {
+		w->failure = "ISL rejected the read";
+		return;
+	}
+	w->region = w->region ? isl_set_union(w->region, s) : s;
+}
+
+/* Walk the body of the inlined stage read by "e", its axes bound to the
+ * access's indices. */
+static void walk_inlined(region_walk *w, const text_env *env, const tessel_expr *e)
+{
+	const tessel_stage *t = e->u.access.tensor;
+	text_env *inner = calloc(1, sizeof(*inner));
+	inner->te = t;
+	for (int d = 0; d < e->u.access.n; d++) {
+		te_strbuf sb = { 0 };
+		if (!index_text(env, e->u.access.index[d], &sb) || sb.len >= 127)
+			w->failure = "an index into an inlined stage is not affine";
+		snprintf(inner->vars[d], sizeof(inner->vars[d]), "%s", te_sb_str(&sb));
+		te_sb_free(&sb);
+	}
+	if (!w->failure)
+		walk_reads(w, inner, t->body);
+	free(inner);
+}
+
+static void walk_reads(region_walk *w, const text_env *env, const tessel_expr *e)
+{
+	if (w->failure)
+		return;
+	switch (e->kind) {
+	case TE_ACCESS: {
+		for (int i = 0; i < e->u.access.n; i++)
+			walk_reads(w, env, e->u.access.index[i]);
+		const tessel_stage *t = e->u.access.tensor;
+		int s = sch_stage_of(w->st, t);
+		if (t == w->producer)
+			add_read(w, env, e);
+		else if (s >= 0 && w->st->stages[s].attach == SCH_INLINE)
+			walk_inlined(w, env, e);
+		return;
+	}
+	case TE_UNARY:
+		walk_reads(w, env, e->u.un.a);
+		return;
+	case TE_BINARY:
+		walk_reads(w, env, e->u.bin.a);
+		walk_reads(w, env, e->u.bin.b);
+		return;
+	case TE_SELECT:
+		walk_reads(w, env, e->u.sel.cond);
+		walk_reads(w, env, e->u.sel.then_);
+		walk_reads(w, env, e->u.sel.else_);
+		return;
+	case TE_CAST:
+		walk_reads(w, env, e->u.cast.a);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Write "[q0, .., o0, ..] -> { [p0, ..] : exists (a0, .. : constraints"
+ * for the consumer "c" and its nest position "pos". */
+static void context_text(const sch_stage *c, bool attached, int pos, int pdim,
+	te_strbuf *sb)
+{
+	int naxes = c->te->ndim + c->te->nraxes;
+	te_sb_puts(sb, "[");
+	for (int j = 0; j <= pos; j++)
+		te_sb_printf(sb, "%sq%d", j ? ", " : "", j);
+	for (int d = 0; attached && d < c->te->ndim; d++)
+		te_sb_printf(sb, ", o%d", d);
+	te_sb_puts(sb, "] -> { [");
+	for (int d = 0; d < pdim; d++)
+		te_sb_printf(sb, "%sp%d", d ? ", " : "", d);
+	te_sb_puts(sb, "] : exists (");
+	for (int k = 0; k < naxes; k++)
+		te_sb_printf(sb, "%sa%d", k ? ", " : "", k);
+	te_sb_puts(sb, " : (0 = 0)");
+	sch_domain_text(c, "a", sb);
+	for (int d = 0; attached && d < c->te->ndim; d++)
+		te_sb_printf(sb, " and 0 <= o%d + a%d < %lld", d, d,
+			(long long)c->te->extent[d]);
+	for (int j = 0; j <= pos; j++) {
+		te_sb_puts(sb, " and ");
+		sch_iter_text(c, c->leaves[j], sb);
+		te_sb_printf(sb, " = q%d", j);
+	}
+}
+
+static void consumer_env(const sch_stage *c, bool attached, text_env *env)
+{
+	env->te = c->te;
+	for (int d = 0; d < c->te->ndim; d++)
+		snprintf(env->vars[d], sizeof(env->vars[d]),
+			attached ? "o%d + a%d" : "a%d", d, d);
+	for (int k = 0; k < c->te->nraxes; k++) {
+		int64_t lo = 0;
+		te_expr_const_int(c->te->raxes[k]->lo, &lo);
+		snprintf(env->vars[c->te->ndim + k], sizeof(env->vars[0]),
+			"%lld + a%d", (long long)lo, c->te->ndim + k);
+	}
+}
+
+/* Return the largest value of "extent" over its parameters, or -1. */
+static int64_t largest(isl_pw_aff *extent)
+{
+	isl_set *s = isl_set_from_pw_aff(extent);
+	s = isl_set_project_out(s, isl_dim_param, 0, isl_set_dim(s, isl_dim_param));
+	isl_val *v = isl_set_dim_max_val(s, 0);
+	int64_t n = v && isl_val_is_int(v) ? isl_val_get_num_si(v) : -1;
+	isl_val_free(v);
+	return n;
+}
+
+static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
+	const char *pname)
+{
+	r->ndim = pdim;
+	for (int d = 0; d < pdim; d++) {
+		r->lo[d] = isl_set_dim_min(isl_set_copy(region), d);
+		r->hi[d] = isl_set_dim_max(isl_set_copy(region), d);
+		isl_pw_aff *ext = isl_pw_aff_add_constant_val(
+			isl_pw_aff_sub(isl_pw_aff_copy(r->hi[d]), isl_pw_aff_copy(r->lo[d])),
+			isl_val_one(te_isl(st->ctx)));
+		r->shape[d] = largest(ext);
+		if (!r->lo[d] || !r->hi[d] || r->shape[d] < 1)
+			return sch_refuse(st, "cannot bound the region of '%s' needed "
+				"there (dimension %d)", pname, d);
+	}
+	return 0;
+}
+
+int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
+	bool attached, int pos, sch_region *r)
+{
+	memset(r, 0, sizeof(*r));
+	const tessel_stage *p = st->stages[producer].te;
+	te_strbuf ctx = { 0 };
+	context_text(consumer, attached, pos, p->ndim, &ctx);
+	text_env *env = calloc(1, sizeof(*env));
+	consumer_env(consumer, attached, env);
+	region_walk w = { st, p, te_sb_str(&ctx), NULL, NULL };
+	walk_reads(&w, env, consumer->te->body);
+	free(env);
+	te_sb_free(&ctx);
+	if (w.failure || !w.region) {
+		isl_set_free(w.region);
+		return sch_refuse(st, "cannot compute the region of '%s' that '%s' needs: %s",
+			p->name, consumer->name, w.failure ? w.failure : "it reads none");
+	}
+	te_strbuf dom = { 0 };
+	te_sb_puts(&dom, "{ [");
+	for (int d = 0; d < p->ndim; d++)
+		te_sb_printf(&dom, "%sp%d", d ? ", " : "", d);
+	te_sb_puts(&dom, "] : (0 = 0)");
+	for (int d = 0; d < p->ndim; d++)
+		te_sb_printf(&dom, " and 0 <= p%d < %lld", d, (long long)p->extent[d]);
+	te_sb_puts(&dom, " }");
+	isl_set *domain = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&dom));
+	te_sb_free(&dom);
+	isl_set *region = isl_set_intersect(w.region,
+		isl_set_align_params(domain, isl_set_get_space(w.region)));
+	int rc = box_of(st, region, p->ndim, r, p->name);
+	isl_set_free(region);
+	if (rc)
+		sch_region_free(r);
+	return rc;
+}
+
+void sch_region_free(sch_region *r)
+{
+	for (int d = 0; d < r->ndim; d++) {
+		isl_pw_aff_free(r->lo[d]);
+		isl_pw_aff_free(r->hi[d]);
+		r->lo[d] = r->hi[d] = NULL;
+	}
+	r->ndim = 0;
+}

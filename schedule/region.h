@@ -1,0 +1,30 @@
+/* The region of a producer that a consumer needs under one of its loops,
+ * computed with ISL (used by compute_at to check and by lowering to size
+ * and place the producer). */
+#ifndef TESSEL_SCHEDULE_REGION_H
+#define TESSEL_SCHEDULE_REGION_H
+
+#include <isl/aff.h>
+
+#include "schedule/state.h"
+
+/* The box [lo_d, hi_d] per dimension of the producer, as functions of the
+ * parameters q0..q<pos> (the consumer's loops up to and including the
+ * attach loop) and o0..o<n-1> (the origin of the consumer's own region
+ * when the consumer is itself computed inside another stage). */
+typedef struct sch_region {
+	int ndim;
+	isl_pw_aff *lo[TESSEL_MAX_DIMS];
+	isl_pw_aff *hi[TESSEL_MAX_DIMS];
+	int64_t shape[TESSEL_MAX_DIMS];   /* the largest extent, per dimension */
+} sch_region;
+
+/* Compute the region of stage "producer" read by "consumer" (a stage
+ * whose iter extents are the effective ones: a region's shape when it is
+ * attached, "attached" true) in one iteration of its nest position "pos".
+ * Return 0, or -1 with a refusal naming why the region is unknown. */
+int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
+	bool attached, int pos, sch_region *r);
+void sch_region_free(sch_region *r);
+
+#endif

@@ -1,0 +1,47 @@
+/* reorder: loops of one stage change places.
+ *
+ * requires: distinct live loops of one stage
+ * guarantees: the loops occupy the positions they held, in the given
+ *   order; stages computed at a loop move with it.  Any order is legal:
+ *   spatial iterations are independent and reductions (sum, prod, max,
+ *   min) are reassociated, as every tensor compiler does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule/primitives.h"
+#include "schedule/trace.h"
+
+static int compare_ints(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+int sch_reorder(sch_state *st, int n, const char *const *loops)
+{
+	if (n < 1 || n > SCH_MAX_ARGS)
+		return sch_refuse(st, "reorder: give between 1 and %d loops", SCH_MAX_ARGS);
+	int stage = -1, iters[SCH_MAX_ARGS], pos[SCH_MAX_ARGS];
+	for (int k = 0; k < n; k++) {
+		int s;
+		if (sch_find_loop(st, loops[k], &s, &iters[k]))
+			return -1;
+		if (stage >= 0 && s != stage)
+			return sch_refuse(st, "reorder: %s and %s belong to different stages",
+				loops[0], loops[k]);
+		stage = s;
+		for (int j = 0; j < k; j++)
+			if (iters[j] == iters[k])
+				return sch_refuse(st, "reorder: %s appears twice", loops[k]);
+		pos[k] = sch_leaf_pos(&st->stages[s], iters[k]);
+	}
+	sch_stage *s = &st->stages[stage];
+	qsort(pos, (size_t)n, sizeof(int), compare_ints);
+	for (int k = 0; k < n; k++)
+		s->leaves[pos[k]] = iters[k];
+	sch_step step;
+	sch_step_init(&step, "reorder");
+	for (int k = 0; k < n; k++)
+		sch_step_arg(&step, "%s", loops[k]);
+	sch_trace_append(st->trace, &step);
+	return 0;
+}

@@ -1,0 +1,202 @@
+/* The schedule state: creation, lookup of stages and loops by name. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/te_impl.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+
+int sch_refuse(sch_state *st, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return te_error(st->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+		"%s", msg);
+}
+
+int sch_add_iter(sch_state *st, sch_stage *s, const sch_iter *it)
+{
+	sch_iter *grown = realloc(s->iters, sizeof(sch_iter) * (size_t)(s->niters + 1));
+	if (!grown) {
+		te_error(st->ctx, TESSEL_ERR_LIMIT, (tessel_loc){ NULL, 0, 0 },
+			"out of memory");
+		abort();
+	}
+	s->iters = grown;
+	s->iters[s->niters] = *it;
+	return s->niters++;
+}
+
+static void add_axis(sch_state *st, sch_stage *s, const tessel_var *v, int axis,
+	int64_t extent)
+{
+	sch_iter it = { 0 };
+	snprintf(it.name, sizeof(it.name), "%s", v->name);
+	it.extent = extent;
+	it.reduce = v->is_reduce;
+	it.leaf = true;
+	it.origin = SCH_AXIS;
+	it.axis = axis;
+	it.parent = it.outer = it.inner = it.fused_into = -1;
+	it.split_outer = it.split_inner = -1;
+	it.kind = LOOP_SERIAL;
+	s->leaves[s->nleaves++] = sch_add_iter(st, s, &it);
+}
+
+static int64_t var_extent(const tessel_var *v)
+{
+	int64_t n = 0;
+	te_expr_const_int(v->extent, &n);
+	return n;
+}
+
+static void init_stage(sch_state *st, sch_stage *s, tessel_stage *te)
+{
+	s->te = te;
+	s->name = te->name;
+	s->attach = SCH_ROOT;
+	s->attach_stage = s->attach_iter = -1;
+	s->leaves = calloc((size_t)(te->ndim + te->nraxes + 1), sizeof(int));
+	for (int i = 0; i < te->ndim; i++)
+		add_axis(st, s, te->axes[i], i, te->extent[i]);
+	for (int i = 0; i < te->nraxes; i++)
+		add_axis(st, s, te->raxes[i], te->ndim + i, var_extent(te->raxes[i]));
+}
+
+sch_state *sch_state_new(tessel_ctx *ctx, tessel_op *op)
+{
+	if (!op->bound) {
+		te_error(ctx, TESSEL_ERR_VALUE, op->loc,
+			"op '%s' has unbound sizes; bind them before scheduling",
+			op->name);
+		return NULL;
+	}
+	sch_state *st = calloc(1, sizeof(*st));
+	st->ctx = ctx;
+	st->op = tessel_op_retain(op);
+	st->stages = calloc((size_t)op->nstages + 1, sizeof(sch_stage));
+	for (int i = 0; i < op->nstages; i++)
+		if (op->stages[i]->kind == TE_COMPUTE)
+			init_stage(st, &st->stages[st->nstages++], op->stages[i]);
+	st->trace = sch_trace_new();
+	return st;
+}
+
+void sch_state_free(sch_state *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < st->nstages; i++) {
+		free(st->stages[i].iters);
+		free(st->stages[i].leaves);
+	}
+	free(st->stages);
+	sch_trace_free(st->trace);
+	tessel_op_release(st->op);
+	free(st);
+}
+
+int sch_find_stage(sch_state *st, const char *name)
+{
+	for (int i = 0; i < st->nstages; i++)
+		if (strcmp(st->stages[i].name, name) == 0)
+			return i;
+	if (te_op_find_stage(st->op, name))
+		return sch_refuse(st, "'%s' is an input; only computed stages are scheduled",
+			name);
+	return sch_refuse(st, "no stage '%s'", name);
+}
+
+static int find_iter(const sch_stage *s, const char *name)
+{
+	for (int i = 0; i < s->niters; i++)
+		if (strcmp(s->iters[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+bool sch_name_used(const sch_stage *s, const char *name)
+{
+	return find_iter(s, name) >= 0;
+}
+
+int sch_find_loop(sch_state *st, const char *qualified, int *stage, int *iter)
+{
+	const char *dot = strrchr(qualified, '.');
+	if (!dot || dot == qualified || !dot[1])
+		return sch_refuse(st, "'%s' is not a loop name (STAGE.LOOP)", qualified);
+	char name[SCH_NAME_MAX * 2];
+	snprintf(name, sizeof(name), "%.*s", (int)(dot - qualified), qualified);
+	int s = sch_find_stage(st, name);
+	if (s < 0)
+		return -1;
+	int it = find_iter(&st->stages[s], dot + 1);
+	if (it < 0)
+		return sch_refuse(st, "stage '%s' has no loop '%s'", name, dot + 1);
+	if (!st->stages[s].iters[it].leaf)
+		return sch_refuse(st, "loop '%s' no longer exists (it was split or fused)",
+			qualified);
+	*stage = s;
+	*iter = it;
+	return 0;
+}
+
+int sch_leaf_pos(const sch_stage *s, int iter)
+{
+	for (int i = 0; i < s->nleaves; i++)
+		if (s->leaves[i] == iter)
+			return i;
+	return -1;
+}
+
+int sch_stage_of(const sch_state *st, const tessel_stage *te)
+{
+	for (int i = 0; i < st->nstages; i++)
+		if (st->stages[i].te == te)
+			return i;
+	return -1;
+}
+
+/* Return true when "e" reads "producer" directly or through an inlined
+ * stage of "st". */
+static bool expr_reads(const sch_state *st, const tessel_expr *e,
+	const tessel_stage *producer)
+{
+	switch (e->kind) {
+	case TE_ACCESS: {
+		const tessel_stage *t = e->u.access.tensor;
+		for (int i = 0; i < e->u.access.n; i++)
+			if (expr_reads(st, e->u.access.index[i], producer))
+				return true;
+		if (t == producer)
+			return true;
+		int s = sch_stage_of(st, t);
+		return s >= 0 && st->stages[s].attach == SCH_INLINE &&
+		       expr_reads(st, t->body, producer);
+	}
+	case TE_UNARY:
+		return expr_reads(st, e->u.un.a, producer);
+	case TE_BINARY:
+		return expr_reads(st, e->u.bin.a, producer) ||
+		       expr_reads(st, e->u.bin.b, producer);
+	case TE_SELECT:
+		return expr_reads(st, e->u.sel.cond, producer) ||
+		       expr_reads(st, e->u.sel.then_, producer) ||
+		       expr_reads(st, e->u.sel.else_, producer);
+	case TE_CAST:
+		return expr_reads(st, e->u.cast.a, producer);
+	default:
+		return false;
+	}
+}
+
+bool sch_reads(const sch_state *st, int consumer, int producer)
+{
+	return expr_reads(st, st->stages[consumer].te->body,
+		st->stages[producer].te);
+}

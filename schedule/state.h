@@ -1,0 +1,107 @@
+/* The schedule state: for every compute stage of a bound op, the loops
+ * that iterate it (derived from its axes by split and fuse), their order,
+ * their annotations, and where the stage is computed (at the root, inlined
+ * into its consumers, or inside a loop of a consumer).
+ *
+ * Primitives (one file each in schedule/) check their legality, change the
+ * state, and append themselves to the state's trace; a refused primitive
+ * records an error in the context and leaves the state unchanged.
+ * Lowering (schedule/lower.c) turns a state into a loop program.  The
+ * state never holds loop IR: every program is derived by lowering, so
+ * replaying a trace on a fresh state is the only way a schedule exists. */
+#ifndef TESSEL_SCHEDULE_STATE_H
+#define TESSEL_SCHEDULE_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/loop.h"
+#include "tessel/te.h"
+
+#define SCH_NAME_MAX 64
+
+/* How a loop was made. */
+typedef enum sch_origin {
+	SCH_AXIS,         /* an axis of the stage (index or reduction variable) */
+	SCH_SPLIT_OUTER,  /* parent = outer * factor + inner */
+	SCH_SPLIT_INNER,
+	SCH_FUSED         /* fused = outer * extent(inner) + inner */
+} sch_origin;
+
+typedef struct sch_iter {
+	char name[SCH_NAME_MAX];  /* unique within its stage */
+	int64_t extent;
+	bool reduce;              /* derived from reduction axes */
+	bool leaf;                /* a loop of the current nest (not split or fused away) */
+	sch_origin origin;
+	int axis;                 /* SCH_AXIS: position in axes, then raxes */
+	int parent;               /* SCH_SPLIT_*: the split iter */
+	int split_outer;          /* an iter split: its children, else -1 */
+	int split_inner;
+	int outer, inner;         /* SCH_FUSED: the two iters fused */
+	int64_t factor;           /* SCH_SPLIT_*: the inner extent */
+	int fused_into;           /* an iter fused away: the fused iter, else -1 */
+	loop_kind kind;
+	int unroll_limit;         /* annotate auto_unroll_max_step */
+} sch_iter;
+
+typedef enum sch_attach_kind {
+	SCH_ROOT,     /* its own loop nest at the top level */
+	SCH_INLINE,   /* substituted into its consumers */
+	SCH_AT        /* computed inside a loop of another stage */
+} sch_attach_kind;
+
+typedef struct sch_stage {
+	tessel_stage *te;         /* the compute stage of the op */
+	const char *name;
+	int niters;
+	sch_iter *iters;          /* every loop ever made, live or not */
+	int nleaves;
+	int *leaves;              /* the loop nest, outermost first */
+	sch_attach_kind attach;
+	int attach_stage;         /* SCH_AT: the stage whose loop holds this one */
+	int attach_iter;          /* SCH_AT: that loop (an iter index) */
+} sch_stage;
+
+typedef struct sch_trace sch_trace;
+
+typedef struct sch_state {
+	tessel_ctx *ctx;
+	tessel_op *op;            /* bound; retained */
+	int nstages;
+	sch_stage *stages;        /* the compute stages, in the op's order */
+	sch_trace *trace;
+} sch_state;
+
+/* Return the default schedule of the bound op "op": one loop per axis,
+ * index variables outside reduction variables, every stage at the root. */
+sch_state *sch_state_new(tessel_ctx *ctx, tessel_op *op);
+void sch_state_free(sch_state *st);
+
+/* Return the stage called "name", or -1 with an error. */
+int sch_find_stage(sch_state *st, const char *name);
+/* Resolve "STAGE.LOOP" into a stage and a live loop of it; return 0, or
+ * -1 with an error naming what is unknown or no longer exists. */
+int sch_find_loop(sch_state *st, const char *qualified, int *stage, int *iter);
+/* Return the position of iter "iter" in the nest of stage "s", or -1. */
+int sch_leaf_pos(const sch_stage *s, int iter);
+
+/* Append a new iter to "s" and return its index. */
+int sch_add_iter(sch_state *st, sch_stage *s, const sch_iter *it);
+/* Return true when "name" names an iter of "s" (live or not). */
+bool sch_name_used(const sch_stage *s, const char *name);
+/* Return true when stage "consumer" reads stage "producer" (both indices),
+ * looking through inlined stages. */
+bool sch_reads(const sch_state *st, int consumer, int producer);
+/* Return the position of the compute stage made for the op stage "te". */
+int sch_stage_of(const sch_state *st, const tessel_stage *te);
+
+/* Record a refusal of "st"'s primitive and return -1. */
+int sch_refuse(sch_state *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Lower "st" into a loop program (schedule/lower.c); NULL with the error
+ * in st->ctx when a schedule cannot be lowered. */
+loop_prog *sch_lower(sch_state *st);
+
+#endif
