@@ -5,10 +5,14 @@
 
 #include "ir/te_impl.h"
 
-/* The passes every op goes through, in order: fold constants, check types,
- * infer ranges and shapes (and, when bound, verify accesses). */
+/* The passes every op goes through, in order: check types (which also
+ * bounds the nesting depth the recursive passes see), fold constants,
+ * type the folded literals, infer ranges and shapes (and, when bound,
+ * verify accesses). */
 int tessel_op_finish(tessel_op *op)
 {
+	if (te_check_types(op))
+		return -1;
 	te_fold_op(op);
 	if (te_check_types(op) || te_infer(op))
 		return -1;

@@ -103,5 +103,8 @@ int sch_refuse(sch_state *st, const char *fmt, ...)
 /* Lower "st" into a loop program (schedule/lower.c); NULL with the error
  * in st->ctx when a schedule cannot be lowered. */
 loop_prog *sch_lower(sch_state *st);
+/* Lower, verify, simplify and verify again (schedule/pipeline.c): the
+ * program every printer and test gets. */
+loop_prog *sch_program(sch_state *st);
 
 #endif

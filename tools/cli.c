@@ -1,5 +1,8 @@
 #include "tools/cli.h"
 
+#include "schedule/state.h"
+#include "schedule/trace.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -190,3 +193,57 @@ tessel_op *cli_load_op(tessel_ctx *ctx, const char *spec, const cli_set *set,
 		return load_te_file(ctx, spec, set, bind);
 	return load_builtin(ctx, spec, set, bind);
 }
+
+/* Read the whole file "path" (at most 16 MiB) into a malloc'ed string. */
+char *cli_read_text_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		cli_fail("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap + 1);
+	while (buf && (n += fread(buf + n, 1, cap - n, f)) == cap && cap < (16u << 20)) {
+		char *grown = realloc(buf, cap * 2 + 1);
+		if (!grown)
+			break;
+		buf = grown;
+		cap *= 2;
+	}
+	bool bad = ferror(f) || n >= (16u << 20);
+	fclose(f);
+	if (!buf || bad) {
+		free(buf);
+		cli_fail("%s: cannot read (or larger than 16 MiB)", path);
+		return NULL;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* Return the schedule of "op" given by the trace file "sched" (NULL: the
+ * default schedule); NULL after printing the error. */
+sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
+{
+	sch_state *st = sch_state_new(ctx, op);
+	if (!st) {
+		cli_fail_ctx(ctx);
+		return NULL;
+	}
+	if (!sched)
+		return st;
+	char *text = cli_read_text_file(sched);
+	sch_trace *t = text ? sch_trace_parse(ctx, sched, text) : NULL;
+	int r = t ? sch_replay(st, t, sched) : -1;
+	if (text && r)
+		cli_fail_ctx(ctx);
+	sch_trace_free(t);
+	free(text);
+	if (r) {
+		sch_state_free(st);
+		return NULL;
+	}
+	return st;
+}
+

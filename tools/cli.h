@@ -31,6 +31,15 @@ void cli_set_free(cli_set *set);
 tessel_op *cli_load_op(tessel_ctx *ctx, const char *spec, const cli_set *set,
 	bool bind);
 
+typedef struct sch_state sch_state;
+
+/* Read the whole file "path" (at most 16 MiB) into a malloc'ed string;
+ * NULL after printing why. */
+char *cli_read_text_file(const char *path);
+/* Return the schedule of "op" given by the trace file "sched" (NULL: the
+ * default schedule); NULL after printing the error. */
+sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched);
+
 /* Print "tessel: error: MESSAGE" and return 1 (the exit status). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print the error recorded in "ctx" and return 1. */

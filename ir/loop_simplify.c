@@ -1,0 +1,1165 @@
+/* Simplification of loop programs: what lowering and the schedule
+ * primitives leave behind (`io * 32 + ii` divided again by 32, guards that
+ * always hold, loops of one iteration) becomes what a person would write.
+ *
+ * Integer index arithmetic (i64) is put in a canonical affine form: a sum
+ * of terms coefficient * atom plus a constant, where an atom is a loop
+ * variable or any other expression (a load, a division, a min, ...).
+ * Terms are ordered by variable id, then other atoms in the order they
+ * appear, positive terms before negative ones, the constant last.  Sums,
+ * differences and products by constants are exact in i64's wrapping
+ * arithmetic, so this form needs no proof.
+ *
+ * Everything else is proved by interval arithmetic over the ranges of the
+ * enclosing loops (a variable spans [min, min + extent - 1] when the bounds'
+ * ranges are known): floor division and modulo by a positive constant
+ * split off the terms the divisor divides, and fold when the rest lies in
+ * one block of the divisor; min and max pick a side when the difference of
+ * the sides has a sign; comparisons of integers fold when the difference
+ * has a sign.  A rule that needs a range applies only where every value
+ * involved has a known range in i64, so that no rewrite depends on
+ * overflow.  Float arithmetic is never reassociated or folded; its integer
+ * subexpressions are simplified. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/loop.h"
+#include "ir/te_impl.h"
+
+#define MAX_TERMS 16
+#define MAX_CONJUNCTS 32
+
+typedef struct range {
+	int64_t lo, hi;
+	bool known;
+} range;
+
+typedef struct term {
+	loop_expr *atom;
+	int64_t coef;
+} term;
+
+/* sum of coef * atom over "t", plus "c"; "ok" is false when the form
+ * could not be built (overflow, too many terms) */
+typedef struct affine {
+	int n;
+	term t[MAX_TERMS];
+	int64_t c;
+	bool ok;
+} affine;
+
+typedef struct simplifier {
+	loop_prog *p;
+	range *ranges;       /* by variable id: its range inside its loop */
+	loop_expr **subst;   /* by variable id: its value, for removed loops */
+} simplifier;
+
+static loop_expr *simplify_expr(simplifier *S, loop_expr *e);
+
+/* ---- integers and ranges ------------------------------------------------ */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t floor_mod(int64_t a, int64_t b)
+{
+	int64_t r = a % b;
+	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static range unknown_range(void)
+{
+	return (range){ 0, 0, false };
+}
+
+static range exact_range(int64_t v)
+{
+	return (range){ v, v, true };
+}
+
+static range make_range(int64_t lo, int64_t hi)
+{
+	return (range){ lo, hi, true };
+}
+
+static range range_add(range a, range b)
+{
+	range r = { 0, 0, a.known && b.known };
+	if (r.known && (__builtin_add_overflow(a.lo, b.lo, &r.lo) ||
+			__builtin_add_overflow(a.hi, b.hi, &r.hi)))
+		return unknown_range();
+	return r;
+}
+
+/* Return the range of "k" times a value in "a". */
+static range range_scale(range a, int64_t k)
+{
+	int64_t x, y;
+	if (!a.known || __builtin_mul_overflow(a.lo, k, &x) ||
+	    __builtin_mul_overflow(a.hi, k, &y))
+		return unknown_range();
+	return x <= y ? make_range(x, y) : make_range(y, x);
+}
+
+static range range_mul(range a, range b)
+{
+	if (!a.known || !b.known)
+		return unknown_range();
+	range r = range_scale(a, b.lo), s = range_scale(a, b.hi);
+	if (!r.known || !s.known)
+		return unknown_range();
+	return make_range(r.lo < s.lo ? r.lo : s.lo, r.hi > s.hi ? r.hi : s.hi);
+}
+
+static range range_union(range a, range b)
+{
+	if (!a.known || !b.known)
+		return unknown_range();
+	return make_range(a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
+}
+
+/* Return the range of the floor quotient of a value in "a" by "c". */
+static range range_div(range a, int64_t c)
+{
+	if (!a.known || c == 0 || (c == -1 && a.lo == INT64_MIN))
+		return unknown_range();
+	int64_t x = floor_div(a.lo, c), y = floor_div(a.hi, c);
+	return x <= y ? make_range(x, y) : make_range(y, x);
+}
+
+/* Return the range of the floor remainder of a value in "a" by "c". */
+static range range_mod(range a, int64_t c)
+{
+	if (c == 0 || c == -1)
+		return c ? exact_range(0) : unknown_range();
+	if (a.known && floor_div(a.lo, c) == floor_div(a.hi, c) && c > 0)
+		return make_range(floor_mod(a.lo, c), floor_mod(a.hi, c));
+	return c > 0 ? make_range(0, c - 1) : make_range(c + 1, 0);
+}
+
+static range range_min_max(range a, range b, bool is_min)
+{
+	if (!a.known || !b.known)
+		return unknown_range();
+	if (is_min)
+		return make_range(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
+	return make_range(a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
+}
+
+/* Return the range of every value of type "dt" (unknown for i64 and
+ * floats, whose ranges say nothing). */
+static range dtype_range(tessel_dtype dt)
+{
+	switch (dt) {
+	case TESSEL_BOOL: return make_range(0, 1);
+	case TESSEL_I8: return make_range(INT8_MIN, INT8_MAX);
+	case TESSEL_I32: return make_range(INT32_MIN, INT32_MAX);
+	default: return unknown_range();
+	}
+}
+
+static range expr_range(const simplifier *S, const loop_expr *e);
+
+static range binary_range(const simplifier *S, const loop_expr *e)
+{
+	if (e->dtype != TESSEL_I64)
+		return dtype_range(e->dtype);
+	range a = expr_range(S, e->u.bin.a), b = expr_range(S, e->u.bin.b);
+	const loop_expr *d = e->u.bin.b;
+	switch (e->u.bin.op) {
+	case TESSEL_ADD: return range_add(a, b);
+	case TESSEL_SUB: return range_add(a, range_scale(b, -1));
+	case TESSEL_MUL: return range_mul(a, b);
+	case TESSEL_DIV: return d->kind == LX_INT ? range_div(a, d->u.ival) : unknown_range();
+	case TESSEL_MOD: return d->kind == LX_INT ? range_mod(a, d->u.ival) : unknown_range();
+	case TESSEL_MIN: return range_min_max(a, b, true);
+	case TESSEL_MAX: return range_min_max(a, b, false);
+	default: return unknown_range();
+	}
+}
+
+/* Return the range of a value in "a" of type "from" converted to the
+ * integer or bool type "to". */
+static range cast_range(range a, tessel_dtype from, tessel_dtype to)
+{
+	range t = dtype_range(to);
+	if (to == TESSEL_BOOL)
+		return t;
+	if (!tessel_dtype_is_int(to))
+		return unknown_range();
+	if (tessel_dtype_is_float(from) || !a.known)
+		return t;
+	if (t.known && (a.lo < t.lo || a.hi > t.hi))
+		return t;
+	return a;
+}
+
+/* Return the range of the values of the integer or bool expression "e"
+ * in the scope of the loops whose ranges "S" holds. */
+static range expr_range(const simplifier *S, const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_INT:
+	case LX_BOOL:
+		return exact_range(e->u.ival);
+	case LX_VAR:
+		if (e->u.var->id < 0 || e->u.var->id >= S->p->nvars)
+			return unknown_range();
+		return S->ranges[e->u.var->id];
+	case LX_BINARY:
+		return binary_range(S, e);
+	case LX_UNARY:
+		if (e->dtype == TESSEL_I64 && e->u.un.op == TESSEL_NEG)
+			return range_scale(expr_range(S, e->u.un.a), -1);
+		return dtype_range(e->dtype);
+	case LX_SELECT:
+		if (e->dtype == TESSEL_I64)
+			return range_union(expr_range(S, e->u.sel.then_),
+				expr_range(S, e->u.sel.else_));
+		return dtype_range(e->dtype);
+	case LX_CAST:
+		return cast_range(expr_range(S, e->u.cast.a), e->u.cast.a->dtype, e->u.cast.to);
+	default:
+		return dtype_range(e->dtype);
+	}
+}
+
+/* ---- structural equality ------------------------------------------------ */
+
+/* Return true when "a" and "b" are the same expression. */
+static bool lx_equal(const loop_expr *a, const loop_expr *b)
+{
+	if (a == b)
+		return true;
+	if (a->kind != b->kind || a->dtype != b->dtype)
+		return false;
+	switch (a->kind) {
+	case LX_INT:
+	case LX_BOOL:
+		return a->u.ival == b->u.ival;
+	case LX_FLOAT:
+		return memcmp(&a->u.fval, &b->u.fval, sizeof(double)) == 0;
+	case LX_VAR:
+		return a->u.var == b->u.var;
+	case LX_LOAD:
+		if (a->u.load.buf != b->u.load.buf || a->u.load.n != b->u.load.n)
+			return false;
+		for (int i = 0; i < a->u.load.n; i++)
+			if (!lx_equal(a->u.load.index[i], b->u.load.index[i]))
+				return false;
+		return true;
+	case LX_UNARY:
+		return a->u.un.op == b->u.un.op && lx_equal(a->u.un.a, b->u.un.a);
+	case LX_BINARY:
+		return a->u.bin.op == b->u.bin.op && lx_equal(a->u.bin.a, b->u.bin.a) &&
+		       lx_equal(a->u.bin.b, b->u.bin.b);
+	case LX_SELECT:
+		return lx_equal(a->u.sel.cond, b->u.sel.cond) &&
+		       lx_equal(a->u.sel.then_, b->u.sel.then_) &&
+		       lx_equal(a->u.sel.else_, b->u.sel.else_);
+	case LX_CAST:
+		return a->u.cast.to == b->u.cast.to && lx_equal(a->u.cast.a, b->u.cast.a);
+	}
+	return false;
+}
+
+/* ---- affine forms --------------------------------------------------------- */
+
+static affine affine_zero(void)
+{
+	affine A;
+	A.n = 0;
+	A.c = 0;
+	A.ok = true;
+	return A;
+}
+
+static void add_const(affine *A, int64_t v)
+{
+	if (__builtin_add_overflow(A->c, v, &A->c))
+		A->ok = false;
+}
+
+/* Add "coef" * "atom" to "A", merging it with an equal atom. */
+static void add_term(affine *A, loop_expr *atom, int64_t coef)
+{
+	if (!A->ok || coef == 0)
+		return;
+	for (int i = 0; i < A->n; i++) {
+		if (!lx_equal(A->t[i].atom, atom))
+			continue;
+		if (__builtin_add_overflow(A->t[i].coef, coef, &A->t[i].coef))
+			A->ok = false;
+		return;
+	}
+	if (A->n == MAX_TERMS) {
+		A->ok = false;
+		return;
+	}
+	A->t[A->n++] = (term){ atom, coef };
+}
+
+/* Add "k" times "X" to "A". */
+static void add_scaled(affine *A, const affine *X, int64_t k)
+{
+	int64_t c;
+	if (!X->ok || __builtin_mul_overflow(X->c, k, &c)) {
+		A->ok = false;
+		return;
+	}
+	add_const(A, c);
+	for (int i = 0; i < X->n && A->ok; i++) {
+		int64_t coef;
+		if (__builtin_mul_overflow(X->t[i].coef, k, &coef))
+			A->ok = false;
+		else
+			add_term(A, X->t[i].atom, coef);
+	}
+}
+
+static int live_terms(const affine *A)
+{
+	int n = 0;
+	for (int i = 0; i < A->n; i++)
+		n += A->t[i].coef != 0;
+	return n;
+}
+
+/* Return the range of "A" over the loops of "S": known only when every
+ * atom's range is and no bound overflows. */
+static range affine_range(const simplifier *S, const affine *A)
+{
+	if (!A->ok)
+		return unknown_range();
+	range r = exact_range(A->c);
+	for (int i = 0; i < A->n && r.known; i++)
+		if (A->t[i].coef)
+			r = range_add(r, range_scale(expr_range(S, A->t[i].atom), A->t[i].coef));
+	return r;
+}
+
+static bool is_linear_node(const loop_expr *e)
+{
+	if (e->dtype != TESSEL_I64)
+		return false;
+	if (e->kind == LX_INT || e->kind == LX_VAR)
+		return true;
+	if (e->kind == LX_UNARY)
+		return e->u.un.op == TESSEL_NEG;
+	return e->kind == LX_BINARY && e->u.bin.op <= TESSEL_MUL;
+}
+
+static void linearize(simplifier *S, loop_expr *e, int64_t scale, affine *A, bool fresh);
+
+/* Add "scale" * "a" * "b" to "A": scaled when a side is constant, else as
+ * the atom of their product. */
+static void linearize_product(simplifier *S, loop_expr *a, loop_expr *b, int64_t scale,
+	affine *A, bool fresh);
+
+static loop_expr *affine_expr(simplifier *S, const affine *A);
+
+static void linearize_atom(simplifier *S, loop_expr *e, int64_t scale, affine *A,
+	bool fresh)
+{
+	loop_expr *x = fresh ? simplify_expr(S, e) : e;
+	if (fresh && is_linear_node(x))
+		linearize(S, x, scale, A, false);
+	else
+		add_term(A, x, scale);
+}
+
+static void linearize_var(simplifier *S, loop_expr *e, int64_t scale, affine *A)
+{
+	int id = e->u.var->id;
+	if (id >= 0 && id < S->p->nvars && S->subst[id])
+		linearize(S, S->subst[id], scale, A, false);
+	else
+		add_term(A, e, scale);
+}
+
+/* Add "scale" times the value of the i64 expression "e" to "A", building
+ * the canonical form of its sums, differences and products by constants;
+ * other subexpressions become atoms (simplified first when "fresh"). */
+static void linearize(simplifier *S, loop_expr *e, int64_t scale, affine *A, bool fresh)
+{
+	int64_t v;
+	if (!A->ok)
+		return;
+	if (!is_linear_node(e)) {
+		linearize_atom(S, e, scale, A, fresh);
+		return;
+	}
+	switch (e->kind) {
+	case LX_INT:
+		if (__builtin_mul_overflow(e->u.ival, scale, &v))
+			A->ok = false;
+		else
+			add_const(A, v);
+		return;
+	case LX_VAR:
+		linearize_var(S, e, scale, A);
+		return;
+	case LX_UNARY:
+		if (scale == INT64_MIN)
+			A->ok = false;
+		else
+			linearize(S, e->u.un.a, -scale, A, fresh);
+		return;
+	default:
+		break;
+	}
+	switch (e->u.bin.op) {
+	case TESSEL_ADD:
+		linearize(S, e->u.bin.a, scale, A, fresh);
+		linearize(S, e->u.bin.b, scale, A, fresh);
+		return;
+	case TESSEL_SUB:
+		linearize(S, e->u.bin.a, scale, A, fresh);
+		if (scale == INT64_MIN)
+			A->ok = false;
+		else
+			linearize(S, e->u.bin.b, -scale, A, fresh);
+		return;
+	default:
+		linearize_product(S, e->u.bin.a, e->u.bin.b, scale, A, fresh);
+		return;
+	}
+}
+
+static void linearize_product(simplifier *S, loop_expr *a, loop_expr *b, int64_t scale,
+	affine *A, bool fresh)
+{
+	affine x = affine_zero(), y = affine_zero();
+	linearize(S, a, 1, &x, fresh);
+	linearize(S, b, 1, &y, fresh);
+	if (!x.ok || !y.ok) {
+		A->ok = false;
+		return;
+	}
+	int64_t k;
+	if (live_terms(&y) == 0 && !__builtin_mul_overflow(y.c, scale, &k)) {
+		add_scaled(A, &x, k);
+	} else if (live_terms(&x) == 0 && !__builtin_mul_overflow(x.c, scale, &k)) {
+		add_scaled(A, &y, k);
+	} else if (live_terms(&x) && live_terms(&y)) {
+		add_term(A, lx_mul(S->p, affine_expr(S, &x), affine_expr(S, &y)), scale);
+	} else {
+		A->ok = false;
+	}
+}
+
+/* Return the affine form of the simplified i64 expression "e". */
+static affine affine_of(simplifier *S, loop_expr *e)
+{
+	affine A = affine_zero();
+	linearize(S, e, 1, &A, false);
+	return A;
+}
+
+/* Return "a" - "b". */
+static affine affine_sub(const affine *a, const affine *b)
+{
+	affine d = affine_zero();
+	add_scaled(&d, a, 1);
+	add_scaled(&d, b, -1);
+	return d;
+}
+
+/* Return whether the atom "e" is the floor division ("op" TESSEL_DIV) or
+ * remainder of some dividend by the positive constant "c". */
+static bool is_divmod_atom(const loop_expr *e, tessel_binary op, int64_t c)
+{
+	return e->kind == LX_BINARY && e->dtype == TESSEL_I64 && e->u.bin.op == op &&
+	       e->u.bin.b->kind == LX_INT && e->u.bin.b->u.ival == c && c > 0;
+}
+
+/* Replace each pair "k*c * (x / c) + k * (x % c)" of "A" by "k * x"
+ * (x = c * floor(x / c) + x mod c for every x). */
+static void merge_div_mod_pairs(simplifier *S, affine *A)
+{
+	for (int i = 0; i < A->n; i++) {
+		term *q = &A->t[i];
+		if (!q->coef || q->atom->kind != LX_BINARY || q->atom->u.bin.op != TESSEL_DIV)
+			continue;
+		int64_t c = q->atom->u.bin.b->kind == LX_INT ? q->atom->u.bin.b->u.ival : 0;
+		if (!is_divmod_atom(q->atom, TESSEL_DIV, c) || q->coef % c)
+			continue;
+		int64_t k = q->coef / c;
+		for (int j = 0; j < A->n; j++) {
+			term *r = &A->t[j];
+			if (r->coef != k || !is_divmod_atom(r->atom, TESSEL_MOD, c) ||
+			    !lx_equal(r->atom->u.bin.a, q->atom->u.bin.a))
+				continue;
+			loop_expr *x = q->atom->u.bin.a;
+			q->coef = 0;
+			r->coef = 0;
+			linearize(S, x, k, A, false);
+			break;
+		}
+	}
+}
+
+/* ---- building expressions back ------------------------------------------ */
+
+static int atom_order(const loop_expr *atom)
+{
+	return atom->kind == LX_VAR ? atom->u.var->id : INT32_MAX;
+}
+
+/* Sort the terms of "A": variables by id, other atoms as they came. */
+static void sort_terms(affine *A)
+{
+	for (int i = 1; i < A->n; i++) {
+		term t = A->t[i];
+		int j = i;
+		for (; j > 0 && atom_order(A->t[j - 1].atom) > atom_order(t.atom); j--)
+			A->t[j] = A->t[j - 1];
+		A->t[j] = t;
+	}
+}
+
+/* Return "coef" * "atom" for a positive "coef" (or INT64_MIN). */
+static loop_expr *term_expr(simplifier *S, loop_expr *atom, int64_t coef)
+{
+	return coef == 1 ? atom : lx_mul(S->p, atom, lx_int(S->p, coef));
+}
+
+/* Return the first term of a sum whose terms are all negative: -x, or
+ * x * -k. */
+static loop_expr *negative_term_expr(simplifier *S, loop_expr *atom, int64_t coef)
+{
+	if (coef == -1)
+		return lx_unary(S->p, TESSEL_NEG, atom, TESSEL_I64);
+	return lx_mul(S->p, atom, lx_int(S->p, coef));
+}
+
+static loop_expr *add_constant_last(simplifier *S, loop_expr *acc, int64_t c)
+{
+	if (!acc)
+		return lx_int(S->p, c);
+	if (c < 0 && c != INT64_MIN)
+		return lx_sub(S->p, acc, lx_int(S->p, -c));
+	return lx_add(S->p, acc, lx_int(S->p, c));
+}
+
+/* Return the expression of "A" in canonical order: positive terms, then
+ * negative terms subtracted, then the constant; a positive constant leads
+ * when every term is negative ("5 - x"). */
+static loop_expr *affine_expr(simplifier *S, const affine *A)
+{
+	affine T = *A;
+	sort_terms(&T);
+	loop_expr *acc = NULL;
+	for (int i = 0; i < T.n; i++) {
+		if (T.t[i].coef <= 0 && T.t[i].coef != INT64_MIN)
+			continue;
+		loop_expr *t = term_expr(S, T.t[i].atom, T.t[i].coef);
+		acc = acc ? lx_add(S->p, acc, t) : t;
+	}
+	int64_t c = T.c;
+	if (!acc && c > 0) {
+		acc = lx_int(S->p, c);
+		c = 0;
+	}
+	for (int i = 0; i < T.n; i++) {
+		if (T.t[i].coef >= 0 || T.t[i].coef == INT64_MIN)
+			continue;
+		acc = acc ? lx_sub(S->p, acc, term_expr(S, T.t[i].atom, -T.t[i].coef))
+			  : negative_term_expr(S, T.t[i].atom, T.t[i].coef);
+	}
+	return c || !acc ? add_constant_last(S, acc, c) : acc;
+}
+
+/* Return "r", converted to "dt" when a rewrite changed its type. */
+static loop_expr *fit_type(simplifier *S, tessel_dtype dt, loop_expr *r)
+{
+	return r->dtype == dt ? r : lx_cast(S->p, dt, r);
+}
+
+/* Return "orig" when it is the same expression as "r", to keep nodes
+ * shared and programs from growing. */
+static loop_expr *prefer_original(loop_expr *orig, loop_expr *r)
+{
+	return lx_equal(orig, r) ? orig : r;
+}
+
+/* Return the binary node "e" with operands "a" and "b" (itself when they
+ * are its own). */
+static loop_expr *with_operands(simplifier *S, loop_expr *e, loop_expr *a, loop_expr *b)
+{
+	if (a == e->u.bin.a && b == e->u.bin.b)
+		return e;
+	if (e->u.bin.op >= TESSEL_LT && e->u.bin.op <= TESSEL_NE)
+		return lx_cmp(S->p, e->u.bin.op, a, b);
+	return lx_binary(S->p, e->u.bin.op, a, b, e->dtype);
+}
+
+/* ---- integer arithmetic ----------------------------------------------------- */
+
+static loop_expr *simplify_operands(simplifier *S, loop_expr *e)
+{
+	if (e->kind == LX_UNARY) {
+		loop_expr *a = simplify_expr(S, e->u.un.a);
+		return a == e->u.un.a ? e : lx_unary(S->p, e->u.un.op, a, e->dtype);
+	}
+	return with_operands(S, e, simplify_expr(S, e->u.bin.a), simplify_expr(S, e->u.bin.b));
+}
+
+static loop_expr *simplify_linear(simplifier *S, loop_expr *e)
+{
+	affine A = affine_zero();
+	linearize(S, e, 1, &A, true);
+	if (!A.ok)
+		return simplify_operands(S, e);
+	merge_div_mod_pairs(S, &A);
+	if (!A.ok)
+		return simplify_operands(S, e);
+	return prefer_original(e, affine_expr(S, &A));
+}
+
+/* Split "A" into "Q" (the variable terms whose coefficients "c" divides,
+ * divided by "c") and "R" (the rest, with the constant): A = c * Q + R. */
+static void split_by_divisor(const affine *A, int64_t c, affine *Q, affine *R)
+{
+	*Q = affine_zero();
+	*R = affine_zero();
+	R->c = A->c;
+	for (int i = 0; i < A->n; i++) {
+		if (A->t[i].coef % c == 0)
+			add_term(Q, A->t[i].atom, A->t[i].coef / c);
+		else
+			add_term(R, A->t[i].atom, A->t[i].coef);
+	}
+}
+
+/* Return "a" / "c" or "a" % "c" ("op") for the positive constant "c",
+ * simplified by the ranges of "S", or NULL when nothing is proved. */
+static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, int64_t c)
+{
+	affine A = affine_of(S, a), Q, R;
+	if (!A.ok)
+		return NULL;
+	split_by_divisor(&A, c, &Q, &R);
+	range q = affine_range(S, &Q), r = affine_range(S, &R);
+	if (!Q.ok || !R.ok || !q.known || !r.known || !affine_range(S, &A).known)
+		return NULL;
+	int64_t k = floor_div(r.lo, c), kc;
+	if (k == floor_div(r.hi, c) && !__builtin_mul_overflow(k, c, &kc)) {
+		if (op == TESSEL_DIV)
+			add_const(&Q, k);
+		else
+			add_const(&R, -kc);
+		affine *result = op == TESSEL_DIV ? &Q : &R;
+		return result->ok ? affine_expr(S, result) : NULL;
+	}
+	if (live_terms(&Q) == 0)
+		return NULL;
+	loop_expr *rest = affine_expr(S, &R), *cst = lx_int(S->p, c);
+	if (op == TESSEL_MOD)
+		return lx_mod(S->p, rest, cst);
+	add_term(&Q, lx_div(S->p, rest, cst), 1);
+	return Q.ok ? affine_expr(S, &Q) : NULL;
+}
+
+/* Return "(x / c1) / c" as "x / (c1 * c)" and "(x % c1) % c" as "x % c"
+ * when "c" divides "c1", or NULL. */
+static loop_expr *divmod_nested(simplifier *S, tessel_binary op, loop_expr *a, int64_t c)
+{
+	if (a->kind != LX_BINARY || a->dtype != TESSEL_I64 || a->u.bin.op != op ||
+	    a->u.bin.b->kind != LX_INT || a->u.bin.b->u.ival <= 0)
+		return NULL;
+	int64_t c1 = a->u.bin.b->u.ival, cc;
+	if (op == TESSEL_DIV && !__builtin_mul_overflow(c1, c, &cc))
+		return lx_div(S->p, a->u.bin.a, lx_int(S->p, cc));
+	if (op == TESSEL_MOD && c1 % c == 0)
+		return lx_mod(S->p, a->u.bin.a, lx_int(S->p, c));
+	return NULL;
+}
+
+static loop_expr *simplify_divmod(simplifier *S, loop_expr *e)
+{
+	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
+	loop_expr *r = NULL;
+	if (b->kind == LX_INT && b->u.ival > 0 && a->dtype == TESSEL_I64 && a->kind != LX_INT) {
+		r = divmod_affine(S, e->u.bin.op, a, b->u.ival);
+		if (!r)
+			r = divmod_nested(S, e->u.bin.op, a, b->u.ival);
+	}
+	return r ? prefer_original(e, r) : with_operands(S, e, a, b);
+}
+
+/* Return whether both of the simplified i64 expressions "a" and "b" have
+ * known ranges, with "D" = a - b. */
+static bool difference(simplifier *S, loop_expr *a, loop_expr *b, affine *D)
+{
+	affine A = affine_of(S, a), B = affine_of(S, b);
+	*D = affine_sub(&A, &B);
+	return D->ok && affine_range(S, &A).known && affine_range(S, &B).known;
+}
+
+static loop_expr *simplify_min_max(simplifier *S, loop_expr *e)
+{
+	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
+	if (a->dtype != TESSEL_I64 || b->dtype != TESSEL_I64)
+		return with_operands(S, e, a, b);
+	affine D;
+	bool ranged = difference(S, a, b, &D);
+	bool is_min = e->u.bin.op == TESSEL_MIN;
+	if (D.ok && live_terms(&D) == 0 && D.c == 0)
+		return a;
+	range d = ranged ? affine_range(S, &D) : unknown_range();
+	if (d.known && d.hi <= 0)
+		return is_min ? a : b;
+	if (d.known && d.lo >= 0)
+		return is_min ? b : a;
+	return with_operands(S, e, a, b);
+}
+
+/* ---- conditions --------------------------------------------------------- */
+
+/* Return the truth of "d op 0" for every value in "d": 1 or 0, or -1
+ * when it depends. */
+static int decide(tessel_binary op, range d)
+{
+	bool neg = d.hi < 0, nonpos = d.hi <= 0, pos = d.lo > 0, nonneg = d.lo >= 0;
+	switch (op) {
+	case TESSEL_LT: return neg ? 1 : nonneg ? 0 : -1;
+	case TESSEL_LE: return nonpos ? 1 : pos ? 0 : -1;
+	case TESSEL_GT: return pos ? 1 : nonpos ? 0 : -1;
+	case TESSEL_GE: return nonneg ? 1 : neg ? 0 : -1;
+	case TESSEL_EQ: return d.lo == 0 && d.hi == 0 ? 1 : (pos || neg) ? 0 : -1;
+	default: return d.lo == 0 && d.hi == 0 ? 0 : (pos || neg) ? 1 : -1;
+	}
+}
+
+/* Return "d op 0" written as "positive terms op negative terms", the
+ * constant on the side with terms (the right one when both have them), or
+ * NULL when a side's range is unknown. */
+static loop_expr *balanced_compare(simplifier *S, tessel_binary op, const affine *D)
+{
+	affine L = affine_zero(), R = affine_zero();
+	if (D->c == INT64_MIN)
+		return NULL;
+	for (int i = 0; i < D->n; i++) {
+		int64_t coef = D->t[i].coef;
+		if (coef == INT64_MIN)
+			return NULL;
+		if (coef > 0)
+			add_term(&L, D->t[i].atom, coef);
+		else if (coef < 0)
+			add_term(&R, D->t[i].atom, -coef);
+	}
+	if (live_terms(&L))
+		R.c = -D->c;
+	else
+		L.c = D->c;
+	if (!L.ok || !R.ok || !affine_range(S, &L).known || !affine_range(S, &R).known)
+		return NULL;
+	return lx_cmp(S->p, op, affine_expr(S, &L), affine_expr(S, &R));
+}
+
+static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
+{
+	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
+	tessel_binary op = e->u.bin.op;
+	if (a->dtype != TESSEL_I64 || b->dtype != TESSEL_I64)
+		return with_operands(S, e, a, b);
+	affine D;
+	bool ranged = difference(S, a, b, &D);
+	if (D.ok && live_terms(&D) == 0 && (op == TESSEL_EQ || op == TESSEL_NE))
+		return lx_bool(S->p, (D.c == 0) == (op == TESSEL_EQ));
+	if (!ranged)
+		return with_operands(S, e, a, b);
+	int truth = decide(op, affine_range(S, &D));
+	if (truth >= 0)
+		return lx_bool(S->p, truth);
+	loop_expr *r = balanced_compare(S, op, &D);
+	return r ? prefer_original(e, r) : with_operands(S, e, a, b);
+}
+
+static bool is_const_bool(const loop_expr *e, bool v)
+{
+	return e->kind == LX_BOOL && (e->u.ival != 0) == v;
+}
+
+static loop_expr *simplify_logic(simplifier *S, loop_expr *e)
+{
+	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
+	bool is_and = e->u.bin.op == TESSEL_AND;
+	if (is_const_bool(a, !is_and) || is_const_bool(b, !is_and))
+		return lx_bool(S->p, !is_and);
+	if (is_const_bool(a, is_and))
+		return b;
+	if (is_const_bool(b, is_and) || lx_equal(a, b))
+		return a;
+	return with_operands(S, e, a, b);
+}
+
+static bool is_int_compare(const loop_expr *e)
+{
+	return e->kind == LX_BINARY && e->u.bin.op >= TESSEL_LT && e->u.bin.op <= TESSEL_NE &&
+	       tessel_dtype_is_int(e->u.bin.a->dtype) && tessel_dtype_is_int(e->u.bin.b->dtype);
+}
+
+static tessel_binary negated_compare(tessel_binary op)
+{
+	switch (op) {
+	case TESSEL_LT: return TESSEL_GE;
+	case TESSEL_LE: return TESSEL_GT;
+	case TESSEL_GT: return TESSEL_LE;
+	case TESSEL_GE: return TESSEL_LT;
+	case TESSEL_EQ: return TESSEL_NE;
+	default: return TESSEL_EQ;
+	}
+}
+
+/* Return the negation of the simplified condition "c": a constant, the
+ * opposite integer comparison, the operand of a negation, or !c. */
+static loop_expr *negation(simplifier *S, loop_expr *c)
+{
+	if (c->kind == LX_BOOL)
+		return lx_bool(S->p, !c->u.ival);
+	if (c->kind == LX_UNARY && c->u.un.op == TESSEL_NOT)
+		return c->u.un.a;
+	if (is_int_compare(c))
+		return lx_cmp(S->p, negated_compare(c->u.bin.op), c->u.bin.a, c->u.bin.b);
+	return lx_unary(S->p, TESSEL_NOT, c, TESSEL_BOOL);
+}
+
+/* ---- expressions ---------------------------------------------------------- */
+
+static loop_expr *simplify_binary(simplifier *S, loop_expr *e)
+{
+	tessel_binary op = e->u.bin.op;
+	if (op == TESSEL_AND || op == TESSEL_OR)
+		return simplify_logic(S, e);
+	if (op >= TESSEL_LT && op <= TESSEL_NE)
+		return simplify_compare(S, e);
+	if (e->dtype != TESSEL_I64)
+		return simplify_operands(S, e);
+	switch (op) {
+	case TESSEL_ADD:
+	case TESSEL_SUB:
+	case TESSEL_MUL:
+		return simplify_linear(S, e);
+	case TESSEL_DIV:
+	case TESSEL_MOD:
+		return simplify_divmod(S, e);
+	case TESSEL_MIN:
+	case TESSEL_MAX:
+		return simplify_min_max(S, e);
+	default:
+		return simplify_operands(S, e);
+	}
+}
+
+static loop_expr *simplify_unary(simplifier *S, loop_expr *e)
+{
+	if (e->dtype == TESSEL_I64 && e->u.un.op == TESSEL_NEG)
+		return simplify_linear(S, e);
+	if (e->u.un.op != TESSEL_NOT || e->u.un.a->dtype != TESSEL_BOOL)
+		return simplify_operands(S, e);
+	return prefer_original(e, negation(S, simplify_expr(S, e->u.un.a)));
+}
+
+static loop_expr *simplify_select(simplifier *S, loop_expr *e)
+{
+	loop_expr *c = simplify_expr(S, e->u.sel.cond);
+	if (c->kind == LX_BOOL)
+		return simplify_expr(S, c->u.ival ? e->u.sel.then_ : e->u.sel.else_);
+	loop_expr *a = simplify_expr(S, e->u.sel.then_), *b = simplify_expr(S, e->u.sel.else_);
+	if (lx_equal(a, b))
+		return a;
+	if (c == e->u.sel.cond && a == e->u.sel.then_ && b == e->u.sel.else_)
+		return e;
+	return lx_select(S->p, c, a, b, e->dtype);
+}
+
+static loop_expr *simplify_load(simplifier *S, loop_expr *e)
+{
+	loop_expr *index[TESSEL_MAX_DIMS];
+	int n = e->u.load.n;
+	bool changed = false;
+	if (n > TESSEL_MAX_DIMS)
+		return e;
+	for (int i = 0; i < n; i++) {
+		index[i] = simplify_expr(S, e->u.load.index[i]);
+		changed |= index[i] != e->u.load.index[i];
+	}
+	return changed ? lx_load(S->p, e->u.load.buf, n, index) : e;
+}
+
+static loop_expr *simplify_var(simplifier *S, loop_expr *e)
+{
+	int id = e->u.var->id;
+	return id >= 0 && id < S->p->nvars && S->subst[id] ? S->subst[id] : e;
+}
+
+static loop_expr *simplify_node(simplifier *S, loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_VAR:
+		return simplify_var(S, e);
+	case LX_LOAD:
+		return simplify_load(S, e);
+	case LX_UNARY:
+		return simplify_unary(S, e);
+	case LX_BINARY:
+		return simplify_binary(S, e);
+	case LX_SELECT:
+		return simplify_select(S, e);
+	case LX_CAST: {
+		loop_expr *a = simplify_expr(S, e->u.cast.a);
+		return a == e->u.cast.a ? e : lx_cast(S->p, e->u.cast.to, a);
+	}
+	default:
+		return e;
+	}
+}
+
+/* Return "e" simplified in the scope "S"; "e" is not modified (its nodes
+ * may be shared), and the result has its dtype. */
+static loop_expr *simplify_expr(simplifier *S, loop_expr *e)
+{
+	return fit_type(S, e->dtype, simplify_node(S, e));
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+static loop_stmt *simplify_stmt(simplifier *S, loop_stmt *s);
+
+static bool removable_when_single(loop_kind k)
+{
+	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_VECTORIZED ||
+	       k == LOOP_UNROLLED || k == LOOP_VTHREAD;
+}
+
+static bool tightenable(loop_kind k)
+{
+	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_VECTORIZED ||
+	       k == LOOP_UNROLLED;
+}
+
+/* Return the range of the variable of a loop from "min" to "min" +
+ * "extent" while it runs. */
+static range loop_var_range(const simplifier *S, const loop_expr *min,
+	const loop_expr *extent)
+{
+	range m = expr_range(S, min), x = expr_range(S, extent);
+	int64_t hi;
+	if (!m.known || !x.known || x.hi < 1 || __builtin_add_overflow(m.hi, x.hi - 1, &hi))
+		return unknown_range();
+	return make_range(m.lo, hi);
+}
+
+static int flatten_conjuncts(loop_expr *c, loop_expr **out, int n)
+{
+	if (c->kind == LX_BINARY && c->u.bin.op == TESSEL_AND && n >= 0) {
+		n = flatten_conjuncts(c->u.bin.a, out, n);
+		return n < 0 ? n : flatten_conjuncts(c->u.bin.b, out, n);
+	}
+	if (n < 0 || n == MAX_CONJUNCTS)
+		return -1;
+	out[n] = c;
+	return n + 1;
+}
+
+static tessel_binary mirrored_compare(tessel_binary op)
+{
+	switch (op) {
+	case TESSEL_LT: return TESSEL_GT;
+	case TESSEL_LE: return TESSEL_GE;
+	case TESSEL_GT: return TESSEL_LT;
+	case TESSEL_GE: return TESSEL_LE;
+	default: return op;
+	}
+}
+
+/* Narrow "*lo".."*hi" by the condition "c" when it compares the variable
+ * "v" with a constant; return whether it did. */
+static bool bound_of(const loop_expr *c, const loop_var *v, int64_t *lo, int64_t *hi)
+{
+	if (c->kind != LX_BINARY || c->u.bin.op < TESSEL_LT || c->u.bin.op > TESSEL_EQ)
+		return false;
+	const loop_expr *x = c->u.bin.a, *k = c->u.bin.b;
+	tessel_binary op = c->u.bin.op;
+	if (x->kind == LX_INT) {
+		x = c->u.bin.b;
+		k = c->u.bin.a;
+		op = mirrored_compare(op);
+	}
+	if (x->kind != LX_VAR || x->u.var != v || k->kind != LX_INT)
+		return false;
+	int64_t b = k->u.ival;
+	if ((op == TESSEL_LT && b == INT64_MIN) || (op == TESSEL_GT && b == INT64_MAX))
+		return false;
+	int64_t upper = op == TESSEL_LT ? b - 1 : b, lower = op == TESSEL_GT ? b + 1 : b;
+	if ((op == TESSEL_LT || op == TESSEL_LE || op == TESSEL_EQ) && upper < *hi)
+		*hi = upper;
+	if ((op == TESSEL_GT || op == TESSEL_GE || op == TESSEL_EQ) && lower > *lo)
+		*lo = lower;
+	return true;
+}
+
+/* Tighten the loop "s" (constant bounds, body a lone if) to the values of
+ * its variable that the if's comparisons with constants allow, keeping
+ * the other conjuncts in the if.  Return whether it changed "s". */
+static bool tighten_loop(simplifier *S, loop_stmt *s)
+{
+	loop_stmt *body = s->u.for_.body;
+	loop_expr *min = s->u.for_.min, *ext = s->u.for_.extent, *cj[MAX_CONJUNCTS];
+	if (!tightenable(s->u.for_.kind) || body->kind != LS_IF || body->u.if_.else_ ||
+	    min->kind != LX_INT || ext->kind != LX_INT)
+		return false;
+	int n = flatten_conjuncts(body->u.if_.cond, cj, 0);
+	int64_t lo = min->u.ival, hi;
+	if (n <= 0 || __builtin_add_overflow(lo, ext->u.ival - 1, &hi))
+		return false;
+	loop_expr *rest = NULL;
+	bool narrowed = false;
+	for (int i = 0; i < n; i++) {
+		if (bound_of(cj[i], s->u.for_.var, &lo, &hi))
+			narrowed = true;
+		else
+			rest = lx_and(S->p, rest, cj[i]);
+	}
+	if (!narrowed)
+		return false;
+	s->u.for_.min = lx_int(S->p, lo);
+	s->u.for_.extent = lx_int(S->p, hi >= lo ? hi - lo + 1 : 0);
+	s->u.for_.body = rest ? ls_if(S->p, rest, body->u.if_.then_, NULL) : body->u.if_.then_;
+	return true;
+}
+
+/* Return the body of the loop "s" of one iteration, its variable replaced
+ * by the loop's "min". */
+static loop_stmt *inline_single_iteration(simplifier *S, loop_stmt *s, int id)
+{
+	loop_expr *min = s->u.for_.min;
+	S->subst[id] = fit_type(S, TESSEL_I64, min);
+	S->ranges[id] = expr_range(S, min);
+	loop_stmt *body = simplify_stmt(S, s->u.for_.body);
+	S->subst[id] = NULL;
+	S->ranges[id] = unknown_range();
+	return body;
+}
+
+static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
+{
+	int id = s->u.for_.var->id;
+	s->u.for_.min = simplify_expr(S, s->u.for_.min);
+	s->u.for_.extent = simplify_expr(S, s->u.for_.extent);
+	loop_expr *ext = s->u.for_.extent;
+	if (ext->kind == LX_INT && ext->u.ival <= 0)
+		return NULL;
+	if (id < 0 || id >= S->p->nvars) {
+		s->u.for_.body = simplify_stmt(S, s->u.for_.body);
+		return s->u.for_.body ? s : NULL;
+	}
+	if (ext->kind == LX_INT && ext->u.ival == 1 && removable_when_single(s->u.for_.kind))
+		return inline_single_iteration(S, s, id);
+	S->ranges[id] = loop_var_range(S, s->u.for_.min, ext);
+	s->u.for_.body = simplify_stmt(S, s->u.for_.body);
+	S->ranges[id] = unknown_range();
+	if (!s->u.for_.body)
+		return NULL;
+	return tighten_loop(S, s) ? simplify_for(S, s) : s;
+}
+
+static loop_stmt *simplify_if(simplifier *S, loop_stmt *s)
+{
+	loop_expr *c = simplify_expr(S, s->u.if_.cond);
+	if (c->kind == LX_BOOL) {
+		loop_stmt *taken = c->u.ival ? s->u.if_.then_ : s->u.if_.else_;
+		return taken ? simplify_stmt(S, taken) : NULL;
+	}
+	loop_stmt *then_ = simplify_stmt(S, s->u.if_.then_);
+	loop_stmt *else_ = s->u.if_.else_ ? simplify_stmt(S, s->u.if_.else_) : NULL;
+	if (!then_ && !else_)
+		return NULL;
+	if (!then_) {
+		c = negation(S, c);
+		then_ = else_;
+		else_ = NULL;
+	}
+	s->u.if_.cond = c;
+	s->u.if_.then_ = then_;
+	s->u.if_.else_ = else_;
+	return s;
+}
+
+/* Return the sequence "s" with its items simplified, empty ones dropped
+ * and nested sequences spliced in; its only item, or NULL when empty. */
+static loop_stmt *simplify_seq(simplifier *S, loop_stmt *s)
+{
+	loop_stmt **items = NULL;
+	int n = 0;
+	for (int i = 0; i < s->u.seq.n; i++) {
+		loop_stmt *x = simplify_stmt(S, s->u.seq.items[i]);
+		if (x && x->kind == LS_SEQ) {
+			for (int j = 0; j < x->u.seq.n; j++)
+				te_push(&S->p->arena, (void ***)&items, &n, x->u.seq.items[j]);
+		} else if (x) {
+			te_push(&S->p->arena, (void ***)&items, &n, x);
+		}
+	}
+	if (n <= 1)
+		return n ? items[0] : NULL;
+	s->u.seq.items = items;
+	s->u.seq.n = n;
+	return s;
+}
+
+static loop_stmt *simplify_store(simplifier *S, loop_stmt *s)
+{
+	for (int i = 0; i < s->u.store.n; i++)
+		s->u.store.index[i] = simplify_expr(S, s->u.store.index[i]);
+	s->u.store.value = simplify_expr(S, s->u.store.value);
+	return s;
+}
+
+/* Return "s" simplified in the scope "S", or NULL when it does nothing.
+ * Statements are rewritten in place (they form a tree). */
+static loop_stmt *simplify_stmt(simplifier *S, loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		return simplify_for(S, s);
+	case LS_SEQ:
+		return simplify_seq(S, s);
+	case LS_STORE:
+		return simplify_store(S, s);
+	case LS_IF:
+		return simplify_if(S, s);
+	case LS_ALLOC:
+		s->u.alloc.body = simplify_stmt(S, s->u.alloc.body);
+		return s->u.alloc.body ? s : NULL;
+	case LS_BARRIER:
+		return s;
+	}
+	return s;
+}
+
+/* requires: "p" passes loop_verify; its statements form a tree
+ * guarantees: "p" computes what it computed, passes loop_verify, and is
+ *   simplified as the file comment says; p->body is never NULL (an empty
+ *   sequence when nothing is left)
+ * invalidates: pointers into the old statement tree of "p" (statements
+ *   are rewritten, replaced or dropped); expression nodes are never
+ *   modified, so expressions shared with other holders stay valid */
+void loop_simplify(loop_prog *p)
+{
+	simplifier S = { .p = p };
+	S.ranges = calloc((size_t)p->nvars + 1, sizeof(range));
+	S.subst = calloc((size_t)p->nvars + 1, sizeof(loop_expr *));
+	if (S.ranges && S.subst && p->body)
+		p->body = simplify_stmt(&S, p->body);
+	if (!p->body)
+		p->body = ls_seq(p, 0, NULL);
+	free(S.ranges);
+	free(S.subst);
+}

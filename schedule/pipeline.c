@@ -1,0 +1,18 @@
+/* The pipeline from a schedule to a program ready for a printer.  Every
+ * pass is listed here, in order, with the verifier between them. */
+#include "ir/loop.h"
+#include "schedule/state.h"
+
+loop_prog *sch_program(sch_state *st)
+{
+	loop_prog *p = sch_lower(st);
+	if (!p || loop_verify(st->ctx, p))
+		goto fail;
+	loop_simplify(p);
+	if (loop_verify(st->ctx, p))
+		goto fail;
+	return p;
+fail:
+	loop_prog_free(p);
+	return NULL;
+}

@@ -1,0 +1,204 @@
+/* Tests of schedules: random legal traces over the operator library
+ * (lowered, evaluated, compared with the interpreter), trace text round
+ * trips, replay determinism, and refusals. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/loop.h"
+#include "ir/loop_eval.h"
+#include "schedule/primitives.h"
+#include "schedule/random.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tessel/te.h"
+
+/* An op with its inputs, the interpreter's outputs, and scratch outputs. */
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	int nin, nout;
+	tessel_tensor *args[32];     /* inputs, then scratch outputs */
+	tessel_tensor *expected[16];
+} fixture;
+
+static tessel_tensor *tensor_like(const tessel_stage *s)
+{
+	int64_t shape[TESSEL_MAX_DIMS];
+	for (int d = 0; d < tessel_stage_ndim(s); d++)
+		shape[d] = tessel_stage_dim(s, d);
+	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+		NULL, 0);
+}
+
+static void fixture_init(fixture *f, const char *name, int n, const char **keys,
+	const char **values)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	if (!f->op)
+		tessel_ctx_print_error(f->ctx, stderr);
+	cr_assert(f->op, "instantiating %s", name);
+	f->nin = tessel_op_num_inputs(f->op);
+	f->nout = tessel_op_num_outputs(f->op);
+	for (int i = 0; i < f->nin; i++) {
+		f->args[i] = tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(f->args[i], 100 + (uint64_t)i);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		f->expected[i] = tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = tensor_like(tessel_op_output_at(f->op, i));
+	}
+	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
+}
+
+static void fixture_fini(fixture *f)
+{
+	for (int i = 0; i < f->nin + f->nout; i++)
+		tessel_tensor_free(f->args[i]);
+	for (int i = 0; i < f->nout; i++)
+		tessel_tensor_free(f->expected[i]);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+/* Return the largest relative difference between the outputs and the
+ * interpreter's. */
+static double output_error(const fixture *f)
+{
+	double worst = 0;
+	for (int i = 0; i < f->nout; i++) {
+		const tessel_tensor *got = f->args[f->nin + i], *want = f->expected[i];
+		for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
+			double a = tessel_tensor_get(want, k), b = tessel_tensor_get(got, k);
+			double e = fabs(a - b) / (1.0 + fabs(a));
+			if (isnan(a) != isnan(b))
+				e = INFINITY;
+			if (e > worst)
+				worst = e;
+		}
+	}
+	return worst;
+}
+
+static void clear_outputs(fixture *f)
+{
+	for (int i = 0; i < f->nout; i++) {
+		tessel_tensor *t = f->args[f->nin + i];
+		memset(t->data, 0xff, (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype));
+	}
+}
+
+/* Run "count" random schedules of "f" from "seed"; return how many failed
+ * (each failure's trace is printed). */
+static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
+{
+	int failed = 0;
+	for (int c = 0; c < count; c++) {
+		sch_state *st = sch_state_new(f->ctx, f->op);
+		cr_assert(st);
+		sch_random_schedule(st, seed * 7919 + (uint64_t)c, 12);
+		loop_prog *p = sch_program(st);
+		clear_outputs(f);
+		bool ran = p && loop_eval(f->ctx, p, f->args) == 0;
+		double err = ran ? output_error(f) : INFINITY;
+		if (err > 1e-5) {
+			char *t = sch_trace_to_text(st->trace);
+			cr_log_error("%s: random schedule %d (seed %llu) gives error %g%s%s:\n%s",
+				what, c, (unsigned long long)seed, err, ran ? "" : ": ",
+				ran ? "" : tessel_ctx_error(f->ctx)->message, t);
+			free(t);
+			failed++;
+		}
+		loop_prog_free(p);
+		sch_state_free(st);
+	}
+	return failed;
+}
+
+#define FUZZ_CASE(test, opname, count, ...)                                   \
+	Test(random_schedules, test)                                          \
+	{                                                                     \
+		const char *kv[] = { __VA_ARGS__ };                           \
+		int n = (int)(sizeof(kv) / sizeof(kv[0])) / 2;                \
+		const char *keys[16], *values[16];                            \
+		for (int i = 0; i < n; i++) {                                 \
+			keys[i] = kv[2 * i];                                  \
+			values[i] = kv[2 * i + 1];                            \
+		}                                                             \
+		fixture f;                                                    \
+		fixture_init(&f, opname, n, keys, values);                    \
+		cr_expect_eq(fuzz(&f, #test, count, __LINE__), 0);            \
+		fixture_fini(&f);                                             \
+	}
+
+FUZZ_CASE(matmul, "matmul", 60, "M", "12", "N", "10", "K", "7")
+FUZZ_CASE(matmul_transposed, "matmul", 30, "M", "9", "N", "8", "K", "6",
+	"transpose_a", "1", "transpose_b", "1")
+FUZZ_CASE(batch_matmul, "batch_matmul", 30, "B", "2", "M", "5", "N", "6", "K", "4")
+FUZZ_CASE(dense, "dense", 30, "batch", "3", "in_features", "7", "out_features", "5")
+FUZZ_CASE(conv2d, "conv2d", 40, "N", "1", "C", "3", "H", "7", "W", "6", "F", "4",
+	"R", "3", "S", "3", "padding", "1")
+FUZZ_CASE(conv2d_strided, "conv2d", 25, "N", "1", "C", "2", "H", "9", "W", "8",
+	"F", "3", "R", "3", "S", "2", "stride", "2", "dilation", "[1, 2]")
+FUZZ_CASE(conv2d_depthwise, "conv2d", 25, "N", "1", "C", "4", "H", "6", "W", "6",
+	"F", "4", "R", "3", "S", "3", "groups", "4", "padding", "1")
+FUZZ_CASE(conv2d_nhwc, "conv2d", 25, "N", "1", "C", "3", "H", "6", "W", "5",
+	"F", "2", "R", "3", "S", "3", "layout", "NHWC", "padding", "1")
+FUZZ_CASE(max_pool2d, "max_pool2d", 25, "N", "1", "C", "2", "H", "7", "W", "7",
+	"kernel", "3", "stride", "2", "padding", "1")
+FUZZ_CASE(avg_pool2d, "avg_pool2d", 25, "N", "1", "C", "2", "H", "6", "W", "6",
+	"kernel", "2")
+FUZZ_CASE(global_avg_pool, "global_avg_pool", 15, "N", "2", "C", "3", "H", "4", "W", "5")
+FUZZ_CASE(softmax, "softmax", 30, "shape", "[5, 7]")
+FUZZ_CASE(log_softmax, "log_softmax", 20, "shape", "[3, 2, 6]")
+FUZZ_CASE(layer_norm, "layer_norm", 30, "shape", "[4, 9]")
+FUZZ_CASE(batch_norm, "batch_norm", 15, "shape", "[2, 3, 4, 4]")
+FUZZ_CASE(add_broadcast, "add", 20, "a", "[2, 1, 3]", "b", "[4, 3]")
+FUZZ_CASE(gelu, "gelu", 15, "shape", "[6, 5]")
+FUZZ_CASE(reduce_sum, "reduce_sum", 20, "shape", "[3, 4, 5]", "axes", "[0, 2]")
+FUZZ_CASE(reduce_max, "reduce_max", 15, "shape", "[6, 5]", "axes", "[1]", "keepdims", "1")
+FUZZ_CASE(transpose, "transpose", 15, "shape", "[2, 3, 4]", "perm", "[2, 0, 1]")
+FUZZ_CASE(reshape, "reshape", 15, "shape", "[4, 6]", "newshape", "[3, -1]")
+FUZZ_CASE(pad, "pad", 15, "shape", "[3, 4]", "pads", "[1, 0, 2, 1]")
+FUZZ_CASE(concat, "concat", 15, "shape", "[5, 3]", "sizes", "[2, 3]", "axis", "0")
+FUZZ_CASE(cross_entropy, "softmax_cross_entropy", 20, "N", "4", "C", "5")
+
+Test(trace, text_round_trip_and_replay)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3,
+		(const char *[]){ "M", "N", "K" }, (const char *[]){ "64", "48", "30" });
+	cr_assert(op);
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		sch_state *a = sch_state_new(ctx, op);
+		sch_random_schedule(a, seed, 12);
+		char *text = sch_trace_to_text(a->trace);
+		sch_trace *t = sch_trace_parse(ctx, "t.trace", text);
+		cr_assert(t, "%s", text);
+		sch_state *b = sch_state_new(ctx, op);
+		cr_assert_eq(sch_replay(b, t, "t.trace"), 0, "%s: %s", text,
+			tessel_ctx_error(ctx)->message);
+		char *again = sch_trace_to_text(b->trace);
+		cr_expect_str_eq(text, again);
+		loop_prog *pa = sch_lower(a), *pb = sch_lower(b);
+		cr_assert(pa && pb);
+		char *la = loop_prog_print(pa), *lb = loop_prog_print(pb);
+		cr_expect_str_eq(la, lb, "replay must give the same program");
+		free(la);
+		free(lb);
+		loop_prog_free(pa);
+		loop_prog_free(pb);
+		free(again);
+		free(text);
+		sch_trace_free(t);
+		sch_state_free(a);
+		sch_state_free(b);
+	}
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+}
