@@ -162,6 +162,10 @@ TESSEL_API int tessel_stage_ndim(const tessel_stage *s);
 /* Return the extent of dimension "i" of "s" in a bound op, or -1. */
 TESSEL_API int64_t tessel_stage_dim(const tessel_stage *s, int i);
 
+/* Return the floating-point operations one evaluation of the bound "op"
+ * performs (a multiply-add counts 2; integer index math does not count). */
+TESSEL_API double tessel_op_flops(const tessel_op *op);
+
 /* Print "op" in the .te language, normalized (explicit shapes and ranges
  * wherever they are known).  Return a malloc'ed string. */
 TESSEL_API char *tessel_op_print(const tessel_op *op);

@@ -1,0 +1,50 @@
+/* tessel's own fork-join thread pool, the runtime behind the parallel_for
+ * of generated kernels (include/tessel/kernel.h).  Linux only: idle workers
+ * spin briefly, then sleep on a futex. */
+#ifndef TESSEL_RT_THREADPOOL_H
+#define TESSEL_RT_THREADPOOL_H
+
+#include <stdint.h>
+
+#include "tessel/kernel.h"
+
+typedef struct rt_pool rt_pool;
+
+/* How long, by default, an idle worker (and a caller waiting for workers)
+ * spins before it sleeps, in nanoseconds. */
+#define RT_POOL_DEFAULT_SPIN_NS 100000
+
+/* Return a pool of "num_threads" threads in all, the caller of parallel_for
+ * included (so num_threads - 1 workers are started); "num_threads" <= 0
+ * means rt_num_cpus() (runtime/target.h).  Return NULL when a thread
+ * cannot be started.  A pool does not survive fork(): a child process
+ * makes its own. */
+rt_pool *rt_pool_new(int num_threads);
+
+/* Stop and join the workers of "pool" and free it.  No parallel_for on
+ * "pool" may be running.  NULL is allowed. */
+void rt_pool_free(rt_pool *pool);
+
+/* Return the number of threads of "pool", its caller included. */
+int rt_pool_num_threads(const rt_pool *pool);
+
+/* Set how long idle threads of "pool" spin before they sleep to "spin_ns"
+ * nanoseconds (0: sleep at once), from their next wait on. */
+void rt_pool_set_spin(rt_pool *pool, long spin_ns);
+
+/* Fill "env" so that kernels run their parallel loops on "pool": its thread
+ * count, rt_parallel_for, and "pool".  A NULL "pool" gives a serial
+ * environment (one thread, loops run inline). */
+void rt_pool_env(rt_pool *pool, tessel_kernel_env *env);
+
+/* Run "body" over [0, "n") with "closure", split into contiguous chunks of
+ * nearly equal size, one per thread (static schedule; the calling thread
+ * runs the first), on the pool of "env", and return when all are done.
+ * Fewer threads take part when "n" is smaller than the thread count;
+ * "n" <= 0 does nothing.  A call made from inside a parallel body (nested)
+ * runs serially on the calling thread.  Several threads may call it on
+ * one pool at once: their loops take the pool's workers in turn. */
+void rt_parallel_for(const tessel_kernel_env *env, int64_t n,
+	tessel_parallel_body body, void *closure);
+
+#endif

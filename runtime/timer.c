@@ -1,0 +1,149 @@
+/* Timing with warm-up, repeats, median and optional cache flushing. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/target.h"
+#include "runtime/timer.h"
+
+#define FLUSH_STRIDE 64
+
+rt_timer_opts rt_timer_opts_default(void)
+{
+	return (rt_timer_opts){
+		.warmup = 1,
+		.min_repeats = 3,
+		.max_repeats = 1000,
+		.min_total_s = 0.1,
+		.flush_cache = false,
+		.flush_bytes = 0,
+		.timeout_s = 0,
+	};
+}
+
+double rt_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool valid_opts(const rt_timer_opts *o)
+{
+	return o->warmup >= 0 && o->min_repeats >= 1 &&
+	       o->max_repeats >= o->min_repeats && o->min_total_s >= 0 &&
+	       o->timeout_s >= 0;
+}
+
+/* Return the size of the flush buffer for "o": flush_bytes, or twice the
+ * host's L3 (or L2 when it has no L3). */
+static size_t flush_size(const rt_timer_opts *o)
+{
+	if (o->flush_bytes)
+		return o->flush_bytes;
+	rt_cpu_target host;
+	rt_cpu_target_host(&host);
+	int64_t last = host.l3_bytes ? host.l3_bytes : host.l2_bytes;
+	return (size_t)(2 * last);
+}
+
+/* Write then read every cache line of "buf" of "len" bytes, evicting what
+ * the caches held before. */
+static void flush_caches(unsigned char *buf, size_t len)
+{
+	memset(buf, (int)(len & 0xff), len);
+	unsigned char sum = 0;
+	for (size_t i = 0; i < len; i += FLUSH_STRIDE)
+		sum ^= buf[i];
+	volatile unsigned char sink = sum;
+	(void)sink;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Store in "out" the statistics of the "n" run times "times" (sorted in
+ * place). */
+static void summarize(double *times, int n, rt_timing *out)
+{
+	memset(out, 0, sizeof *out);
+	out->runs = n;
+	if (n == 0)
+		return;
+	qsort(times, (size_t)n, sizeof *times, compare_doubles);
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += times[i];
+	out->min_s = times[0];
+	out->mean_s = sum / n;
+	out->median_s = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+/* Return whether more than "o"'s timeout has passed since "start". */
+static bool timed_out(const rt_timer_opts *o, double start)
+{
+	return o->timeout_s > 0 && rt_now_s() - start > o->timeout_s;
+}
+
+/* Run "fn"("arg") "o"->warmup times, flushing first when "flush" is not
+ * NULL; return false when the timeout ended the warm-up. */
+static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
+	unsigned char *flush, size_t flush_len, double start)
+{
+	for (int i = 0; i < o->warmup; i++) {
+		if (timed_out(o, start))
+			return false;
+		if (flush)
+			flush_caches(flush, flush_len);
+		fn(arg);
+	}
+	return true;
+}
+
+/* Return whether another timed run is wanted after "runs" runs that took
+ * "total" seconds in all. */
+static bool want_more(const rt_timer_opts *o, int runs, double total)
+{
+	return runs < o->max_repeats &&
+	       (runs < o->min_repeats || total < o->min_total_s);
+}
+
+/* Time "fn"("arg"); see timer.h. */
+int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
+	rt_timing *out)
+{
+	rt_timer_opts defaults = rt_timer_opts_default();
+	o = o ? o : &defaults;
+	memset(out, 0, sizeof *out);
+	if (!fn || !valid_opts(o))
+		return RT_TIME_ERROR;
+	size_t flush_len = o->flush_cache ? flush_size(o) : 0;
+	unsigned char *flush = flush_len ? malloc(flush_len) : NULL;
+	double *times = malloc((size_t)o->max_repeats * sizeof *times);
+	if (!times || (flush_len && !flush)) {
+		free(flush);
+		free(times);
+		return RT_TIME_ERROR;
+	}
+	double start = rt_now_s();
+	int runs = 0;
+	double total = 0;
+	bool in_time = warm_up(fn, arg, o, flush, flush_len, start);
+	while (in_time && want_more(o, runs, total)) {
+		if (flush)
+			flush_caches(flush, flush_len);
+		double t0 = rt_now_s();
+		fn(arg);
+		times[runs] = rt_now_s() - t0;
+		total += times[runs++];
+		in_time = !timed_out(o, start);
+	}
+	summarize(times, runs, out);
+	free(flush);
+	free(times);
+	return runs >= o->min_repeats ? RT_TIME_OK : RT_TIME_TIMEOUT;
+}

@@ -1,0 +1,57 @@
+/* Wall-clock timing of a function, the way candidates are measured: warm-up
+ * runs, repeats until a minimum total time, median of the individual runs,
+ * optionally with the caches flushed before each run. */
+#ifndef TESSEL_RT_TIMER_H
+#define TESSEL_RT_TIMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct rt_timing {
+	double median_s;
+	double min_s;
+	double mean_s;
+	int runs;
+} rt_timing;
+
+typedef struct rt_timer_opts {
+	/* Untimed runs first (default 1). */
+	int warmup;
+	/* Timed runs: at least min_repeats (default 3), at most max_repeats
+	 * (default 1000), and more until min_total_s seconds have been
+	 * measured (default 0.1). */
+	int min_repeats;
+	int max_repeats;
+	double min_total_s;
+	/* Before each run, write then read a buffer twice the size of the L3
+	 * cache (or flush_bytes when not 0), so that data comes from memory
+	 * (default false).  Flushing is not timed. */
+	bool flush_cache;
+	size_t flush_bytes;
+	/* Stop once this much wall time (warm-up and flushes included) has
+	 * passed; 0 means no limit (the default). */
+	double timeout_s;
+} rt_timer_opts;
+
+enum {
+	RT_TIME_OK = 0,
+	RT_TIME_TIMEOUT = 1,
+	RT_TIME_ERROR = -1
+};
+
+/* Return the default options. */
+rt_timer_opts rt_timer_opts_default(void);
+
+/* Time "fn"("arg") with the options "o" (NULL: the defaults) and store the
+ * statistics of the timed runs in "out".  Return RT_TIME_OK;
+ * RT_TIME_TIMEOUT when the timeout ended the measurement before
+ * min_repeats runs ("out" then holds the runs made, perhaps none); or
+ * RT_TIME_ERROR for invalid options (min_repeats < 1, max_repeats <
+ * min_repeats, negative times) or when memory runs out. */
+int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
+	rt_timing *out);
+
+/* Return the CLOCK_MONOTONIC time in seconds. */
+double rt_now_s(void);
+
+#endif
