@@ -8,6 +8,7 @@
 
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/tensors.h"
 
 static const char interp_help[] =
 	"usage: tessel interp SPEC --set NAME=VALUE,... [--in NAME=FILE.npy ...]\n"
@@ -22,53 +23,22 @@ static const char interp_help[] =
 typedef struct interp_args {
 	const char *spec;
 	cli_set set;
-	int nin;
-	char *in_names[CLI_MAX_IN];
-	const char *in_files[CLI_MAX_IN];
-	uint64_t seed;
-	const char *out_dir;
+	cli_data data;
 } interp_args;
-
-static int add_input_file(interp_args *a, const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || !eq[1])
-		return cli_fail("--in expects NAME=FILE.npy, got '%s'", arg);
-	if (a->nin == CLI_MAX_IN)
-		return cli_fail("--in: more than %d inputs", CLI_MAX_IN);
-	a->in_names[a->nin] = strndup(arg, (size_t)(eq - arg));
-	a->in_files[a->nin] = eq + 1;
-	a->nin++;
-	return 0;
-}
-
-static int parse_seed(const char *text, uint64_t *seed)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (errno || end == text || *end || text[0] == '-')
-		return cli_fail("--seed expects a non-negative integer, got '%s'", text);
-	*seed = v;
-	return 0;
-}
 
 static int parse_interp_args(interp_args *a, int argc, char **argv)
 {
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
+		int r = cli_data_option(&a->data, argc, argv, &i);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			continue;
 		if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
 			if (cli_set_parse(&a->set, v))
 				return -1;
-		} else if ((v = cli_option(argc, argv, &i, "--in", &missing))) {
-			if (add_input_file(a, v))
-				return -1;
-		} else if ((v = cli_option(argc, argv, &i, "--seed", &missing))) {
-			if (parse_seed(v, &a->seed))
-				return -1;
-		} else if ((v = cli_option(argc, argv, &i, "--out", &missing))) {
-			a->out_dir = v;
 		} else if (missing) {
 			return cli_fail("interp: %s needs a value", argv[i]);
 		} else if (argv[i][0] == '-' || a->spec) {
@@ -83,147 +53,23 @@ static int parse_interp_args(interp_args *a, int argc, char **argv)
 	return 0;
 }
 
-static void free_tensors(tessel_tensor **ts, int n)
-{
-	for (int i = 0; i < n; i++)
-		tessel_tensor_free(ts[i]);
-}
-
-static void shape_text(char *buf, size_t len, tessel_dtype dt, int ndim,
-	const int64_t *shape)
-{
-	int n = snprintf(buf, len, "%s[", tessel_dtype_name(dt));
-	for (int d = 0; d < ndim && n > 0 && (size_t)n < len; d++)
-		n += snprintf(buf + n, len - (size_t)n, "%s%lld", d ? ", " : "",
-			(long long)shape[d]);
-	if (n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, "]");
-}
-
-/* Return the tensor in the .npy "file", or NULL after printing why. */
-static tessel_tensor *load_input(const char *file)
-{
-	char err[512];
-	tessel_tensor *t = tessel_npy_load(file, err, sizeof(err));
-	if (!t)
-		cli_fail("%s", err);
-	return t;
-}
-
-/* The random input "i" of a run with "seed": distinct per input, the same
- * on every machine. */
-static uint64_t input_seed(uint64_t seed, int i)
-{
-	return seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1;
-}
-
-static int make_inputs(const interp_args *a, tessel_op *op, tessel_tensor **in)
-{
-	for (int k = 0; k < a->nin; k++) {
-		bool found = false;
-		for (int i = 0; i < tessel_op_num_inputs(op); i++)
-			found |= strcmp(tessel_stage_name(tessel_op_input_at(op, i)),
-					a->in_names[k]) == 0;
-		if (!found)
-			return cli_fail("--in %s: op '%s' has no input '%s'",
-				a->in_names[k], tessel_op_name(op), a->in_names[k]);
-	}
-	for (int i = 0; i < tessel_op_num_inputs(op); i++) {
-		tessel_stage *s = tessel_op_input_at(op, i);
-		int64_t shape[TESSEL_MAX_DIMS];
-		for (int d = 0; d < tessel_stage_ndim(s); d++)
-			shape[d] = tessel_stage_dim(s, d);
-		const char *file = NULL;
-		for (int k = 0; k < a->nin; k++)
-			if (strcmp(a->in_names[k], tessel_stage_name(s)) == 0)
-				file = a->in_files[k];
-		char err[512];
-		if (file) {
-			in[i] = load_input(file);
-		} else {
-			in[i] = tessel_tensor_new(tessel_stage_dtype(s),
-				tessel_stage_ndim(s), shape, err, sizeof(err));
-			if (in[i])
-				tessel_tensor_fill_random(in[i], input_seed(a->seed, i));
-			else
-				cli_fail("input '%s': %s", tessel_stage_name(s), err);
-		}
-		if (!in[i])
-			return free_tensors(in, i), 1;
-	}
-	return 0;
-}
-
-static int make_outputs(tessel_op *op, tessel_tensor **out)
-{
-	for (int i = 0; i < tessel_op_num_outputs(op); i++) {
-		tessel_stage *s = tessel_op_output_at(op, i);
-		int64_t shape[TESSEL_MAX_DIMS];
-		char err[512];
-		for (int d = 0; d < tessel_stage_ndim(s); d++)
-			shape[d] = tessel_stage_dim(s, d);
-		out[i] = tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s),
-			shape, err, sizeof(err));
-		if (!out[i]) {
-			free_tensors(out, i);
-			return cli_fail("output '%s': %s", tessel_stage_name(s), err);
-		}
-	}
-	return 0;
-}
-
-static void summarize(const char *name, const tessel_tensor *t)
-{
-	char shape[256];
-	shape_text(shape, sizeof(shape), t->dtype, t->ndim, t->shape);
-	int64_t n = tessel_tensor_numel(t);
-	double lo = INFINITY, hi = -INFINITY, sum = 0;
-	for (int64_t i = 0; i < n; i++) {
-		double v = tessel_tensor_get(t, i);
-		lo = v < lo ? v : lo;
-		hi = v > hi ? v : hi;
-		sum += v;
-	}
-	printf("%s: %s  min %.6g  max %.6g  mean %.6g\n", name, shape, lo, hi,
-		n ? sum / (double)n : 0.0);
-	printf("  [");
-	for (int64_t i = 0; i < n && i < 8; i++)
-		printf("%s%.6g", i ? ", " : "", tessel_tensor_get(t, i));
-	printf("%s]\n", n > 8 ? ", ..." : "");
-}
-
-static int write_outputs(const interp_args *a, tessel_op *op, tessel_tensor **out)
-{
-	if (mkdir(a->out_dir, 0777) != 0 && errno != EEXIST)
-		return cli_fail("--out %s: %s", a->out_dir, strerror(errno));
-	for (int i = 0; i < tessel_op_num_outputs(op); i++) {
-		char path[4096], err[512];
-		snprintf(path, sizeof(path), "%s/%s.npy", a->out_dir,
-			tessel_stage_name(tessel_op_output_at(op, i)));
-		if (tessel_npy_save(path, out[i], err, sizeof(err)))
-			return cli_fail("%s", err);
-		printf("wrote %s\n", path);
-	}
-	return 0;
-}
-
 static int run_interp(interp_args *a, tessel_ctx *ctx, tessel_op *op)
 {
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 };
 	if (tessel_op_num_inputs(op) > 64 || tessel_op_num_outputs(op) > 64)
 		return cli_fail("more than 64 inputs or outputs");
-	if (make_inputs(a, op, in))
+	if (cli_make_inputs(&a->data, op, in))
 		return 1;
-	int status = make_outputs(op, out);
+	int status = cli_make_outputs(op, out);
 	if (status == 0 && tessel_interp(op, in, out))
 		status = cli_fail_ctx(ctx);
 	for (int i = 0; status == 0 && i < tessel_op_num_outputs(op); i++)
-		summarize(tessel_stage_name(tessel_op_output_at(op, i)), out[i]);
-	if (status == 0 && a->out_dir)
-		status = write_outputs(a, op, out);
-	free_tensors(in, tessel_op_num_inputs(op));
+		cli_summarize(tessel_stage_name(tessel_op_output_at(op, i)), out[i]);
+	if (status == 0 && a->data.out_dir)
+		status = cli_write_outputs(&a->data, op, out);
+	cli_free_tensors(in, tessel_op_num_inputs(op));
 	if (out[0])
-		free_tensors(out, tessel_op_num_outputs(op));
+		cli_free_tensors(out, tessel_op_num_outputs(op));
 	return status;
 }
 
@@ -244,8 +90,7 @@ int cmd_interp(int argc, char **argv)
 			tessel_op_release(op);
 		}
 	}
-	for (int i = 0; i < a.nin; i++)
-		free(a.in_names[i]);
+	cli_data_free(&a.data);
 	cli_set_free(&a.set);
 	tessel_ctx_free(ctx);
 	return status;
