@@ -5,8 +5,9 @@
  * Integer index arithmetic (i64) is put in a canonical affine form: a sum
  * of terms coefficient * atom plus a constant, where an atom is a loop
  * variable or any other expression (a load, a division, a min, ...).
- * Terms are ordered by variable id, then other atoms in the order they
- * appear, positive terms before negative ones, the constant last.  Sums,
+ * Terms are ordered by decreasing coefficient magnitude, then variables by
+ * id, then other atoms in the order they appear; positive terms come
+ * before negative ones and the constant last (`io * 32 + ii - 1`).  Sums,
  * differences and products by constants are exact in i64's wrapping
  * arithmetic, so this form needs no proof.
  *
@@ -136,7 +137,7 @@ static range range_mod(range a, int64_t c)
 {
 	if (c == 0 || c == -1)
 		return c ? exact_range(0) : unknown_range();
-	if (a.known && floor_div(a.lo, c) == floor_div(a.hi, c) && c > 0)
+	if (c > 0 && a.known && floor_div(a.lo, c) == floor_div(a.hi, c))
 		return make_range(floor_mod(a.lo, c), floor_mod(a.hi, c));
 	return c > 0 ? make_range(0, c - 1) : make_range(c + 1, 0);
 }
@@ -452,22 +453,6 @@ static void linearize_product(simplifier *S, loop_expr *a, loop_expr *b, int64_t
 	}
 }
 
-/* Return the affine form of the simplified i64 expression "e". */
-static affine affine_of(simplifier *S, loop_expr *e)
-{
-	affine A = affine_zero();
-	linearize(S, e, 1, &A, false);
-	return A;
-}
-
-/* Return "a" - "b". */
-static affine affine_sub(const affine *a, const affine *b)
-{
-	affine d = affine_zero();
-	add_scaled(&d, a, 1);
-	add_scaled(&d, b, -1);
-	return d;
-}
 
 /* Return whether the atom "e" is the floor division ("op" TESSEL_DIV) or
  * remainder of some dividend by the positive constant "c". */
@@ -503,20 +488,54 @@ static void merge_div_mod_pairs(simplifier *S, affine *A)
 	}
 }
 
-/* ---- building expressions back ------------------------------------------ */
-
-static int atom_order(const loop_expr *atom)
+/* Return the affine form of the simplified i64 expression "e". */
+static affine affine_of(simplifier *S, loop_expr *e)
 {
-	return atom->kind == LX_VAR ? atom->u.var->id : INT32_MAX;
+	affine A = affine_zero();
+	linearize(S, e, 1, &A, false);
+	merge_div_mod_pairs(S, &A);
+	return A;
 }
 
-/* Sort the terms of "A": variables by id, other atoms as they came. */
+/* Return "a" - "b". */
+static affine affine_sub(simplifier *S, const affine *a, const affine *b)
+{
+	affine d = affine_zero();
+	add_scaled(&d, a, 1);
+	add_scaled(&d, b, -1);
+	merge_div_mod_pairs(S, &d);
+	return d;
+}
+
+/* ---- building expressions back ------------------------------------------ */
+
+static uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* Return whether term "a" comes before term "b": larger coefficients
+ * first (strides, as a person writes `i * 32 + j`), then variables by id,
+ * then other atoms. */
+static bool term_before(const term *a, const term *b)
+{
+	uint64_t ma = magnitude(a->coef), mb = magnitude(b->coef);
+	if (ma != mb)
+		return ma > mb;
+	bool va = a->atom->kind == LX_VAR, vb = b->atom->kind == LX_VAR;
+	if (va != vb)
+		return va;
+	return va && a->atom->u.var->id < b->atom->u.var->id;
+}
+
+/* Sort the terms of "A" in canonical order (stable: other atoms keep the
+ * order they came in). */
 static void sort_terms(affine *A)
 {
 	for (int i = 1; i < A->n; i++) {
 		term t = A->t[i];
 		int j = i;
-		for (; j > 0 && atom_order(A->t[j - 1].atom) > atom_order(t.atom); j--)
+		for (; j > 0 && term_before(&t, &A->t[j - 1]); j--)
 			A->t[j] = A->t[j - 1];
 		A->t[j] = t;
 	}
@@ -609,16 +628,20 @@ static loop_expr *simplify_operands(simplifier *S, loop_expr *e)
 	return with_operands(S, e, simplify_expr(S, e->u.bin.a), simplify_expr(S, e->u.bin.b));
 }
 
+/* Return the sum, difference, product or negation "e" in canonical
+ * affine form.  When a constant overflows on the way (the order of "e"
+ * can overflow where the sum does not), its operands are simplified and
+ * the form is tried once more on them. */
 static loop_expr *simplify_linear(simplifier *S, loop_expr *e)
 {
 	affine A = affine_zero();
 	linearize(S, e, 1, &A, true);
-	if (!A.ok)
-		return simplify_operands(S, e);
 	merge_div_mod_pairs(S, &A);
-	if (!A.ok)
-		return simplify_operands(S, e);
-	return prefer_original(e, affine_expr(S, &A));
+	if (A.ok)
+		return prefer_original(e, affine_expr(S, &A));
+	loop_expr *r = simplify_operands(S, e);
+	A = affine_of(S, r);
+	return A.ok ? prefer_original(e, affine_expr(S, &A)) : r;
 }
 
 /* Split "A" into "Q" (the variable terms whose coefficients "c" divides,
@@ -636,8 +659,41 @@ static void split_by_divisor(const affine *A, int64_t c, affine *Q, affine *R)
 	}
 }
 
+/* Return whether "a" op "c" is "x" op "cx" by the identities
+ * (x / c1) / c = x / (c1 * c) and (x % c1) % c = x % c when "c" divides
+ * c1, for positive c1 and "c". */
+static bool nested_divmod(tessel_binary op, loop_expr *a, int64_t c, loop_expr **x,
+	int64_t *cx)
+{
+	if (a->kind != LX_BINARY || a->dtype != TESSEL_I64 || a->u.bin.op != op ||
+	    a->u.bin.b->kind != LX_INT || a->u.bin.b->u.ival <= 0)
+		return false;
+	int64_t c1 = a->u.bin.b->u.ival;
+	*x = a->u.bin.a;
+	if (op == TESSEL_DIV)
+		return !__builtin_mul_overflow(c1, c, cx);
+	*cx = c;
+	return c1 % c == 0;
+}
+
+static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, int64_t c);
+
 /* Return "a" / "c" or "a" % "c" ("op") for the positive constant "c",
- * simplified by the ranges of "S", or NULL when nothing is proved. */
+ * simplified, or NULL when nothing is proved. */
+static loop_expr *divmod_by_constant(simplifier *S, tessel_binary op, loop_expr *a,
+	int64_t c)
+{
+	loop_expr *r = divmod_affine(S, op, a, c), *x;
+	int64_t cx;
+	if (r || !nested_divmod(op, a, c, &x, &cx))
+		return r;
+	r = divmod_by_constant(S, op, x, cx);
+	return r ? r : lx_binary(S->p, op, x, lx_int(S->p, cx), TESSEL_I64);
+}
+
+/* Return "a" / "c" or "a" % "c" ("op") for the positive constant "c",
+ * simplified by the ranges of "S" (after splitting off the terms "c"
+ * divides), or NULL when nothing is proved. */
 static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, int64_t c)
 {
 	affine A = affine_of(S, a), Q, R;
@@ -651,43 +707,45 @@ static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, i
 	if (k == floor_div(r.hi, c) && !__builtin_mul_overflow(k, c, &kc)) {
 		if (op == TESSEL_DIV)
 			add_const(&Q, k);
-		else
-			add_const(&R, -kc);
+		else if (__builtin_sub_overflow(R.c, kc, &R.c))
+			R.ok = false;
 		affine *result = op == TESSEL_DIV ? &Q : &R;
 		return result->ok ? affine_expr(S, result) : NULL;
 	}
 	if (live_terms(&Q) == 0)
 		return NULL;
-	loop_expr *rest = affine_expr(S, &R), *cst = lx_int(S->p, c);
+	loop_expr *rest = affine_expr(S, &R), *part = divmod_by_constant(S, op, rest, c);
+	if (!part)
+		part = lx_binary(S->p, op, rest, lx_int(S->p, c), TESSEL_I64);
 	if (op == TESSEL_MOD)
-		return lx_mod(S->p, rest, cst);
-	add_term(&Q, lx_div(S->p, rest, cst), 1);
+		return part;
+	add_term(&Q, part, 1);
 	return Q.ok ? affine_expr(S, &Q) : NULL;
 }
 
-/* Return "(x / c1) / c" as "x / (c1 * c)" and "(x % c1) % c" as "x % c"
- * when "c" divides "c1", or NULL. */
-static loop_expr *divmod_nested(simplifier *S, tessel_binary op, loop_expr *a, int64_t c)
+/* Return "e" with the identities of nested_divmod applied before its
+ * dividend is simplified (so that (x / 3) / 4 becomes x / 12, not a
+ * split of x / 3 divided by 4), or "e". */
+static loop_expr *fold_nested_divmod(simplifier *S, loop_expr *e)
 {
-	if (a->kind != LX_BINARY || a->dtype != TESSEL_I64 || a->u.bin.op != op ||
-	    a->u.bin.b->kind != LX_INT || a->u.bin.b->u.ival <= 0)
-		return NULL;
-	int64_t c1 = a->u.bin.b->u.ival, cc;
-	if (op == TESSEL_DIV && !__builtin_mul_overflow(c1, c, &cc))
-		return lx_div(S->p, a->u.bin.a, lx_int(S->p, cc));
-	if (op == TESSEL_MOD && c1 % c == 0)
-		return lx_mod(S->p, a->u.bin.a, lx_int(S->p, c));
-	return NULL;
+	loop_expr *x, *b = e->u.bin.b;
+	int64_t cx;
+	if (b->kind != LX_INT || b->u.ival <= 0 ||
+	    !nested_divmod(e->u.bin.op, e->u.bin.a, b->u.ival, &x, &cx))
+		return e;
+	return fold_nested_divmod(S, lx_binary(S->p, e->u.bin.op, x, lx_int(S->p, cx),
+		TESSEL_I64));
 }
 
 static loop_expr *simplify_divmod(simplifier *S, loop_expr *e)
 {
+	loop_expr *folded = fold_nested_divmod(S, e);
+	if (folded != e)
+		return simplify_expr(S, folded);
 	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
 	loop_expr *r = NULL;
 	if (b->kind == LX_INT && b->u.ival > 0 && a->dtype == TESSEL_I64 && a->kind != LX_INT) {
-		r = divmod_affine(S, e->u.bin.op, a, b->u.ival);
-		if (!r)
-			r = divmod_nested(S, e->u.bin.op, a, b->u.ival);
+		r = divmod_by_constant(S, e->u.bin.op, a, b->u.ival);
 	}
 	return r ? prefer_original(e, r) : with_operands(S, e, a, b);
 }
@@ -697,7 +755,7 @@ static loop_expr *simplify_divmod(simplifier *S, loop_expr *e)
 static bool difference(simplifier *S, loop_expr *a, loop_expr *b, affine *D)
 {
 	affine A = affine_of(S, a), B = affine_of(S, b);
-	*D = affine_sub(&A, &B);
+	*D = affine_sub(S, &A, &B);
 	return D->ok && affine_range(S, &A).known && affine_range(S, &B).known;
 }
 
@@ -772,9 +830,10 @@ static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
 	bool ranged = difference(S, a, b, &D);
 	if (D.ok && live_terms(&D) == 0 && (op == TESSEL_EQ || op == TESSEL_NE))
 		return lx_bool(S->p, (D.c == 0) == (op == TESSEL_EQ));
-	if (!ranged)
+	range d = ranged ? affine_range(S, &D) : unknown_range();
+	if (!d.known)
 		return with_operands(S, e, a, b);
-	int truth = decide(op, affine_range(S, &D));
+	int truth = decide(op, d);
 	if (truth >= 0)
 		return lx_bool(S->p, truth);
 	loop_expr *r = balanced_compare(S, op, &D);

@@ -31,6 +31,7 @@ typedef struct lowering {
 	bool *attached;         /* by schedule stage: computed inside a loop */
 	loop_expr ***origin;    /* attached stages: the region's first element */
 	loop_expr ***last;      /* attached stages: the region's last element */
+	sch_region *region;     /* attached stages: what ISL knows of the region */
 	int parallel_depth;
 	int nnames;
 	const char **names;
@@ -232,8 +233,12 @@ static loop_expr *guards(lowering *L, int si, loop_expr **leaf, bool spatial)
 			lx_int(L->p, t->extent)));
 	}
 	for (int d = 0; L->attached[si] && d < s->te->ndim; d++) {
+		const sch_region *r = &L->region[si];
 		loop_expr *x = lx_add(L->p, L->origin[si][d], iter_value(L, s, d, leaf));
-		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LE, x, L->last[si][d]));
+		if (!r->full[d])
+			g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LE, x, L->last[si][d]));
+		if (r->nonempty)
+			continue;
 		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_GE, x, lx_int(L->p, 0)));
 		g = lx_and(L->p, g, lx_cmp(L->p, TESSEL_LT, x, lx_int(L->p, s->te->extent[d])));
 	}
@@ -361,8 +366,9 @@ static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
 
 typedef struct ast_names {
 	lowering *L;
-	loop_expr **q;      /* consumer loop values by nest position */
-	loop_expr **o;      /* consumer region origin, or NULL */
+	const sch_stage *c; /* the consumer */
+	loop_expr **leaf;   /* its loop values by nest position */
+	loop_expr **o;      /* its region origin, or NULL */
 } ast_names;
 
 static loop_expr *from_ast(const ast_names *n, isl_ast_expr *e);
@@ -372,7 +378,7 @@ static loop_expr *ast_id(const ast_names *n, isl_ast_expr *e)
 	isl_id *id = isl_ast_expr_get_id(e);
 	const char *name = isl_id_get_name(id);
 	int k = atoi(name + 1);
-	loop_expr *x = name[0] == 'q' ? n->q[k] : n->o[k];
+	loop_expr *x = name[0] == 'q' ? iter_value(n->L, n->c, k, n->leaf) : n->o[k];
 	isl_id_free(id);
 	return x;
 }
@@ -447,11 +453,10 @@ static loop_expr *from_ast(const ast_names *n, isl_ast_expr *e)
 }
 
 /* Return the piecewise function "pa" (kept) as an expression over the
- * consumer's loops "n". */
-static loop_expr *pw_aff_expr(const ast_names *n, isl_pw_aff *pa)
+ * consumer's loops "n", which lie in "box". */
+static loop_expr *pw_aff_expr(const ast_names *n, isl_pw_aff *pa, isl_set *box)
 {
-	isl_space *space = isl_space_params(isl_pw_aff_get_space(pa));
-	isl_ast_build *b = isl_ast_build_from_context(isl_set_universe(space));
+	isl_ast_build *b = isl_ast_build_from_context(isl_set_copy(box));
 	isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(b, isl_pw_aff_copy(pa));
 	loop_expr *x = e ? from_ast(n, e) : NULL;
 	isl_ast_expr_free(e);
@@ -500,17 +505,20 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 		return NULL;
 	}
 	const tessel_stage *t = L->eff[pi].te;
-	ast_names names = { L, leaf, L->attached[ci] ? L->origin[ci] : NULL };
+	ast_names names = { L, &L->eff[ci], leaf, L->attached[ci] ? L->origin[ci] : NULL };
 	L->attached[pi] = true;
 	L->origin[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
 	L->last[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
 	for (int d = 0; d < t->ndim; d++) {
-		L->origin[pi][d] = pw_aff_expr(&names, r.lo[d]);
-		L->last[pi][d] = pw_aff_expr(&names, r.hi[d]);
+		L->origin[pi][d] = pw_aff_expr(&names, r.lo[d], r.box);
+		L->last[pi][d] = pw_aff_expr(&names, r.hi[d], r.box);
 	}
 	set_region_extents(L, pi, r.shape);
+	L->region[pi].nonempty = r.nonempty;
+	memcpy(L->region[pi].full, r.full, sizeof(r.full));
+	loop_scope scope = L->st->stages[pi].scope;
 	loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim, r.shape,
-		LOOP_LOCAL);
+		scope == LOOP_GLOBAL ? LOOP_LOCAL : scope);
 	L->buf[t->index] = b;
 	sch_region_free(&r);
 	return b;
@@ -656,6 +664,7 @@ loop_prog *sch_lower(sch_state *st)
 	L.attached = calloc((size_t)st->nstages + 1, sizeof(bool));
 	L.origin = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	L.last = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
+	L.region = calloc((size_t)st->nstages + 1, sizeof(sch_region));
 	make_arguments(&L);
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
@@ -672,6 +681,7 @@ loop_prog *sch_lower(sch_state *st)
 	free(L.attached);
 	free(L.origin);
 	free(L.last);
+	free(L.region);
 	free(L.names);
 	if (L.failed) {
 		loop_prog_free(L.p);

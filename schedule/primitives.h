@@ -42,4 +42,12 @@ int sch_compute_root(sch_state *st, const char *stage);
  * loop, exactly the region the consumer needs there (ISL). */
 int sch_compute_at(sch_state *st, const char *stage, const char *loop);
 
+/* Compute "stage" into a new stage STAGE_SCOPE ("local", "shared",
+ * "global") and copy it out; requires the stage's default loops. */
+int sch_cache_write(sch_state *st, const char *stage, const char *scope);
+/* Read "tensor" through a new copy TENSOR_SCOPE in the "n" stages
+ * "readers". */
+int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
+	const char *const *readers);
+
 #endif

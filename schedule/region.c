@@ -17,7 +17,6 @@
 
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
-#include "schedule/deps.h"
 #include "schedule/region.h"
 
 /* ISL text of the variables of the stage whose body is walked. */
@@ -181,33 +180,71 @@ static void walk_reads(region_walk *w, const text_env *env, const tessel_expr *e
 	}
 }
 
-/* Write "[q0, .., o0, ..] -> { [p0, ..] : exists (a0, .. : constraints"
- * for the consumer "c" and its nest position "pos". */
+/* Return whether iter "it" of "c" is fixed by the loops at nest positions
+ * up to "pos" (a leaf among them, a split iter whose two halves are, an
+ * iter fused into a fixed one). */
+static bool fixed(const sch_stage *c, int it, int pos)
+{
+	const sch_iter *t = &c->iters[it];
+	if (t->leaf)
+		return sch_leaf_pos(c, it) <= pos;
+	if (t->fused_into >= 0)
+		return fixed(c, t->fused_into, pos);
+	return fixed(c, t->split_outer, pos) && fixed(c, t->split_inner, pos);
+}
+
+bool sch_region_param(const sch_stage *c, int it, int pos)
+{
+	const sch_iter *t = &c->iters[it];
+	if (t->origin == SCH_FUSED || !fixed(c, it, pos))
+		return false;
+	return t->origin == SCH_AXIS || !fixed(c, t->parent, pos);
+}
+
+/* Write "[q.., o..] -> { [p0, ..] : exists (x0, .. : constraints" for the
+ * consumer "c" and its nest position "pos".  Every loop of the consumer is
+ * a variable x<k> related to the others affinely (split: parent = outer *
+ * factor + inner; fuse: fused = outer * extent + inner), and the loops the
+ * outer loops fix, nearest the axes, are the parameters q<k>: so the region
+ * comes out affine in them, without the floors and remainders of the
+ * loops themselves. */
 static void context_text(const sch_stage *c, bool attached, int pos, int pdim,
 	te_strbuf *sb)
 {
-	int naxes = c->te->ndim + c->te->nraxes;
 	te_sb_puts(sb, "[");
-	for (int j = 0; j <= pos; j++)
-		te_sb_printf(sb, "%sq%d", j ? ", " : "", j);
-	for (int d = 0; attached && d < c->te->ndim; d++)
-		te_sb_printf(sb, ", o%d", d);
+	bool first = true;
+	for (int k = 0; k < c->niters; k++)
+		if (sch_region_param(c, k, pos)) {
+			te_sb_printf(sb, "%sq%d", first ? "" : ", ", k);
+			first = false;
+		}
+	for (int d = 0; attached && d < c->te->ndim; d++) {
+		te_sb_printf(sb, "%so%d", first ? "" : ", ", d);
+		first = false;
+	}
 	te_sb_puts(sb, "] -> { [");
 	for (int d = 0; d < pdim; d++)
 		te_sb_printf(sb, "%sp%d", d ? ", " : "", d);
 	te_sb_puts(sb, "] : exists (");
-	for (int k = 0; k < naxes; k++)
-		te_sb_printf(sb, "%sa%d", k ? ", " : "", k);
+	for (int k = 0; k < c->niters; k++)
+		te_sb_printf(sb, "%sx%d", k ? ", " : "", k);
 	te_sb_puts(sb, " : (0 = 0)");
-	sch_domain_text(c, "a", sb);
-	for (int d = 0; attached && d < c->te->ndim; d++)
-		te_sb_printf(sb, " and 0 <= o%d + a%d < %lld", d, d,
-			(long long)c->te->extent[d]);
-	for (int j = 0; j <= pos; j++) {
-		te_sb_puts(sb, " and ");
-		sch_iter_text(c, c->leaves[j], sb);
-		te_sb_printf(sb, " = q%d", j);
+	for (int k = 0; k < c->niters; k++) {
+		const sch_iter *t = &c->iters[k];
+		te_sb_printf(sb, " and 0 <= x%d < %lld", k, (long long)t->extent);
+		if (!t->leaf && t->fused_into < 0)
+			te_sb_printf(sb, " and x%d = %lld * x%d + x%d", k,
+				(long long)c->iters[t->split_outer].factor, t->split_outer,
+				t->split_inner);
+		if (t->origin == SCH_FUSED)
+			te_sb_printf(sb, " and x%d = %lld * x%d + x%d", k,
+				(long long)c->iters[t->inner].extent, t->outer, t->inner);
+		if (sch_region_param(c, k, pos))
+			te_sb_printf(sb, " and x%d = q%d", k, k);
 	}
+	for (int d = 0; attached && d < c->te->ndim; d++)
+		te_sb_printf(sb, " and 0 <= o%d + x%d < %lld", d, d,
+			(long long)c->te->extent[d]);
 }
 
 static void consumer_env(const sch_stage *c, bool attached, text_env *env)
@@ -215,12 +252,12 @@ static void consumer_env(const sch_stage *c, bool attached, text_env *env)
 	env->te = c->te;
 	for (int d = 0; d < c->te->ndim; d++)
 		snprintf(env->vars[d], sizeof(env->vars[d]),
-			attached ? "o%d + a%d" : "a%d", d, d);
+			attached ? "o%d + x%d" : "x%d", d, d);
 	for (int k = 0; k < c->te->nraxes; k++) {
 		int64_t lo = 0;
 		te_expr_const_int(c->te->raxes[k]->lo, &lo);
 		snprintf(env->vars[c->te->ndim + k], sizeof(env->vars[0]),
-			"%lld + a%d", (long long)lo, c->te->ndim + k);
+			"%lld + x%d", (long long)lo, c->te->ndim + k);
 	}
 }
 
@@ -235,17 +272,84 @@ static int64_t largest(isl_pw_aff *extent)
 	return n;
 }
 
-static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
-	const char *pname)
+/* Return the largest value iter "it" of "c" takes while the loops run
+ * (beyond its extent when a split below it does not divide). */
+static int64_t largest_value(const sch_stage *c, int it)
 {
+	const sch_iter *t = &c->iters[it];
+	if (t->leaf)
+		return t->extent - 1;
+	if (t->fused_into >= 0) {
+		const sch_iter *f = &c->iters[t->fused_into];
+		int64_t fv = largest_value(c, t->fused_into);
+		int64_t inner = c->iters[f->inner].extent;
+		return it == f->outer ? fv / inner : (fv < inner - 1 ? fv : inner - 1);
+	}
+	return largest_value(c, t->split_outer) * c->iters[t->split_outer].factor +
+	       largest_value(c, t->split_inner);
+}
+
+/* Return the parameter set of the values the parameters q<k> of the
+ * consumer's region take while its loops run. */
+static isl_set *loop_box(sch_state *st, const sch_stage *c, int pos,
+	isl_space *params)
+{
+	te_strbuf sb = { 0 };
+	te_sb_puts(&sb, "[");
+	bool first = true;
+	for (int k = 0; k < c->niters; k++)
+		if (sch_region_param(c, k, pos)) {
+			te_sb_printf(&sb, "%sq%d", first ? "" : ", ", k);
+			first = false;
+		}
+	te_sb_puts(&sb, "] -> { : (0 = 0)");
+	for (int k = 0; k < c->niters; k++)
+		if (sch_region_param(c, k, pos))
+			te_sb_printf(&sb, " and 0 <= q%d <= %lld", k,
+				(long long)largest_value(c, k));
+	te_sb_puts(&sb, " }");
+	isl_set *box = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	te_sb_free(&sb);
+	return isl_set_align_params(box, params);
+}
+
+/* Return true when "ext" equals "n" wherever it is defined. */
+static bool always(isl_pw_aff *ext, int64_t n, isl_ctx *ctx)
+{
+	isl_set *dom = isl_pw_aff_domain(isl_pw_aff_copy(ext));
+	isl_pw_aff *cst = isl_pw_aff_val_on_domain(isl_set_copy(dom),
+		isl_val_int_from_si(ctx, n));
+	isl_set *eq = isl_pw_aff_eq_set(isl_pw_aff_copy(ext), cst);
+	isl_bool sub = isl_set_is_subset(dom, eq);
+	isl_set_free(dom);
+	isl_set_free(eq);
+	return sub == isl_bool_true;
+}
+
+static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
+	const char *pname, isl_set *box)
+{
+	isl_ctx *ctx = te_isl(st->ctx);
 	r->ndim = pdim;
+	r->nonempty = true;
 	for (int d = 0; d < pdim; d++) {
 		r->lo[d] = isl_set_dim_min(isl_set_copy(region), d);
 		r->hi[d] = isl_set_dim_max(isl_set_copy(region), d);
-		isl_pw_aff *ext = isl_pw_aff_add_constant_val(
+		isl_set *dom = isl_pw_aff_domain(isl_pw_aff_copy(r->lo[d]));
+		r->nonempty &= isl_set_is_subset(box, dom) == isl_bool_true;
+		isl_set_free(dom);
+		r->lo[d] = isl_pw_aff_coalesce(isl_pw_aff_gist_params(r->lo[d],
+			isl_set_copy(box)));
+		r->hi[d] = isl_pw_aff_coalesce(isl_pw_aff_gist_params(r->hi[d],
+			isl_set_copy(box)));
+		isl_pw_aff *ext = isl_pw_aff_intersect_params(isl_pw_aff_add_constant_val(
 			isl_pw_aff_sub(isl_pw_aff_copy(r->hi[d]), isl_pw_aff_copy(r->lo[d])),
-			isl_val_one(te_isl(st->ctx)));
-		r->shape[d] = largest(ext);
+			isl_val_one(ctx)), isl_set_copy(box));
+		r->full[d] = false;
+		r->shape[d] = largest(isl_pw_aff_copy(ext));
+		if (r->shape[d] >= 1)
+			r->full[d] = always(ext, r->shape[d], ctx);
+		isl_pw_aff_free(ext);
 		if (!r->lo[d] || !r->hi[d] || r->shape[d] < 1)
 			return sch_refuse(st, "cannot bound the region of '%s' needed "
 				"there (dimension %d)", pname, d);
@@ -283,7 +387,9 @@ int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	te_sb_free(&dom);
 	isl_set *region = isl_set_intersect(w.region,
 		isl_set_align_params(domain, isl_set_get_space(w.region)));
-	int rc = box_of(st, region, p->ndim, r, p->name);
+	isl_set *box = loop_box(st, consumer, pos, isl_set_get_space(region));
+	int rc = box_of(st, region, p->ndim, r, p->name, box);
+	r->box = box;
 	isl_set_free(region);
 	if (rc)
 		sch_region_free(r);
@@ -298,4 +404,6 @@ void sch_region_free(sch_region *r)
 		r->lo[d] = r->hi[d] = NULL;
 	}
 	r->ndim = 0;
+	isl_set_free(r->box);
+	r->box = NULL;
 }

@@ -17,6 +17,9 @@ typedef struct sch_region {
 	isl_pw_aff *lo[TESSEL_MAX_DIMS];
 	isl_pw_aff *hi[TESSEL_MAX_DIMS];
 	int64_t shape[TESSEL_MAX_DIMS];   /* the largest extent, per dimension */
+	bool full[TESSEL_MAX_DIMS];       /* the extent is always the largest */
+	bool nonempty;                    /* every iteration of the loops needs some */
+	isl_set *box;                     /* the ranges of the consumer's loops */
 } sch_region;
 
 /* Compute the region of stage "producer" read by "consumer" (a stage
@@ -26,5 +29,9 @@ typedef struct sch_region {
 int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	bool attached, int pos, sch_region *r);
 void sch_region_free(sch_region *r);
+/* Return whether iter "it" of consumer "c" is a parameter q<it> of its
+ * regions at nest position "pos": fixed by the loops up to "pos", and the
+ * nearest such iter to the axes. */
+bool sch_region_param(const sch_stage *c, int it, int pos);
 
 #endif

@@ -61,11 +61,71 @@ static void init_stage(sch_state *st, sch_stage *s, tessel_stage *te)
 	s->name = te->name;
 	s->attach = SCH_ROOT;
 	s->attach_stage = s->attach_iter = -1;
+	s->scope = LOOP_GLOBAL;
 	s->leaves = calloc((size_t)(te->ndim + te->nraxes + 1), sizeof(int));
 	for (int i = 0; i < te->ndim; i++)
 		add_axis(st, s, te->axes[i], i, te->extent[i]);
 	for (int i = 0; i < te->nraxes; i++)
 		add_axis(st, s, te->raxes[i], te->ndim + i, var_extent(te->raxes[i]));
+}
+
+bool sch_stage_is_default(const sch_stage *s)
+{
+	int naxes = s->te->ndim + s->te->nraxes;
+	if (s->niters != naxes || s->nleaves != naxes)
+		return false;
+	for (int i = 0; i < naxes; i++)
+		if (s->leaves[i] != i || s->iters[i].kind != LOOP_SERIAL ||
+		    s->iters[i].unroll_limit)
+			return false;
+	return true;
+}
+
+static int old_index_by_name(const sch_state *st, const char *name)
+{
+	for (int i = 0; i < st->nstages; i++)
+		if (strcmp(st->stages[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+void sch_state_rebase(sch_state *st, tessel_op *op, const char *reset)
+{
+	sch_stage *stages = calloc((size_t)op->nstages + 1, sizeof(sch_stage));
+	int n = 0, *old_to_new = calloc((size_t)st->nstages + 1, sizeof(int));
+	for (int i = 0; i < st->nstages; i++)
+		old_to_new[i] = -1;
+	for (int i = 0; i < op->nstages; i++) {
+		tessel_stage *te = op->stages[i];
+		if (te->kind != TE_COMPUTE)
+			continue;
+		int old = old_index_by_name(st, te->name);
+		if (old >= 0 && strcmp(te->name, reset) != 0) {
+			stages[n] = st->stages[old];
+			stages[n].te = te;
+			stages[n].name = te->name;
+			st->stages[old].iters = NULL;
+			st->stages[old].leaves = NULL;
+		} else {
+			init_stage(st, &stages[n], te);
+		}
+		if (old >= 0)
+			old_to_new[old] = n;
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		if (stages[i].attach == SCH_AT)
+			stages[i].attach_stage = old_to_new[stages[i].attach_stage];
+	for (int i = 0; i < st->nstages; i++) {
+		free(st->stages[i].iters);
+		free(st->stages[i].leaves);
+	}
+	free(st->stages);
+	free(old_to_new);
+	st->stages = stages;
+	st->nstages = n;
+	tessel_op_release(st->op);
+	st->op = op;
 }
 
 sch_state *sch_state_new(tessel_ctx *ctx, tessel_op *op)

@@ -61,6 +61,7 @@ typedef struct sch_stage {
 	sch_attach_kind attach;
 	int attach_stage;         /* SCH_AT: the stage whose loop holds this one */
 	int attach_iter;          /* SCH_AT: that loop (an iter index) */
+	loop_scope scope;         /* where its buffer lives when not at the root */
 } sch_stage;
 
 typedef struct sch_trace sch_trace;
@@ -85,6 +86,13 @@ int sch_find_stage(sch_state *st, const char *name);
 int sch_find_loop(sch_state *st, const char *qualified, int *stage, int *iter);
 /* Return the position of iter "iter" in the nest of stage "s", or -1. */
 int sch_leaf_pos(const sch_stage *s, int iter);
+
+/* Replace the op of "st" by "op", a rewrite of it (taken): stages keep
+ * their schedules by name, except "reset" and stages new in "op", which
+ * get the default schedule. */
+void sch_state_rebase(sch_state *st, tessel_op *op, const char *reset);
+/* Return true when stage "s" still has its default loops. */
+bool sch_stage_is_default(const sch_stage *s);
 
 /* Append a new iter to "s" and return its index. */
 int sch_add_iter(sch_state *st, sch_stage *s, const sch_iter *it);

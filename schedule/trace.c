@@ -256,6 +256,19 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "compute_at STAGE STAGE.LOOP");
 		return sch_compute_at(st, s->args[0], s->args[1]);
 	}
+	if (strcmp(p, "cache_write") == 0) {
+		if (s->nargs != 2 || s->nouts > 1)
+			return arity_error(st, s, "cache_write STAGE SCOPE [-> NEW]");
+		return sch_cache_write(st, s->args[0], s->args[1]);
+	}
+	if (strcmp(p, "cache_read") == 0) {
+		const char *readers[SCH_MAX_ARGS];
+		for (int i = 2; i < s->nargs; i++)
+			readers[i - 2] = s->args[i];
+		if (s->nargs < 3 || s->nouts > 1)
+			return arity_error(st, s, "cache_read TENSOR SCOPE READER... [-> NEW]");
+		return sch_cache_read(st, s->args[0], s->args[1], s->nargs - 2, readers);
+	}
 	return sch_refuse(st, "unknown primitive '%s'", p);
 }
 

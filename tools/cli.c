@@ -3,6 +3,8 @@
 #include "schedule/state.h"
 #include "schedule/trace.h"
 
+static bool parse_int(const char *text, int64_t *v);
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +26,27 @@ int cli_fail_ctx(tessel_ctx *ctx)
 {
 	tessel_ctx_print_error(ctx, stderr);
 	return 1;
+}
+
+int cli_parse_count(const char *text, const char *what, int lo, int hi, int *v)
+{
+	int64_t x;
+	if (!parse_int(text, &x) || x < lo || x > hi)
+		return cli_fail("%s expects an integer in %d..%d, got '%s'", what, lo, hi,
+			text);
+	*v = (int)x;
+	return 0;
+}
+
+int cli_parse_seconds(const char *text, const char *what, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(text, &end);
+	if (errno || end == text || *end || !(x >= 0) || x > 1e6)
+		return cli_fail("%s expects a number of seconds, got '%s'", what, text);
+	*v = x;
+	return 0;
 }
 
 bool cli_is_help(const char *arg)

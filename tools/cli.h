@@ -45,6 +45,12 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print the error recorded in "ctx" and return 1. */
 int cli_fail_ctx(tessel_ctx *ctx);
 
+/* Parse "text", the value of option "what", as an integer in [lo, hi]
+ * into "*v"; 0, or -1 after printing an error. */
+int cli_parse_count(const char *text, const char *what, int lo, int hi, int *v);
+/* Parse "text" as a non-negative number of seconds; 0, or -1. */
+int cli_parse_seconds(const char *text, const char *what, double *v);
+
 /* Return true when "arg" is "-h" or "--help". */
 bool cli_is_help(const char *arg);
 

@@ -7,5 +7,8 @@ int cmd_check(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_interp(int argc, char **argv);
 int cmd_lower(int argc, char **argv);
+int cmd_codegen(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_fuzz_sched(int argc, char **argv);
 
 #endif

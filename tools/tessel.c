@@ -15,6 +15,9 @@ static const struct command {
 	{ "ops", cmd_ops, "list the built-in ops and their attributes" },
 	{ "interp", cmd_interp, "evaluate an op with the reference interpreter" },
 	{ "lower", cmd_lower, "print the loop program of an op under a schedule" },
+	{ "codegen", cmd_codegen, "print the source generated for an op" },
+	{ "run", cmd_run, "compile, run, time and check an op" },
+	{ "fuzz-sched", cmd_fuzz_sched, "check random schedules against the interpreter" },
 };
 
 static void usage(FILE *out)

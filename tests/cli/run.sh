@@ -92,5 +92,37 @@ expect 1 'missing.npy' -- interp "$ex:softmax" --set N=4,D=3 --in "X=$work/missi
 expect 1 'seed' -- interp "$ex:softmax" --set N=4,D=3 --seed -3
 expect 1 '--out' -- interp "$ex:matmul" --set M=4,N=3,K=5 --out /proc/nope/dir
 
+# lower, codegen, run, fuzz-sched
+printf 'split C.i 8 -> C.io C.ii\nsplit C.j 4\nreorder C.io C.jo C.k C.ii C.ji\nparallel C.io\nvectorize C.ji\n' > "$work/mm.trace"
+expect 0 'for io in 0\.\.3 parallel' -- lower matmul --set M=20,N=12,K=5 --sched "$work/mm.trace"
+expect 0 'for ji in 0\.\.4 vectorized' -- lower matmul --set M=20,N=12,K=5 --sched "$work/mm.trace"
+expect 0 'parallel_for' -- codegen matmul --set M=20,N=12,K=5 --sched "$work/mm.trace"
+expect 0 'C: relative error .* ok' -- run matmul --set M=20,N=12,K=5 --sched "$work/mm.trace" --min-time 0.01
+expect 0 '"median_s": [0-9.e-]+, "min_s"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
+expect 0 '"name": "C", "rel_error"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
+expect 0 'Y: relative error' -- run "$ex:conv2d_relu" --set N=1,C=2,H=6,W=6,F=3,R=3,S=3,stride=1,pad=1 --min-time 0.01 --target "cpu -isa=avx2"
+expect 0 'wrote' -- run softmax --set shape=[4,6] --min-time 0.01 --out "$work/run"
+expect 0 '^20 passed, 0 failed' -- fuzz-sched matmul --set M=9,N=7,K=5 --count 20 --seed 1 --keep "$work/ff"
+expect 0 '^15 passed, 0 failed' -- fuzz-sched "$ex:conv2d_relu" --set N=1,C=2,H=5,W=5,F=2,R=3,S=3,stride=1,pad=1 --count 15 --seed 2 --keep "$work/ff"
+expect 0 '^15 passed, 0 failed' -- fuzz-sched layer_norm --set shape=[3,7] --count 15 --seed 3 --keep "$work/ff"
+
+# bad schedules and bad targets: clear errors, exit 1
+printf 'split C.i 0\n' > "$work/zero.trace"
+expect 1 'zero.trace:1:1: error: step 1 \(split\): split C.i: factor must be positive' -- lower matmul --set M=4,N=4,K=4 --sched "$work/zero.trace"
+printf '# a comment\n\nsplit C.i 2\nfuse C.i C.j\n' > "$work/stale.trace"
+expect 1 "stale.trace:4:1: error: .*loop 'C.i' no longer exists" -- lower matmul --set M=4,N=4,K=4 --sched "$work/stale.trace"
+printf 'frobnicate C.i\n' > "$work/unknown.trace"
+expect 1 "unknown primitive 'frobnicate'" -- lower matmul --set M=4,N=4,K=4 --sched "$work/unknown.trace"
+printf 'split C.i\n' > "$work/arity.trace"
+expect 1 'split: wrong arguments; usage' -- lower matmul --set M=4,N=4,K=4 --sched "$work/arity.trace"
+printf 'parallel C.k\n' > "$work/dep.trace"
+expect 1 'carries a dependence' -- run matmul --set M=4,N=4,K=4 --sched "$work/dep.trace"
+expect 1 "no stage 'Q'" -- lower matmul --set M=4,N=4,K=4 --sched <(printf 'compute_root Q\n')
+expect 1 'missing.trace' -- lower matmul --set M=4,N=4,K=4 --sched "$work/missing.trace"
+expect 1 'target: .*pentium' -- run matmul --set M=4,N=4,K=4 --target "cpu -isa=pentium"
+out=$(CC=/nonexistent/cc timeout 60 "$tessel" run matmul --set M=3,N=3,K=7 --min-time 0.01 2>&1)
+if [ $? -eq 1 ] && grep -q "not found" <<<"$out"; then ok; else bad "missing compiler: $out"; fi
+expect 1 'timeout' -- run matmul --set M=4,N=4,K=4 --timeout -1
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

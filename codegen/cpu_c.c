@@ -1,0 +1,1531 @@
+/* The CPU C dialect: kernels with the ABI of tessel/kernel.h, parallel
+ * loops outlined into functions the runtime's parallel_for runs, vector
+ * loops on GCC vector extensions, allocations on the stack or the heap.
+ *
+ * The file: standard headers, the kernel ABI declarations (a verbatim
+ * copy of tessel/kernel.h), the helpers the kernel uses, the outlined
+ * parallel bodies, then the kernel.
+ *
+ * Allocations: buffers of at most CPU_STACK_BYTES are arrays declared
+ * where the allocation is, aligned to 64 bytes; larger ones are allocated
+ * with aligned_alloc once, at the entry of the function that contains
+ * them (the kernel or the outlined body, so once per thread's chunk
+ * rather than once per loop iteration), and freed before it returns.  A
+ * failed allocation makes the kernel return 1.
+ *
+ * Vector loops (LOOP_VECTORIZED, constant extent, no loop inside): the
+ * body is printed once on vectors of "lanes" elements when every access
+ * is contiguous in the loop's variable (coefficient 1 in the flat
+ * offset) or invariant in it, every value it varies is a float (f16 and
+ * bf16 computed in float), and no select, && or || that varies with it
+ * has a load in a branch it may skip.  Invariant subexpressions are
+ * computed as scalars and broadcast; intrinsics without a vector form run
+ * lane by lane in small helpers; a remainder runs as scalar code.  Any
+ * other vectorized loop runs as a scalar loop, marked "#pragma GCC
+ * ivdep" when its accesses show no dependence between iterations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c_printer.h"
+#include "ir/te_impl.h"
+
+#define CPU_STACK_BYTES 65536
+#define CPU_ALIGN 64
+
+/* The declarations of tessel/kernel.h, copied verbatim (tests check). */
+static const char kernel_abi[] =
+	"/* The body of a parallel loop, outlined: run iterations [begin, end). */\n"
+	"typedef void (*tessel_parallel_body)(int64_t begin, int64_t end, void *closure);\n"
+	"\n"
+	"/* What a kernel may ask of the runtime while it runs. */\n"
+	"typedef struct tessel_kernel_env {\n"
+	"\tint num_threads;\n"
+	"\t/* Run \"body\" over [0, n) split into chunks across the pool's threads\n"
+	"\t * and return when all are done. */\n"
+	"\tvoid (*parallel_for)(const struct tessel_kernel_env *env, int64_t n,\n"
+	"\t\ttessel_parallel_body body, void *closure);\n"
+	"\tvoid *pool;\n"
+	"} tessel_kernel_env;\n"
+	"\n"
+	"/* A kernel: \"args\" holds one data pointer per buffer argument (inputs,\n"
+	" * then outputs, in the op's order).  Returns 0. */\n"
+	"typedef int (*tessel_kernel_fn)(void *const *args, const tessel_kernel_env *env);\n";
+
+/* A function of math.h with its float and long double variants. */
+#define MATH_FN(name) name, name "f", name "l"
+
+/* Keywords, and the names the included headers declare that a kernel,
+ * buffer or variable could be called. */
+static const char *const cpu_reserved[] = {
+	"auto", "break", "case", "char", "const", "continue", "default", "do",
+	"double", "else", "enum", "extern", "float", "for", "goto", "if",
+	"inline", "int", "long", "register", "restrict", "return", "short",
+	"signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+	"unsigned", "void", "volatile", "while", "bool", "true", "false",
+	"asm", "typeof", "main", "NULL", "INFINITY", "NAN", "HUGE_VAL",
+	"INT8_MIN", "INT8_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+	"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+	"uint32_t", "uint64_t", "intptr_t", "uintptr_t", "size_t",
+	"tessel_parallel_body", "tessel_kernel_env", "tessel_kernel_fn",
+	"isnan", "isinf", "isfinite", "isnormal", "signbit", "fpclassify",
+	MATH_FN("acos"), MATH_FN("asin"), MATH_FN("atan"), MATH_FN("atan2"),
+	MATH_FN("cos"), MATH_FN("sin"), MATH_FN("tan"), MATH_FN("acosh"),
+	MATH_FN("asinh"), MATH_FN("atanh"), MATH_FN("cosh"), MATH_FN("sinh"),
+	MATH_FN("tanh"), MATH_FN("exp"), MATH_FN("exp2"), MATH_FN("expm1"),
+	MATH_FN("frexp"), MATH_FN("ilogb"), MATH_FN("ldexp"), MATH_FN("log"),
+	MATH_FN("log10"), MATH_FN("log1p"), MATH_FN("log2"), MATH_FN("logb"),
+	MATH_FN("modf"), MATH_FN("scalbn"), MATH_FN("scalbln"), MATH_FN("cbrt"),
+	MATH_FN("fabs"), MATH_FN("hypot"), MATH_FN("pow"), MATH_FN("sqrt"),
+	MATH_FN("erf"), MATH_FN("erfc"), MATH_FN("lgamma"), MATH_FN("tgamma"),
+	MATH_FN("ceil"), MATH_FN("floor"), MATH_FN("nearbyint"), MATH_FN("rint"),
+	MATH_FN("lrint"), MATH_FN("llrint"), MATH_FN("round"), MATH_FN("lround"),
+	MATH_FN("llround"), MATH_FN("trunc"), MATH_FN("fmod"), MATH_FN("remainder"),
+	MATH_FN("remquo"), MATH_FN("copysign"), MATH_FN("nan"), MATH_FN("nextafter"),
+	MATH_FN("nexttoward"), MATH_FN("fdim"), MATH_FN("fmax"), MATH_FN("fmin"),
+	MATH_FN("fma"),
+	"abs", "labs", "llabs", "div", "ldiv", "lldiv", "atoi", "atol", "atoll",
+	"atof", "strtod", "strtof", "strtol", "strtoll", "strtoul", "malloc",
+	"calloc", "realloc", "free", "aligned_alloc", "exit", "abort", "atexit",
+	"rand", "srand", "qsort", "bsearch", "getenv", "system",
+	"memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strcpy",
+	"strncpy", "strcat", "strncat", "strcmp", "strncmp", "strchr", "strrchr",
+	"strstr", "strtok", "strdup", "strerror", "strspn", "strcspn", "strpbrk",
+	"strcoll", "strxfrm",
+	NULL
+};
+
+static int cpu_print_file(cg_printer *pr);
+static void cpu_print_loop(cg_printer *pr, const loop_stmt *s);
+static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s);
+
+const cg_dialect cg_dialect_cpu_c = {
+	.name = "C",
+	.storage_type = { "uint8_t", "int8_t", "int32_t", "int64_t", "uint16_t",
+		"uint16_t", "float", "double" },
+	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
+		"float", "double" },
+	.scope_qualifier = { "", "", "" },
+	.restrict_kw = "restrict",
+	.helper_qualifier = "static inline",
+	.barrier = NULL,
+	.unroll_pragma = "#pragma GCC unroll %d",
+	.vector_type_format = "tsl_%sx%d",
+	.unary_fn = {
+		{ [TESSEL_EXP] = "expf", [TESSEL_LOG] = "logf", [TESSEL_SQRT] = "sqrtf",
+		  [TESSEL_TANH] = "tanhf", [TESSEL_ERF] = "erff",
+		  [TESSEL_ABS] = "fabsf", [TESSEL_FLOOR] = "floorf" },
+		{ [TESSEL_EXP] = "exp", [TESSEL_LOG] = "log", [TESSEL_SQRT] = "sqrt",
+		  [TESSEL_TANH] = "tanh", [TESSEL_ERF] = "erf",
+		  [TESSEL_ABS] = "fabs", [TESSEL_FLOOR] = "floor" },
+	},
+	.fmin_fn = { "fminf", "fmin" },
+	.fmax_fn = { "fmaxf", "fmax" },
+	.pow_fn = { "powf", "pow" },
+	.reserved = cpu_reserved,
+	.print_file = cpu_print_file,
+	.print_loop = cpu_print_loop,
+	.print_alloc = cpu_print_alloc,
+};
+
+/* ---- buffers -------------------------------------------------------------- */
+
+static bool is_float(tessel_dtype dt)
+{
+	return tessel_dtype_is_float(dt);
+}
+
+/* Return the bytes the allocation of "b" takes, rounded up to CPU_ALIGN. */
+static int64_t alloc_bytes(const loop_buffer *b)
+{
+	int64_t n = cg_buffer_elems(b);
+	int64_t bytes = (n > 0 ? n : 1) * (int64_t)tessel_dtype_size(b->dtype);
+	return (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+}
+
+/* Return whether the allocation of "b" is too large for the stack. */
+static bool on_heap(const loop_buffer *b)
+{
+	return alloc_bytes(b) > CPU_STACK_BYTES;
+}
+
+/* Write the C type of a pointer to the elements of "b" into "buf" of
+ * size "len" ("const float *restrict"). */
+static void pointer_type(const cg_printer *pr, const loop_buffer *b, char *buf,
+	size_t len)
+{
+	const cg_buffer_info *info = cg_buffer(pr, b);
+	bool readonly = info && !info->stored;
+	const char *scope = pr->d->scope_qualifier[b->scope];
+	snprintf(buf, len, "%s%s%s%s *%s", scope, *scope ? " " : "",
+		readonly ? "const " : "", pr->d->storage_type[b->dtype], pr->d->restrict_kw);
+}
+
+static const char *buffer_name(const cg_printer *pr, const loop_buffer *b)
+{
+	const cg_buffer_info *info = cg_buffer(pr, b);
+	return info ? info->name : b->name;
+}
+
+/* ---- walking statements ---------------------------------------------------- */
+
+/* A list of statements, buffers or variables gathered by a walk. */
+typedef struct cpu_list {
+	int n;
+	const void **item;
+} cpu_list;
+
+/* Return whether "x" is in "l". */
+static bool list_has(const cpu_list *l, const void *x)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->item[i] == x)
+			return true;
+	return false;
+}
+
+/* Append "x" to "l" (in the arena of "pr") unless it is there. */
+static void list_add(cg_printer *pr, cpu_list *l, const void *x)
+{
+	if (!list_has(l, x))
+		te_push(&pr->arena, (void ***)&l->item, &l->n, (void *)x);
+}
+
+/* Add to "heap" the heap allocations of "s" that the function printing
+ * "s" makes: those outside the parallel loops inside "s". */
+static void gather_heap_allocs(cg_printer *pr, const loop_stmt *s, cpu_list *heap)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		if (s->u.for_.kind != LOOP_PARALLEL)
+			gather_heap_allocs(pr, s->u.for_.body, heap);
+		break;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			gather_heap_allocs(pr, s->u.seq.items[i], heap);
+		break;
+	case LS_IF:
+		gather_heap_allocs(pr, s->u.if_.then_, heap);
+		if (s->u.if_.else_)
+			gather_heap_allocs(pr, s->u.if_.else_, heap);
+		break;
+	case LS_ALLOC:
+		if (on_heap(s->u.alloc.buf))
+			list_add(pr, heap, s->u.alloc.buf);
+		gather_heap_allocs(pr, s->u.alloc.body, heap);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Return whether "s" has a statement for which "pred" holds, looking
+ * into parallel loops when "into_parallel". */
+static bool any_stmt(const loop_stmt *s, bool (*pred)(const loop_stmt *),
+	bool into_parallel)
+{
+	if (pred(s))
+		return true;
+	switch (s->kind) {
+	case LS_FOR:
+		if (s->u.for_.kind == LOOP_PARALLEL && !into_parallel)
+			return false;
+		return any_stmt(s->u.for_.body, pred, into_parallel);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (any_stmt(s->u.seq.items[i], pred, into_parallel))
+				return true;
+		return false;
+	case LS_IF:
+		return any_stmt(s->u.if_.then_, pred, into_parallel) ||
+			(s->u.if_.else_ && any_stmt(s->u.if_.else_, pred, into_parallel));
+	case LS_ALLOC:
+		return any_stmt(s->u.alloc.body, pred, into_parallel);
+	default:
+		return false;
+	}
+}
+
+/* Return whether "s" allocates on the heap. */
+static bool is_heap_alloc(const loop_stmt *s)
+{
+	return s->kind == LS_ALLOC && on_heap(s->u.alloc.buf);
+}
+
+/* Return whether "s" is a parallel loop. */
+static bool is_parallel_loop(const loop_stmt *s)
+{
+	return s->kind == LS_FOR && s->u.for_.kind == LOOP_PARALLEL;
+}
+
+/* Return whether "s" is a loop of any kind. */
+static bool is_loop(const loop_stmt *s)
+{
+	return s->kind == LS_FOR;
+}
+
+/* Return whether the parallel loop "s" may fail (allocates on the heap). */
+static bool parallel_may_fail(const loop_stmt *s)
+{
+	return any_stmt(s->u.for_.body, is_heap_alloc, true);
+}
+
+/* Return whether "s" is a parallel loop that may fail. */
+static bool is_failing_parallel(const loop_stmt *s)
+{
+	return is_parallel_loop(s) && parallel_may_fail(s);
+}
+
+/* Return whether "s" has a parallel loop outside other parallel loops
+ * (one that may fail, when "failing_only"). */
+static bool has_direct_parallel(const loop_stmt *s, bool failing_only)
+{
+	return any_stmt(s, failing_only ? is_failing_parallel : is_parallel_loop,
+		false);
+}
+
+/* ---- functions: heap allocations, failure --------------------------------- */
+
+/* Print the statement that records a failure in the current function. */
+static void print_failure(cg_printer *pr)
+{
+	if (pr->fn->outlined)
+		cg_line(pr, "__atomic_store_n(&captured->status, 1, __ATOMIC_RELAXED);\n");
+	else
+		cg_line(pr, "status = 1;\n");
+}
+
+/* Print the allocations "heap" at the entry of the current function, and
+ * what it does when one fails: free the others and return. */
+static void print_heap_entry(cg_printer *pr, const cpu_list *heap)
+{
+	char type[128];
+	if (!heap->n)
+		return;
+	for (int i = 0; i < heap->n; i++) {
+		const loop_buffer *b = heap->item[i];
+		pointer_type(pr, b, type, sizeof(type));
+		cg_line(pr, "%s %s = aligned_alloc(%d, %lld);\n", type,
+			buffer_name(pr, b), CPU_ALIGN, (long long)alloc_bytes(b));
+	}
+	cg_line(pr, "if (");
+	for (int i = 0; i < heap->n; i++)
+		cg_put(pr, "%s!%s", i ? " || " : "", buffer_name(pr, heap->item[i]));
+	cg_put(pr, ") {\n");
+	pr->depth++;
+	for (int i = 0; heap->n > 1 && i < heap->n; i++)
+		cg_line(pr, "free(%s);\n", buffer_name(pr, heap->item[i]));
+	if (pr->fn->outlined) {
+		print_failure(pr);
+		cg_line(pr, "return;\n");
+	} else {
+		cg_line(pr, "return 1;\n");
+	}
+	pr->depth--;
+	cg_line(pr, "}\n");
+}
+
+/* Print the frees of the allocations "heap", last first. */
+static void print_heap_exit(cg_printer *pr, const cpu_list *heap)
+{
+	for (int i = heap->n - 1; i >= 0; i--)
+		cg_line(pr, "free(%s);\n", buffer_name(pr, heap->item[i]));
+}
+
+/* Print the allocation "s": an aligned array where it is for a small
+ * buffer (heap buffers were allocated at the function's entry), then its
+ * body. */
+static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_buffer *b = s->u.alloc.buf;
+	if (!on_heap(b)) {
+		int64_t n = cg_buffer_elems(b);
+		const char *scope = pr->d->scope_qualifier[b->scope];
+		cg_line(pr, "%s%s%s %s[%lld] __attribute__((aligned(%d)));\n", scope,
+			*scope ? " " : "", pr->d->storage_type[b->dtype], buffer_name(pr, b),
+			(long long)(n > 0 ? n : 1), CPU_ALIGN);
+	}
+	cg_print_stmt(pr, s->u.alloc.body);
+}
+
+/* ---- parallel loops -------------------------------------------------------- */
+
+/* What the outlined body of a parallel loop captures. */
+typedef struct captures {
+	cpu_list bound_vars;    /* bound inside the loop, the loop's own included */
+	cpu_list inner_bufs;    /* allocated inside the loop */
+	cpu_list vars;          /* captured, in order of first use */
+	cpu_list bufs;
+	bool env;               /* runs a parallel loop itself */
+	bool status;            /* may fail */
+} captures;
+
+/* Add the variables and buffers "e" uses that the loop does not bind to
+ * the captures "c". */
+static void capture_expr(cg_printer *pr, captures *c, const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_VAR:
+		if (!list_has(&c->bound_vars, e->u.var))
+			list_add(pr, &c->vars, e->u.var);
+		break;
+	case LX_LOAD:
+		if (!list_has(&c->inner_bufs, e->u.load.buf))
+			list_add(pr, &c->bufs, e->u.load.buf);
+		for (int i = 0; i < e->u.load.n; i++)
+			capture_expr(pr, c, e->u.load.index[i]);
+		break;
+	case LX_UNARY:
+		capture_expr(pr, c, e->u.un.a);
+		break;
+	case LX_BINARY:
+		capture_expr(pr, c, e->u.bin.a);
+		capture_expr(pr, c, e->u.bin.b);
+		break;
+	case LX_SELECT:
+		capture_expr(pr, c, e->u.sel.cond);
+		capture_expr(pr, c, e->u.sel.then_);
+		capture_expr(pr, c, e->u.sel.else_);
+		break;
+	case LX_CAST:
+		capture_expr(pr, c, e->u.cast.a);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Gather what "s" binds ("binding") or else what it uses from outside. */
+static void capture_stmt(cg_printer *pr, captures *c, const loop_stmt *s,
+	bool binding)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		if (binding) {
+			list_add(pr, &c->bound_vars, s->u.for_.var);
+		} else {
+			c->env |= s->u.for_.kind == LOOP_PARALLEL;
+			capture_expr(pr, c, s->u.for_.min);
+			capture_expr(pr, c, s->u.for_.extent);
+		}
+		capture_stmt(pr, c, s->u.for_.body, binding);
+		break;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			capture_stmt(pr, c, s->u.seq.items[i], binding);
+		break;
+	case LS_STORE:
+		if (binding)
+			break;
+		if (!list_has(&c->inner_bufs, s->u.store.buf))
+			list_add(pr, &c->bufs, s->u.store.buf);
+		for (int i = 0; i < s->u.store.n; i++)
+			capture_expr(pr, c, s->u.store.index[i]);
+		capture_expr(pr, c, s->u.store.value);
+		break;
+	case LS_IF:
+		if (!binding)
+			capture_expr(pr, c, s->u.if_.cond);
+		capture_stmt(pr, c, s->u.if_.then_, binding);
+		if (s->u.if_.else_)
+			capture_stmt(pr, c, s->u.if_.else_, binding);
+		break;
+	case LS_ALLOC:
+		if (binding)
+			list_add(pr, &c->inner_bufs, s->u.alloc.buf);
+		capture_stmt(pr, c, s->u.alloc.body, binding);
+		break;
+	case LS_BARRIER:
+		break;
+	}
+}
+
+/* Return the position of "b" in the naming order of "pr" (arguments
+ * first). */
+static int buffer_rank(const cg_printer *pr, const loop_buffer *b)
+{
+	for (int i = 0; i < pr->nbufs; i++)
+		if (pr->bufs[i].buf == b)
+			return i;
+	return pr->nbufs;
+}
+
+/* Sort the buffers "l" in the naming order of "pr". */
+static void sort_buffers(const cg_printer *pr, cpu_list *l)
+{
+	for (int i = 1; i < l->n; i++)
+		for (int j = i; j > 0 && buffer_rank(pr, l->item[j]) <
+		     buffer_rank(pr, l->item[j - 1]); j--) {
+			const void *t = l->item[j];
+			l->item[j] = l->item[j - 1];
+			l->item[j - 1] = t;
+		}
+}
+
+/* Sort the variables "l" by id. */
+static void sort_vars(cpu_list *l)
+{
+	for (int i = 1; i < l->n; i++)
+		for (int j = i; j > 0 && ((const loop_var *)l->item[j])->id <
+		     ((const loop_var *)l->item[j - 1])->id; j--) {
+			const void *t = l->item[j];
+			l->item[j] = l->item[j - 1];
+			l->item[j - 1] = t;
+		}
+}
+
+/* Fill "c" with what the parallel loop "s" captures. */
+static void gather_captures(cg_printer *pr, const loop_stmt *s, captures *c)
+{
+	memset(c, 0, sizeof(*c));
+	list_add(pr, &c->bound_vars, s->u.for_.var);
+	capture_stmt(pr, c, s->u.for_.body, true);
+	capture_expr(pr, c, s->u.for_.min);
+	capture_stmt(pr, c, s->u.for_.body, false);
+	c->status = parallel_may_fail(s);
+	sort_buffers(pr, &c->bufs);
+	sort_vars(&c->vars);
+}
+
+/* Print the definition of "type", the closure struct of the captures "c":
+ * the environment when the body runs parallel loops, the buffers and
+ * variables it uses, its failure status when it may fail. */
+static void print_closure_type(cg_printer *pr, const captures *c, const char *type)
+{
+	char ptr[128];
+	cg_line(pr, "typedef struct %s {\n", type);
+	pr->depth++;
+	if (c->env)
+		cg_line(pr, "const tessel_kernel_env *env;\n");
+	for (int i = 0; i < c->bufs.n; i++) {
+		pointer_type(pr, c->bufs.item[i], ptr, sizeof(ptr));
+		cg_line(pr, "%s %s;\n", ptr, buffer_name(pr, c->bufs.item[i]));
+	}
+	for (int i = 0; i < c->vars.n; i++)
+		cg_line(pr, "int64_t %s;\n", cg_var_name(pr, c->vars.item[i]));
+	if (c->status)
+		cg_line(pr, "int status;\n");
+	if (!c->env && !c->bufs.n && !c->vars.n && !c->status)
+		cg_line(pr, "int unused;\n");
+	pr->depth--;
+	cg_line(pr, "} %s;\n\n", type);
+}
+
+/* Print the statements of a function: heap allocations, "status" when a
+ * parallel loop inside may fail, "body" (inside the chunk loop of
+ * "own_loop" for an outlined function), frees, and the kernel's return. */
+static void print_function_body(cg_printer *pr, const loop_stmt *body,
+	const loop_stmt *own_loop);
+
+/* Print the outlined function "name" of the parallel loop "s" with the
+ * closure type "type" into the functions of "pr". */
+static void print_outlined(cg_printer *pr, const loop_stmt *s, const captures *c,
+	const char *name, const char *type)
+{
+	char ptr[128];
+	te_strbuf sb = { 0 }, *saved_out = pr->out;
+	cg_function fn = { .outlined = true }, *saved_fn = pr->fn;
+	int saved_depth = pr->depth;
+	pr->out = &sb;
+	pr->fn = &fn;
+	pr->depth = 0;
+	print_closure_type(pr, c, type);
+	cg_line(pr, "static void %s(int64_t begin, int64_t end, void *closure)\n{\n",
+		name);
+	pr->depth = 1;
+	cg_line(pr, "%s *captured = closure;\n", type);
+	if (c->env)
+		cg_line(pr, "const tessel_kernel_env *env = captured->env;\n");
+	for (int i = 0; i < c->bufs.n; i++) {
+		const char *b = buffer_name(pr, c->bufs.item[i]);
+		pointer_type(pr, c->bufs.item[i], ptr, sizeof(ptr));
+		cg_line(pr, "%s %s = captured->%s;\n", ptr, b, b);
+	}
+	for (int i = 0; i < c->vars.n; i++) {
+		const char *v = cg_var_name(pr, c->vars.item[i]);
+		cg_line(pr, "int64_t %s = captured->%s;\n", v, v);
+	}
+	print_function_body(pr, s->u.for_.body, s);
+	pr->depth = 0;
+	cg_line(pr, "}\n\n");
+	te_sb_puts(&pr->functions, te_sb_str(&sb));
+	te_sb_free(&sb);
+	pr->out = saved_out;
+	pr->fn = saved_fn;
+	pr->depth = saved_depth;
+}
+
+/* Print the header of the loop "s" inside its outlined function: over
+ * its chunk [begin, end), shifted by its min. */
+static void print_chunk_loop(cg_printer *pr, const loop_stmt *s)
+{
+	const char *v = cg_var_name(pr, s->u.for_.var);
+	const loop_expr *min = s->u.for_.min;
+	cg_bind_loop_range(pr, s);
+	if (min->kind == LX_INT && min->u.ival == 0) {
+		cg_line(pr, "for (int64_t %s = begin; %s < end; %s++) {\n", v, v, v);
+		return;
+	}
+	cg_line(pr, "for (int64_t %s = ", v);
+	cg_print_as(pr, min, TESSEL_I64, CG_PREC_ADD);
+	cg_put(pr, " + begin; %s < ", v);
+	cg_print_as(pr, min, TESSEL_I64, CG_PREC_ADD);
+	cg_put(pr, " + end; %s++) {\n", v);
+}
+
+/* Print the parallel loop "s": its body outlined, and the call that runs
+ * it on the thread pool. */
+static void print_parallel(cg_printer *pr, const loop_stmt *s)
+{
+	char name[400], type[420], closure[32];
+	int k = pr->noutlined++;
+	captures c;
+	snprintf(name, sizeof(name), "%s_parallel%d", pr->kernel, k);
+	snprintf(type, sizeof(type), "%s_closure", name);
+	snprintf(closure, sizeof(closure), "closure%d", k);
+	gather_captures(pr, s, &c);
+	print_outlined(pr, s, &c, name, type);
+	cg_line(pr, "%s %s = {\n", type, closure);
+	pr->depth++;
+	if (c.env)
+		cg_line(pr, ".env = env,\n");
+	for (int i = 0; i < c.bufs.n; i++) {
+		const char *b = buffer_name(pr, c.bufs.item[i]);
+		cg_line(pr, ".%s = %s,\n", b, b);
+	}
+	for (int i = 0; i < c.vars.n; i++) {
+		const char *v = cg_var_name(pr, c.vars.item[i]);
+		cg_line(pr, ".%s = %s,\n", v, v);
+	}
+	pr->depth--;
+	cg_line(pr, "};\n");
+	cg_line(pr, "env->parallel_for(env, ");
+	cg_print_as(pr, s->u.for_.extent, TESSEL_I64, CG_PREC_NONE);
+	cg_put(pr, ", %s, &%s);\n", name, closure);
+	if (c.status) {
+		cg_line(pr, "if (%s.status) {\n", closure);
+		pr->depth++;
+		print_failure(pr);
+		pr->depth--;
+		cg_line(pr, "}\n");
+	}
+}
+
+/* ---- vector loops ----------------------------------------------------------- */
+
+/* How a value inside a vector loop is computed: the same for every lane
+ * (a scalar), as a vector of floats or doubles, as a mask of int32 lanes
+ * (-1 true, 0 false), or not at all on vectors. */
+typedef enum vclass { V_SCALAR, V_F32, V_F64, V_MASK, V_NONE } vclass;
+
+/* Return the vector class of values of the float "dt". */
+static vclass float_class(tessel_dtype dt)
+{
+	return dt == TESSEL_F64 ? V_F64 : V_F32;
+}
+
+/* Return whether a value of class "c" can be an operand of float
+ * arithmetic (a scalar is broadcast). */
+static bool arith_class(vclass c)
+{
+	return c == V_SCALAR || c == V_F32 || c == V_F64;
+}
+
+/* Return whether the access "index" of "b" is contiguous in the vector
+ * variable of "pr". */
+static bool contiguous(const cg_printer *pr, const loop_buffer *b, int n,
+	loop_expr *const *index)
+{
+	cg_affine aff;
+	bool clean;
+	cg_affine_offset(b, n, index, &aff);
+	return cg_affine_coef(&aff, pr->vector_var, &clean) == 1 && clean;
+}
+
+static vclass vector_class(const cg_printer *pr, const loop_expr *e);
+
+/* Return the vector class of the varying unary "e". */
+static vclass unary_class(const cg_printer *pr, const loop_expr *e)
+{
+	vclass a = vector_class(pr, e->u.un.a);
+	if (e->u.un.op == TESSEL_NOT)
+		return a == V_MASK ? V_MASK : V_NONE;
+	if (!is_float(e->dtype) || (a != V_F32 && a != V_F64))
+		return V_NONE;
+	return float_class(e->dtype);
+}
+
+/* Return the vector class of the varying binary "e": comparisons of
+ * floats give masks, && and || of masks give masks when their right side
+ * loads nothing, float arithmetic gives float vectors. */
+static vclass binary_class(const cg_printer *pr, const loop_expr *e)
+{
+	tessel_binary op = e->u.bin.op;
+	vclass a = vector_class(pr, e->u.bin.a), b = vector_class(pr, e->u.bin.b);
+	if (op >= TESSEL_LT && op <= TESSEL_NE)
+		return arith_class(a) && arith_class(b) ? V_MASK : V_NONE;
+	if (op == TESSEL_AND || op == TESSEL_OR) {
+		bool masks = (a == V_MASK || a == V_SCALAR) && (b == V_MASK || b == V_SCALAR);
+		return masks && !cg_expr_has_load(e->u.bin.b) ? V_MASK : V_NONE;
+	}
+	if (!is_float(e->dtype) || !arith_class(a) || !arith_class(b))
+		return V_NONE;
+	return float_class(e->dtype);
+}
+
+/* Return the vector class of the varying select "e": a float vector
+ * when its condition is invariant, or a mask and no branch loads. */
+static vclass select_class(const cg_printer *pr, const loop_expr *e)
+{
+	vclass c = vector_class(pr, e->u.sel.cond);
+	if (!is_float(e->dtype) || !arith_class(vector_class(pr, e->u.sel.then_)) ||
+	    !arith_class(vector_class(pr, e->u.sel.else_)))
+		return V_NONE;
+	if (c == V_SCALAR)
+		return float_class(e->dtype);
+	if (c == V_MASK && !cg_expr_has_load(e->u.sel.then_) &&
+	    !cg_expr_has_load(e->u.sel.else_))
+		return float_class(e->dtype);
+	return V_NONE;
+}
+
+/* Return how "e" is computed in the vector loop of "pr". */
+static vclass vector_class(const cg_printer *pr, const loop_expr *e)
+{
+	if (!cg_expr_uses_var(e, pr->vector_var))
+		return V_SCALAR;
+	switch (e->kind) {
+	case LX_LOAD:
+		if (!is_float(e->dtype) ||
+		    !contiguous(pr, e->u.load.buf, e->u.load.n, e->u.load.index))
+			return V_NONE;
+		return float_class(e->dtype);
+	case LX_UNARY:
+		return unary_class(pr, e);
+	case LX_BINARY:
+		return binary_class(pr, e);
+	case LX_SELECT:
+		return select_class(pr, e);
+	case LX_CAST: {
+		vclass a = vector_class(pr, e->u.cast.a);
+		if (!is_float(e->u.cast.to) || (a != V_F32 && a != V_F64))
+			return V_NONE;
+		return float_class(e->u.cast.to);
+	}
+	default:
+		return V_NONE;
+	}
+}
+
+/* Return whether the statement "s" can run on vectors in the vector loop
+ * of "pr". */
+static bool vector_stmt_ok(const cg_printer *pr, const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_STORE:
+		return is_float(s->u.store.buf->dtype) &&
+			contiguous(pr, s->u.store.buf, s->u.store.n, s->u.store.index) &&
+			arith_class(vector_class(pr, s->u.store.value));
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (!vector_stmt_ok(pr, s->u.seq.items[i]))
+				return false;
+		return true;
+	case LS_IF:
+		return !cg_expr_uses_var(s->u.if_.cond, pr->vector_var) &&
+			vector_stmt_ok(pr, s->u.if_.then_) &&
+			(!s->u.if_.else_ || vector_stmt_ok(pr, s->u.if_.else_));
+	case LS_BARRIER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* One access of a loop body: its buffer and flat offset. */
+typedef struct access {
+	const loop_buffer *buf;
+	bool store;
+	cg_affine aff;
+} access;
+
+typedef struct access_list {
+	int n, cap;
+	access *item;
+} access_list;
+
+/* Append the access "index" of "b" (a store when "store") to "l". */
+static void add_access(cg_printer *pr, access_list *l, const loop_buffer *b,
+	int n, loop_expr *const *index, bool store)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 8;
+		access *grown = te_arena_alloc(&pr->arena, sizeof(access) * (size_t)cap);
+		if (l->n)
+			memcpy(grown, l->item, sizeof(access) * (size_t)l->n);
+		l->item = grown;
+		l->cap = cap;
+	}
+	access *a = &l->item[l->n++];
+	a->buf = b;
+	a->store = store;
+	cg_affine_offset(b, n, index, &a->aff);
+}
+
+/* Append the loads of "e" to "l". */
+static void gather_expr_accesses(cg_printer *pr, access_list *l, const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		add_access(pr, l, e->u.load.buf, e->u.load.n, e->u.load.index, false);
+		for (int i = 0; i < e->u.load.n; i++)
+			gather_expr_accesses(pr, l, e->u.load.index[i]);
+		break;
+	case LX_UNARY:
+		gather_expr_accesses(pr, l, e->u.un.a);
+		break;
+	case LX_BINARY:
+		gather_expr_accesses(pr, l, e->u.bin.a);
+		gather_expr_accesses(pr, l, e->u.bin.b);
+		break;
+	case LX_SELECT:
+		gather_expr_accesses(pr, l, e->u.sel.cond);
+		gather_expr_accesses(pr, l, e->u.sel.then_);
+		gather_expr_accesses(pr, l, e->u.sel.else_);
+		break;
+	case LX_CAST:
+		gather_expr_accesses(pr, l, e->u.cast.a);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Append the loads and stores of "s" to "l". */
+static void gather_accesses(cg_printer *pr, access_list *l, const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		gather_expr_accesses(pr, l, s->u.for_.min);
+		gather_expr_accesses(pr, l, s->u.for_.extent);
+		gather_accesses(pr, l, s->u.for_.body);
+		break;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			gather_accesses(pr, l, s->u.seq.items[i]);
+		break;
+	case LS_STORE:
+		add_access(pr, l, s->u.store.buf, s->u.store.n, s->u.store.index, true);
+		for (int i = 0; i < s->u.store.n; i++)
+			gather_expr_accesses(pr, l, s->u.store.index[i]);
+		gather_expr_accesses(pr, l, s->u.store.value);
+		break;
+	case LS_IF:
+		gather_expr_accesses(pr, l, s->u.if_.cond);
+		gather_accesses(pr, l, s->u.if_.then_);
+		if (s->u.if_.else_)
+			gather_accesses(pr, l, s->u.if_.else_);
+		break;
+	case LS_ALLOC:
+		gather_accesses(pr, l, s->u.alloc.body);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Return whether the accesses "x" and "y" to one buffer may touch one
+ * element in two iterations of the loop over "v" (of extent "n", or -1
+ * when not constant): unless they are the same access, they must move
+ * with "v" alike over ranges that never meet. */
+static bool may_conflict(const cg_affine *x, const cg_affine *y,
+	const loop_var *v, int64_t n)
+{
+	bool clean_x, clean_y;
+	int64_t kx = cg_affine_coef(x, v, &clean_x), ky = cg_affine_coef(y, v, &clean_y);
+	if (cg_affine_equal(x, y))
+		return false;
+	if (!clean_x || !clean_y || kx != ky || n < 0)
+		return true;
+	cg_affine bx = *x, by = *y;
+	for (int i = 0; i < bx.n; i++)
+		bx.coef[i] = bx.var[i] == v ? 0 : bx.coef[i];
+	for (int i = 0; i < by.n; i++)
+		by.coef[i] = by.var[i] == v ? 0 : by.coef[i];
+	bx.constant = by.constant = 0;
+	int64_t gap, span;
+	if (!cg_affine_equal(&bx, &by) ||
+	    __builtin_sub_overflow(x->constant, y->constant, &gap) ||
+	    __builtin_mul_overflow(kx, n - 1, &span) || gap == INT64_MIN ||
+	    span == INT64_MIN)
+		return true;
+	return (gap < 0 ? -gap : gap) <= (span < 0 ? -span : span);
+}
+
+/* Return whether the iterations of the loop "s" are independent as its
+ * accesses show: every store moves with the loop's variable, and every
+ * other access to a stored buffer is the same access or never meets it. */
+static bool iterations_independent(cg_printer *pr, const loop_stmt *s)
+{
+	access_list l = { 0 };
+	const loop_var *v = s->u.for_.var;
+	const loop_expr *extent = s->u.for_.extent;
+	int64_t n = extent->kind == LX_INT ? extent->u.ival : -1;
+	gather_accesses(pr, &l, s->u.for_.body);
+	for (int i = 0; i < l.n; i++) {
+		if (!l.item[i].store)
+			continue;
+		bool clean;
+		if (cg_affine_coef(&l.item[i].aff, v, &clean) == 0 || !clean)
+			return false;
+		for (int j = 0; j < l.n; j++)
+			if (l.item[j].buf == l.item[i].buf &&
+			    may_conflict(&l.item[j].aff, &l.item[i].aff, v, n))
+				return false;
+	}
+	return true;
+}
+
+/* Return whether "e" computes or loads a double anywhere. */
+static bool node_is_f64(const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_UNARY:
+		return e->dtype == TESSEL_F64 || node_is_f64(e->u.un.a);
+	case LX_BINARY:
+		return e->dtype == TESSEL_F64 || node_is_f64(e->u.bin.a) ||
+			node_is_f64(e->u.bin.b);
+	case LX_SELECT:
+		return e->dtype == TESSEL_F64 || node_is_f64(e->u.sel.cond) ||
+			node_is_f64(e->u.sel.then_) || node_is_f64(e->u.sel.else_);
+	case LX_CAST:
+		return e->dtype == TESSEL_F64 || node_is_f64(e->u.cast.a);
+	default:
+		return e->dtype == TESSEL_F64;
+	}
+}
+
+/* Return whether "s" computes or stores doubles. */
+static bool stmt_has_f64(const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_STORE:
+		return s->u.store.buf->dtype == TESSEL_F64 || node_is_f64(s->u.store.value);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (stmt_has_f64(s->u.seq.items[i]))
+				return true;
+		return false;
+	case LS_IF:
+		return stmt_has_f64(s->u.if_.then_) ||
+			(s->u.if_.else_ && stmt_has_f64(s->u.if_.else_));
+	default:
+		return false;
+	}
+}
+
+/* Return the lane count the vectorized loop "s" runs with, or 0 when it
+ * runs as scalar code. */
+static int vector_lanes(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_expr *extent = s->u.for_.extent;
+	if (!pr->d->vector_type_format || pr->target.vector_bytes == 0 ||
+	    extent->kind != LX_INT || extent->u.ival < 2 ||
+	    any_stmt(s->u.for_.body, is_loop, true) || !iterations_independent(pr, s))
+		return 0;
+	pr->vector_var = s->u.for_.var;
+	bool ok = vector_stmt_ok(pr, s->u.for_.body);
+	pr->vector_var = NULL;
+	if (!ok)
+		return 0;
+	int lanes = pr->target.vector_bytes / (stmt_has_f64(s->u.for_.body) ? 8 : 4);
+	while (lanes > extent->u.ival)
+		lanes /= 2;
+	return lanes >= 2 ? lanes : 0;
+}
+
+/* Write the name of the vector type of "c" (V_F32, V_F64, V_MASK or,
+ * with "wide_mask", int64 lanes) into "buf" and emit its typedef. */
+static const char *vector_type(cg_printer *pr, vclass c, bool wide_mask, char *buf,
+	size_t len)
+{
+	static const char *const elem[] = { "f32", "f64", "i32", "i64" };
+	static const char *const ctype[] = { "float", "double", "int32_t", "int64_t" };
+	static const int size[] = { 4, 8, 4, 8 };
+	int k = c == V_F32 ? 0 : c == V_F64 ? 1 : wide_mask ? 3 : 2;
+	char text[200];
+	snprintf(buf, len, pr->d->vector_type_format, elem[k], pr->lanes);
+	snprintf(text, sizeof(text), "typedef %s %s __attribute__((vector_size(%d)));\n",
+		ctype[k], buf, size[k] * pr->lanes);
+	cg_need_helper(pr, buf, text);
+	return buf;
+}
+
+/* Emit the vector helper "name" of "pr" for vectors of class "c" whose
+ * definition "tmpl" has "$0" for the vector type, "$1" for the mask type,
+ * "$2" for the element type, "$3" for the lane count, "$4" for the
+ * storage class and "$5" for the name. */
+static void need_vector_helper(cg_printer *pr, const char *name, vclass c,
+	const char *tmpl)
+{
+	char type[64], mask[64] = "", lanes[16];
+	vector_type(pr, c, false, type, sizeof(type));
+	if (strstr(tmpl, "$1"))
+		vector_type(pr, V_MASK, false, mask, sizeof(mask));
+	snprintf(lanes, sizeof(lanes), "%d", pr->lanes);
+	const char *subst[] = { type, mask, c == V_F64 ? "double" : "float", lanes,
+		pr->d->helper_qualifier, name };
+	te_strbuf sb = { 0 };
+	cg_template(&sb, tmpl, 6, subst);
+	cg_need_helper(pr, name, te_sb_str(&sb));
+	te_sb_free(&sb);
+}
+
+/* Write the name of the helper "op" for the class "c" ("tsl_vload_f32x16")
+ * into "buf" of size "len" and return it. */
+static const char *vector_helper_name(cg_printer *pr, const char *op, vclass c,
+	char *buf, size_t len)
+{
+	char type[32];
+	vector_type(pr, c, false, type, sizeof(type));
+	snprintf(buf, len, "tsl_%s_%s", op, type + 4);
+	return buf;
+}
+
+static const char splat_tmpl[] =
+	"$4 $0 $5($2 x)\n{\n\t$0 r;\n"
+	"\tfor (int l = 0; l < $3; l++)\n\t\tr[l] = x;\n\treturn r;\n}\n";
+static const char mask_tmpl[] =
+	"$4 $1 $5(int c)\n{\n\t$1 r;\n"
+	"\tfor (int l = 0; l < $3; l++)\n\t\tr[l] = c ? -1 : 0;\n\treturn r;\n}\n";
+static const char load_tmpl[] =
+	"$4 $0 $5(const $2 *p)\n{\n\t$0 r;\n"
+	"\tmemcpy(&r, p, sizeof(r));\n\treturn r;\n}\n";
+static const char store_tmpl[] =
+	"$4 void $5($2 *p, $0 v)\n{\n\tmemcpy(p, &v, sizeof(v));\n}\n";
+static const char select_tmpl[] =
+	"$4 $0 $5($1 m, $0 a, $0 b)\n{\n"
+	"\treturn ($0)((($1)a & m) | (($1)b & ~m));\n}\n";
+
+/* Return the helper that selects lanes of class "c" by a mask, emitted. */
+static const char *select_helper(cg_printer *pr, vclass c, char *buf, size_t len)
+{
+	vector_helper_name(pr, "vselect", c, buf, len);
+	if (c == V_F32) {
+		need_vector_helper(pr, buf, c, select_tmpl);
+		return buf;
+	}
+	char wide[64], type[64], mask[64];
+	te_strbuf text = { 0 };
+	vector_type(pr, V_MASK, true, wide, sizeof(wide));
+	vector_type(pr, c, false, type, sizeof(type));
+	vector_type(pr, V_MASK, false, mask, sizeof(mask));
+	te_sb_printf(&text, "%s %s %s(%s m, %s a, %s b)\n{\n"
+		"\t%s w = __builtin_convertvector(m, %s);\n"
+		"\treturn (%s)(((%s)a & w) | ((%s)b & ~w));\n}\n",
+		pr->d->helper_qualifier, type, buf, mask, type, type, wide, wide,
+		type, wide, wide);
+	cg_need_helper(pr, buf, te_sb_str(&text));
+	te_sb_free(&text);
+	return buf;
+}
+
+/* Return the helper computing the float min or max ("is_max") of lanes
+ * of class "c" with fmin's NaN rule, emitted. */
+static const char *minmax_helper(cg_printer *pr, bool is_max, vclass c, char *buf,
+	size_t len)
+{
+	char select[80], mask[64], type[64];
+	te_strbuf text = { 0 };
+	select_helper(pr, c, select, sizeof(select));
+	vector_type(pr, c, false, type, sizeof(type));
+	vector_type(pr, V_MASK, false, mask, sizeof(mask));
+	vector_helper_name(pr, is_max ? "vmax" : "vmin", c, buf, len);
+	const char *cmp = is_max ? ">" : "<";
+	if (c == V_F32)
+		te_sb_printf(&text, "%s %s %s(%s a, %s b)\n{\n"
+			"\treturn %s((a %s b) | (b != b), a, b);\n}\n",
+			pr->d->helper_qualifier, type, buf, type, type, select, cmp);
+	else
+		te_sb_printf(&text, "%s %s %s(%s a, %s b)\n{\n"
+			"\treturn %s(__builtin_convertvector((a %s b) | (b != b), %s), a, b);\n}\n",
+			pr->d->helper_qualifier, type, buf, type, type, select, cmp, mask);
+	cg_need_helper(pr, buf, te_sb_str(&text));
+	te_sb_free(&text);
+	return buf;
+}
+
+/* Return the helper applying the scalar expression "lane" (of "a[l]" and
+ * "b[l]") to each lane of class "c", under the name "op", emitted; with
+ * "binary" it takes two vectors. */
+static const char *lanewise_helper(cg_printer *pr, const char *op, vclass c,
+	bool binary, const char *lane, char *buf, size_t len)
+{
+	char type[64];
+	te_strbuf text = { 0 };
+	vector_helper_name(pr, op, c, buf, len);
+	vector_type(pr, c, false, type, sizeof(type));
+	te_sb_printf(&text, "%s %s %s(%s a", pr->d->helper_qualifier, type, buf, type);
+	if (binary)
+		te_sb_printf(&text, ", %s b", type);
+	te_sb_printf(&text, ")\n{\n\t%s r;\n"
+		"\tfor (int l = 0; l < %d; l++)\n\t\tr[l] = %s;\n\treturn r;\n}\n",
+		type, pr->lanes, lane);
+	cg_need_helper(pr, buf, te_sb_str(&text));
+	te_sb_free(&text);
+	return buf;
+}
+
+/* Return the lane-by-lane helper of the unary "op" for class "c". */
+static const char *unary_helper(cg_printer *pr, tessel_unary op, vclass c,
+	char *buf, size_t len)
+{
+	static const char *const names[TESSEL_UNARY_COUNT] = {
+		[TESSEL_EXP] = "vexp", [TESSEL_LOG] = "vlog", [TESSEL_SQRT] = "vsqrt",
+		[TESSEL_RSQRT] = "vrsqrt", [TESSEL_TANH] = "vtanh", [TESSEL_ERF] = "verf",
+		[TESSEL_SIGMOID] = "vsigmoid", [TESSEL_ABS] = "vabs",
+		[TESSEL_FLOOR] = "vfloor"
+	};
+	int k = c == V_F64;
+	const char *one = k ? "1.0" : "1.0f";
+	const cg_dialect *d = pr->d;
+	char lane[200];
+	if (op == TESSEL_RSQRT)
+		snprintf(lane, sizeof(lane), "%s / %s(a[l])", one, d->unary_fn[k][TESSEL_SQRT]);
+	else if (op == TESSEL_SIGMOID)
+		snprintf(lane, sizeof(lane), "%s / (%s + %s(-a[l]))", one, one,
+			d->unary_fn[k][TESSEL_EXP]);
+	else
+		snprintf(lane, sizeof(lane), "%s(a[l])", d->unary_fn[k][op]);
+	return lanewise_helper(pr, names[op], c, false, lane, buf, len);
+}
+
+static void print_vexpr(cg_printer *pr, const loop_expr *e, vclass want, int prec);
+
+/* Print the invariant "e" broadcast to a vector of class "want". */
+static void print_splat(cg_printer *pr, const loop_expr *e, vclass want)
+{
+	char name[80];
+	if (want == V_MASK) {
+		need_vector_helper(pr, vector_helper_name(pr, "vmask", V_MASK, name,
+			sizeof(name)), V_MASK, mask_tmpl);
+		cg_put(pr, "%s(", name);
+		cg_print_as(pr, e, TESSEL_BOOL, CG_PREC_NONE);
+	} else {
+		need_vector_helper(pr, vector_helper_name(pr, "splat", want, name,
+			sizeof(name)), want, splat_tmpl);
+		cg_put(pr, "%s(", name);
+		cg_print_as(pr, e, want == V_F64 ? TESSEL_F64 : TESSEL_F32, CG_PREC_NONE);
+	}
+	cg_put(pr, ")");
+}
+
+/* Print the contiguous load "e" as a vector. */
+static void print_vload(cg_printer *pr, const loop_expr *e)
+{
+	const loop_buffer *b = e->u.load.buf;
+	char name[80], op[32];
+	vclass c = float_class(b->dtype);
+	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
+	const char *convert = b->dtype == TESSEL_F16 ? "tsl_f16_to_f32" : "tsl_bf16_to_f32";
+	snprintf(op, sizeof(op), "vload%s", b->dtype == TESSEL_F16 ? "_f16" :
+		b->dtype == TESSEL_BF16 ? "_bf16" : "");
+	vector_helper_name(pr, op, c, name, sizeof(name));
+	if (half) {
+		char tmpl[300];
+		cg_need_scalar_helper(pr, convert);
+		snprintf(tmpl, sizeof(tmpl), "$4 $0 $5(const uint16_t *p)\n{\n"
+			"\t$0 r;\n\tfor (int l = 0; l < $3; l++)\n"
+			"\t\tr[l] = %s(p[l]);\n\treturn r;\n}\n", convert);
+		need_vector_helper(pr, name, c, tmpl);
+	} else {
+		need_vector_helper(pr, name, c, load_tmpl);
+	}
+	cg_put(pr, "%s(&%s[", name, buffer_name(pr, b));
+	cg_print_offset(pr, b, e->u.load.n, e->u.load.index);
+	cg_put(pr, "])");
+}
+
+/* Print the comparison "e" of vectors as a mask. */
+static void print_vcompare(cg_printer *pr, const loop_expr *e, int prec)
+{
+	static const char *const sym[] = { "<", "<=", ">", ">=", "==", "!=" };
+	const loop_expr *a = e->u.bin.a, *b = e->u.bin.b;
+	vclass ca = vector_class(pr, a), cb = vector_class(pr, b);
+	bool wide = ca == V_F64 || cb == V_F64 || (ca == V_SCALAR && a->dtype == TESSEL_F64) ||
+		(cb == V_SCALAR && b->dtype == TESSEL_F64);
+	vclass c = wide ? V_F64 : V_F32;
+	char mask[64];
+	(void)prec;
+	if (wide)
+		cg_put(pr, "__builtin_convertvector(");
+	else
+		cg_put(pr, "(");
+	print_vexpr(pr, a, c, CG_PREC_REL);
+	cg_put(pr, " %s ", sym[e->u.bin.op - TESSEL_LT]);
+	print_vexpr(pr, b, c, CG_PREC_REL + 1);
+	if (wide)
+		cg_put(pr, ", %s)", vector_type(pr, V_MASK, false, mask, sizeof(mask)));
+	else
+		cg_put(pr, ")");
+}
+
+/* Print the float operator "e" on vectors of class "c". */
+static void print_varith(cg_printer *pr, const loop_expr *e, vclass c, int prec)
+{
+	static const char *const sym[] = { "+", "-", "*", "/" };
+	const loop_expr *a = e->u.bin.a, *b = e->u.bin.b;
+	tessel_binary op = e->u.bin.op;
+	char name[80];
+	int k = c == V_F64;
+	if (op <= TESSEL_DIV) {
+		int level = op <= TESSEL_SUB ? CG_PREC_ADD : CG_PREC_MUL;
+		bool paren = level < prec;
+		if (paren)
+			cg_put(pr, "(");
+		print_vexpr(pr, a, c, level);
+		cg_put(pr, " %s ", sym[op]);
+		print_vexpr(pr, b, c, level + 1);
+		if (paren)
+			cg_put(pr, ")");
+		return;
+	}
+	if (op == TESSEL_MIN || op == TESSEL_MAX) {
+		minmax_helper(pr, op == TESSEL_MAX, c, name, sizeof(name));
+	} else {
+		char lane[200];
+		if (op == TESSEL_POW)
+			snprintf(lane, sizeof(lane), "%s(a[l], b[l])", pr->d->pow_fn[k]);
+		else
+			snprintf(lane, sizeof(lane), "a[l] - %s(a[l] / b[l]) * b[l]",
+				pr->d->unary_fn[k][TESSEL_FLOOR]);
+		lanewise_helper(pr, op == TESSEL_POW ? "vpow" : "vmod", c, true, lane,
+			name, sizeof(name));
+	}
+	cg_put(pr, "%s(", name);
+	print_vexpr(pr, a, c, CG_PREC_NONE);
+	cg_put(pr, ", ");
+	print_vexpr(pr, b, c, CG_PREC_NONE);
+	cg_put(pr, ")");
+}
+
+/* Print the varying binary "e" of class "c" on vectors. */
+static void print_vbinary(cg_printer *pr, const loop_expr *e, vclass c, int prec)
+{
+	tessel_binary op = e->u.bin.op;
+	if (op >= TESSEL_LT && op <= TESSEL_NE) {
+		print_vcompare(pr, e, prec);
+	} else if (op == TESSEL_AND || op == TESSEL_OR) {
+		cg_put(pr, "(");
+		print_vexpr(pr, e->u.bin.a, V_MASK, CG_PREC_UNARY);
+		cg_put(pr, op == TESSEL_AND ? " & " : " | ");
+		print_vexpr(pr, e->u.bin.b, V_MASK, CG_PREC_UNARY);
+		cg_put(pr, ")");
+	} else {
+		print_varith(pr, e, c, prec);
+	}
+}
+
+/* Print the varying unary "e" of class "c" on vectors: NOT and NEG as
+ * operators, intrinsics lane by lane. */
+static void print_vunary(cg_printer *pr, const loop_expr *e, vclass c, int prec)
+{
+	char name[80];
+	bool paren = prec > CG_PREC_UNARY;
+	switch (e->u.un.op) {
+	case TESSEL_NOT:
+	case TESSEL_NEG:
+		if (paren)
+			cg_put(pr, "(");
+		cg_put(pr, e->u.un.op == TESSEL_NOT ? "~" : "-");
+		print_vexpr(pr, e->u.un.a, c, CG_PREC_POSTFIX);
+		if (paren)
+			cg_put(pr, ")");
+		return;
+	default:
+		unary_helper(pr, e->u.un.op, c, name, sizeof(name));
+		cg_put(pr, "%s(", name);
+		print_vexpr(pr, e->u.un.a, c, CG_PREC_NONE);
+		cg_put(pr, ")");
+		return;
+	}
+}
+
+/* Print the varying select "e" of class "c": "?:" on an invariant
+ * condition (one branch evaluated), a blend on a mask. */
+static void print_vselect(cg_printer *pr, const loop_expr *e, vclass c, int prec)
+{
+	char name[80];
+	if (vector_class(pr, e->u.sel.cond) == V_SCALAR) {
+		bool paren = prec > CG_PREC_COND;
+		if (paren)
+			cg_put(pr, "(");
+		cg_print_expr(pr, e->u.sel.cond, CG_PREC_OR);
+		cg_put(pr, " ? ");
+		print_vexpr(pr, e->u.sel.then_, c, CG_PREC_NONE);
+		cg_put(pr, " : ");
+		print_vexpr(pr, e->u.sel.else_, c, CG_PREC_COND);
+		if (paren)
+			cg_put(pr, ")");
+		return;
+	}
+	cg_put(pr, "%s(", select_helper(pr, c, name, sizeof(name)));
+	print_vexpr(pr, e->u.sel.cond, V_MASK, CG_PREC_NONE);
+	cg_put(pr, ", ");
+	print_vexpr(pr, e->u.sel.then_, c, CG_PREC_NONE);
+	cg_put(pr, ", ");
+	print_vexpr(pr, e->u.sel.else_, c, CG_PREC_NONE);
+	cg_put(pr, ")");
+}
+
+/* Print the cast "e" of a vector: to a half type by rounding each lane,
+ * between float and double by conversion. */
+static void print_vcast(cg_printer *pr, const loop_expr *e, int prec)
+{
+	tessel_dtype to = e->u.cast.to;
+	char name[80], lane[80];
+	if (to != TESSEL_F16 && to != TESSEL_BF16) {
+		print_vexpr(pr, e->u.cast.a, float_class(to), prec);
+		return;
+	}
+	const char *round = to == TESSEL_F16 ? "tsl_round_f16" : "tsl_round_bf16";
+	cg_need_scalar_helper(pr, round);
+	snprintf(lane, sizeof(lane), "%s(a[l])", round);
+	lanewise_helper(pr, to == TESSEL_F16 ? "vround_f16" : "vround_bf16", V_F32,
+		false, lane, name, sizeof(name));
+	cg_put(pr, "%s(", name);
+	print_vexpr(pr, e->u.cast.a, V_F32, CG_PREC_NONE);
+	cg_put(pr, ")");
+}
+
+/* Print the varying "e", of class "c", as computed on vectors. */
+static void print_vnode(cg_printer *pr, const loop_expr *e, vclass c, int prec)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		print_vload(pr, e);
+		break;
+	case LX_UNARY:
+		print_vunary(pr, e, c, prec);
+		break;
+	case LX_BINARY:
+		print_vbinary(pr, e, c, prec);
+		break;
+	case LX_SELECT:
+		print_vselect(pr, e, c, prec);
+		break;
+	case LX_CAST:
+		print_vcast(pr, e, prec);
+		break;
+	default:
+		cg_error(pr, "internal: expression cannot be printed on vectors");
+		break;
+	}
+}
+
+/* Print "e" as a vector of class "want": broadcast when invariant,
+ * converted between float and double lanes when needed. */
+static void print_vexpr(cg_printer *pr, const loop_expr *e, vclass want, int prec)
+{
+	vclass c = vector_class(pr, e);
+	char type[64];
+	if (c == V_SCALAR) {
+		print_splat(pr, e, want);
+	} else if (c == want) {
+		print_vnode(pr, e, c, prec);
+	} else {
+		cg_put(pr, "__builtin_convertvector(");
+		print_vnode(pr, e, c, CG_PREC_NONE);
+		cg_put(pr, ", %s)", vector_type(pr, want, false, type, sizeof(type)));
+	}
+}
+
+/* Print the store "s" of a vector. */
+static void print_vstore(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_buffer *b = s->u.store.buf;
+	char name[80], op[32];
+	vclass c = float_class(b->dtype);
+	snprintf(op, sizeof(op), "vstore%s", b->dtype == TESSEL_F16 ? "_f16" :
+		b->dtype == TESSEL_BF16 ? "_bf16" : "");
+	vector_helper_name(pr, op, c, name, sizeof(name));
+	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
+	char tmpl[300];
+	if (half) {
+		const char *convert = b->dtype == TESSEL_F16 ? "tsl_f32_to_f16" :
+			"tsl_f32_to_bf16";
+		cg_need_scalar_helper(pr, convert);
+		snprintf(tmpl, sizeof(tmpl), "$4 void $5(uint16_t *p, $0 v)\n{\n"
+			"\tfor (int l = 0; l < $3; l++)\n\t\tp[l] = %s(v[l]);\n}\n",
+			convert);
+	}
+	cg_line(pr, "%s(&%s[", name, buffer_name(pr, b));
+	cg_print_offset(pr, b, s->u.store.n, s->u.store.index);
+	cg_put(pr, "], ");
+	print_vexpr(pr, s->u.store.value, c, CG_PREC_NONE);
+	cg_put(pr, ");\n");
+	need_vector_helper(pr, name, c, half ? tmpl : store_tmpl);
+}
+
+/* Print the statement "s" of a vector loop body (vector_stmt_ok holds). */
+static void print_vector_stmt(cg_printer *pr, const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_STORE:
+		print_vstore(pr, s);
+		break;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			print_vector_stmt(pr, s->u.seq.items[i]);
+		break;
+	case LS_IF:
+		cg_line(pr, "if (");
+		cg_print_expr(pr, s->u.if_.cond, CG_PREC_NONE);
+		cg_put(pr, ") {\n");
+		pr->depth++;
+		print_vector_stmt(pr, s->u.if_.then_);
+		pr->depth--;
+		if (s->u.if_.else_) {
+			cg_line(pr, "} else {\n");
+			pr->depth++;
+			print_vector_stmt(pr, s->u.if_.else_);
+			pr->depth--;
+		}
+		cg_line(pr, "}\n");
+		break;
+	default:
+		break;
+	}
+}
+
+/* Print the vectorized loop "s" as scalar code, marked independent when
+ * it is innermost and its accesses show it. */
+static void print_scalar_vector_loop(cg_printer *pr, const loop_stmt *s)
+{
+	if (!any_stmt(s->u.for_.body, is_loop, true) && iterations_independent(pr, s))
+		cg_line(pr, "#pragma GCC ivdep\n");
+	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, s->u.for_.extent, 0, 1);
+	cg_print_block_body(pr, s->u.for_.body);
+	cg_line(pr, "}\n");
+}
+
+/* Print the vectorized loop "s": a loop over whole vectors of "lanes"
+ * iterations, then the remainder as scalar code. */
+static void print_vectorized(cg_printer *pr, const loop_stmt *s)
+{
+	cg_bind_loop_range(pr, s);
+	int lanes = vector_lanes(pr, s);
+	if (!lanes) {
+		print_scalar_vector_loop(pr, s);
+		return;
+	}
+	int64_t extent = s->u.for_.extent->u.ival;
+	int64_t whole = extent / lanes * lanes;
+	pr->vector_var = s->u.for_.var;
+	pr->lanes = lanes;
+	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, NULL, whole, lanes);
+	pr->depth++;
+	print_vector_stmt(pr, s->u.for_.body);
+	pr->depth--;
+	cg_line(pr, "}\n");
+	pr->vector_var = NULL;
+	if (whole == extent)
+		return;
+	cg_print_for(pr, s->u.for_.var, s->u.for_.min, whole, NULL, extent, 1);
+	cg_print_block_body(pr, s->u.for_.body);
+	cg_line(pr, "}\n");
+}
+
+/* Print the parallel or vectorized loop "s"; loops bound to GPU indices
+ * are an error on the CPU. */
+static void cpu_print_loop(cg_printer *pr, const loop_stmt *s)
+{
+	loop_kind kind = s->u.for_.kind;
+	if (kind == LOOP_PARALLEL)
+		print_parallel(pr, s);
+	else if (kind == LOOP_VECTORIZED)
+		print_vectorized(pr, s);
+	else
+		cg_error(pr, "loop bound to %s cannot run on the CPU", loop_kind_name(kind));
+}
+
+/* ---- the file ----------------------------------------------------------------- */
+
+/* Print the statements of a function: heap allocations, "status" when a
+ * parallel loop may fail, "body" (inside the chunk loop of "own_loop",
+ * for an outlined function), frees. */
+/* Print the statements of a function: heap allocations, "status" when a
+ * parallel loop inside may fail, "body" (inside the chunk loop of
+ * "own_loop" for an outlined function), frees, and the kernel's return. */
+static void print_function_body(cg_printer *pr, const loop_stmt *body,
+	const loop_stmt *own_loop)
+{
+	cpu_list heap = { 0 };
+	gather_heap_allocs(pr, body, &heap);
+	print_heap_entry(pr, &heap);
+	bool status = !pr->fn->outlined && has_direct_parallel(body, true);
+	if (status)
+		cg_line(pr, "int status = 0;\n");
+	if (!pr->fn->outlined && !has_direct_parallel(body, false))
+		cg_line(pr, "(void)env;\n");
+	if (own_loop) {
+		print_chunk_loop(pr, own_loop);
+		cg_print_block_body(pr, body);
+		cg_line(pr, "}\n");
+	} else {
+		cg_print_stmt(pr, body);
+	}
+	print_heap_exit(pr, &heap);
+	if (!pr->fn->outlined)
+		cg_line(pr, "return %s;\n", status ? "status" : "0");
+}
+
+/* Print the kernel function of "pr". */
+static void print_kernel(cg_printer *pr)
+{
+	char type[128];
+	const loop_prog *p = pr->p;
+	cg_function fn = { .outlined = false };
+	static const loop_stmt empty = { .kind = LS_SEQ };
+	pr->fn = &fn;
+	cg_line(pr, "int %s(void *const *args, const tessel_kernel_env *env)\n{\n",
+		pr->kernel);
+	pr->depth = 1;
+	for (int i = 0; i < p->nargs; i++) {
+		pointer_type(pr, p->args[i], type, sizeof(type));
+		cg_line(pr, "%s %s = args[%d];\n", type, buffer_name(pr, p->args[i]), i);
+	}
+	if (!p->nargs)
+		cg_line(pr, "(void)args;\n");
+	print_function_body(pr, p->body ? p->body : &empty, NULL);
+	pr->depth = 0;
+	cg_line(pr, "}\n");
+}
+
+/* Print the file of "pr": the kernel first (which emits the helpers and
+ * outlined functions), then headers, ABI, helpers, outlined functions
+ * and the kernel in that order. */
+static int cpu_print_file(cg_printer *pr)
+{
+	te_strbuf kernel = { 0 }, *file = pr->out;
+	pr->out = &kernel;
+	print_kernel(pr);
+	pr->out = file;
+	if (pr->failed) {
+		te_sb_free(&kernel);
+		return -1;
+	}
+	cg_put(pr, "/* Kernel %s, generated by tessel for the CPU", pr->kernel);
+	if (pr->target.vector_bytes)
+		cg_put(pr, " (vectors of %d bytes)", pr->target.vector_bytes);
+	cg_put(pr, ". */\n");
+	cg_put(pr, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+		"#include <string.h>\n\n");
+	cg_put(pr, "#ifndef TESSEL_KERNEL_H\n#define TESSEL_KERNEL_H\n\n%s\n#endif\n\n",
+		kernel_abi);
+	cg_write_helpers(pr, pr->out);
+	te_sb_puts(pr->out, pr->functions.data ? pr->functions.data : "");
+	te_sb_puts(pr->out, te_sb_str(&kernel));
+	te_sb_free(&kernel);
+	return 0;
+}

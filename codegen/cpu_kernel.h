@@ -1,0 +1,34 @@
+/* A loop program made into a callable CPU kernel: printed as C, compiled
+ * into the kernel cache, loaded (codegen/cpu_kernel.c). */
+#ifndef TESSEL_CG_CPU_KERNEL_H
+#define TESSEL_CG_CPU_KERNEL_H
+
+#include "codegen/compile.h"
+#include "ir/loop.h"
+#include "runtime/module.h"
+#include "runtime/target.h"
+#include "tessel/kernel.h"
+
+typedef struct cg_cpu_kernel {
+	rt_module *module;
+	tessel_kernel_fn fn;
+	char so_path[4096];
+} cg_cpu_kernel;
+
+/* Print "p" for the CPU "cpu", compile it with "opts" (NULL: defaults,
+ * with -march chosen from "cpu"'s ISA) and load it into "k".  Return 0,
+ * or -1 with the error (the compiler's log included) in "ctx". */
+int cg_cpu_kernel_build(tessel_ctx *ctx, const loop_prog *p,
+	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k);
+/* Compile "p" only, writing the shared object's path into "k". */
+int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
+	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k);
+/* Load the compiled "k" (in the process that will call it). */
+int cg_cpu_kernel_load(tessel_ctx *ctx, const loop_prog *p, cg_cpu_kernel *k);
+void cg_cpu_kernel_close(cg_cpu_kernel *k);
+
+/* Fill "flags" (NULL-terminated, at most 8 entries) with the compiler
+ * flags for the CPU "cpu": -O3, -march for its ISA level, PIC, shared. */
+void cg_cpu_flags(const rt_cpu_target *cpu, const char **flags);
+
+#endif

@@ -1,0 +1,107 @@
+/* Rewrites of ops that schedules make: a stage written through a cache,
+ * a tensor read through a cache.  Each returns a new op (finished, bound
+ * when the source is) and leaves the source unchanged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/copy.h"
+#include "ir/rewrite.h"
+
+/* Add to "dst" the compute stage "name" that copies "t" element by element
+ * (its dtype, the shape "extent"), with index variables named after
+ * "like"'s when it has them. */
+static tessel_stage *add_copy_stage(tessel_op *dst, const char *name,
+	tessel_stage *t, const int64_t *extent, const tessel_stage *like,
+	tessel_loc loc)
+{
+	char names[TESSEL_MAX_DIMS][32];
+	const char *axis_names[TESSEL_MAX_DIMS];
+	for (int d = 0; d < t->ndim; d++) {
+		if (like && like->kind == TE_COMPUTE)
+			snprintf(names[d], sizeof(names[d]), "%.31s", like->axes[d]->name);
+		else
+			snprintf(names[d], sizeof(names[d]), "ax%d", d);
+		axis_names[d] = names[d];
+	}
+	tessel_stage *s = tessel_op_compute(dst, name, t->ndim, axis_names);
+	if (!s)
+		return NULL;
+	s->loc = loc;
+	tessel_expr *index[TESSEL_MAX_DIMS], *dims[TESSEL_MAX_DIMS];
+	for (int d = 0; d < t->ndim; d++) {
+		index[d] = tessel_var_ref(dst, s->axes[d]);
+		dims[d] = tessel_int(dst, extent[d]);
+	}
+	if (tessel_stage_set_shape(s, t->dtype, dims) ||
+	    tessel_stage_set_body(s, TESSEL_REDUCE_NONE,
+		    tessel_access(dst, t, t->ndim, index)))
+		return NULL;
+	return s;
+}
+
+static tessel_op *finish_copy(te_copier *c, tessel_op *dst, bool ok)
+{
+	if (ok) {
+		te_copy_outputs(c);
+		te_copy_symbols_and_params(c);
+	}
+	te_copier_fini(c);
+	if (!ok || tessel_op_finish(dst)) {
+		tessel_op_release(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+tessel_op *te_op_cache_write(const tessel_op *op, const tessel_stage *s,
+	const char *name)
+{
+	if (!op->bound || s->kind != TE_COMPUTE) {
+		te_error(op->ctx, TESSEL_ERR_VALUE, s->loc,
+			"cache_write needs a computed stage of a bound op");
+		return NULL;
+	}
+	tessel_op *dst = tessel_op_new(op->ctx, op->name);
+	te_copier c;
+	te_copier_init(&c, op, dst, NULL, NULL);
+	bool ok = true;
+	for (int i = 0; i < op->nstages && ok; i++) {
+		tessel_stage *t = te_copy_stage(&c, op->stages[i]);
+		if (op->stages[i] != s)
+			continue;
+		t->name = te_arena_strdup(&dst->arena, name);
+		t->is_output = false;
+		t->explicit_shape = true;
+		tessel_stage *w = add_copy_stage(dst, s->name, t, s->extent, s, s->loc);
+		ok = w != NULL;
+		if (ok) {
+			w->is_output = s->is_output;
+			c.map[s->index] = w;
+		}
+	}
+	return finish_copy(&c, dst, ok);
+}
+
+tessel_op *te_op_cache_read(const tessel_op *op, const tessel_stage *t,
+	const char *name, const bool *readers)
+{
+	if (!op->bound) {
+		te_error(op->ctx, TESSEL_ERR_VALUE, t->loc, "cache_read needs a bound op");
+		return NULL;
+	}
+	tessel_op *dst = tessel_op_new(op->ctx, op->name);
+	te_copier c;
+	te_copier_init(&c, op, dst, NULL, NULL);
+	c.redirect_from = t;
+	c.redirect_readers = readers;
+	bool ok = true;
+	for (int i = 0; i < op->nstages && ok; i++) {
+		tessel_stage *copied = te_copy_stage(&c, op->stages[i]);
+		if (op->stages[i] != t)
+			continue;
+		c.redirect_to = add_copy_stage(dst, name, copied, t->extent, NULL, t->loc);
+		ok = c.redirect_to != NULL;
+	}
+	return finish_copy(&c, dst, ok);
+}
