@@ -54,6 +54,12 @@ static int mark_readers(sch_state *st, const tessel_stage *t, int n,
 		if (st->stages[r].attach == SCH_INLINE)
 			return sch_refuse(st, "cache_read %s: reader '%s' is inlined", t->name,
 				readers[k]);
+		int ts = sch_stage_of(st, t);
+		if (ts >= 0 && st->stages[ts].attach == SCH_AT &&
+		    st->stages[ts].attach_stage == r)
+			return sch_refuse(st, "cache_read %s: '%s' is computed inside reader "
+				"'%s'; apply cache_read before compute_at", t->name, t->name,
+				readers[k]);
 		marked[st->stages[r].te->index] = true;
 	}
 	return 0;

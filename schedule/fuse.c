@@ -81,6 +81,8 @@ int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fu
 		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == so &&
 		    st->stages[k].attach_iter == ii)
 			st->stages[k].attach_iter = fi;
+	if (s->init_iter == io || s->init_iter == ii)
+		s->init_iter = fi;
 	sch_step step;
 	sch_step_init(&step, "fuse");
 	sch_step_arg(&step, "%s", outer);

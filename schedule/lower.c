@@ -316,15 +316,19 @@ static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 	return guarded(L, guards(L, si, leaf, false), s);
 }
 
-/* Return the nest position of the first reduction loop of "s", or nleaves. */
+/* Return the nest position before which the accumulators of "s" are
+ * initialized: its first reduction loop, or the loop decompose_reduction
+ * chose when that is further out; nleaves when "s" is no reduction. */
 static int init_position(const sch_stage *s)
 {
 	if (s->te->reduce == TESSEL_REDUCE_NONE)
 		return s->nleaves;
-	for (int p = 0; p < s->nleaves; p++)
+	int first = s->nleaves;
+	for (int p = s->nleaves - 1; p >= 0; p--)
 		if (s->iters[s->leaves[p]].reduce)
-			return p;
-	return s->nleaves;
+			first = p;
+	int chosen = s->init_iter >= 0 ? sch_leaf_pos(s, s->init_iter) : -1;
+	return chosen >= 0 && chosen < first ? chosen : first;
 }
 
 /* Emit the initialization of the accumulators of stage "si": a nest over

@@ -42,6 +42,9 @@ int sch_compute_root(sch_state *st, const char *stage);
  * loop, exactly the region the consumer needs there (ISL). */
 int sch_compute_at(sch_state *st, const char *stage, const char *loop);
 
+/* Initialize the accumulators of the reduction "stage" just before its
+ * "loop" (at or outside its outermost reduction loop). */
+int sch_decompose_reduction(sch_state *st, const char *stage, const char *loop);
 /* Compute "stage" into a new stage STAGE_SCOPE ("local", "shared",
  * "global") and copy it out; requires the stage's default loops. */
 int sch_cache_write(sch_state *st, const char *stage, const char *scope);

@@ -139,12 +139,35 @@ static int try_compute_at(sch_state *st, int s, uint64_t *rng)
 	return sch_compute_at(st, st->stages[s].name, loop);
 }
 
+static int try_decompose(sch_state *st, int s, uint64_t *rng)
+{
+	char loop[160];
+	if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
+		return -1;
+	return sch_decompose_reduction(st, st->stages[s].name, loop);
+}
+
+static const char *random_scope(uint64_t *rng)
+{
+	static const char *scopes[] = { "local", "global", "shared" };
+	return scopes[below(rng, 3)];
+}
+
+/* cache_read of a random tensor (input or stage) for one of its readers. */
+static int try_cache_read(sch_state *st, int s, uint64_t *rng)
+{
+	const tessel_op *op = st->op;
+	const tessel_stage *t = op->stages[below(rng, op->nstages)];
+	const char *reader = st->stages[s].name;
+	return sch_cache_read(st, t->name, random_scope(rng), 1, &reader);
+}
+
 int sch_random_step(sch_state *st, uint64_t *rng)
 {
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 14)) {
+	switch (below(rng, 17)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -154,6 +177,9 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	case 9: return try_annotation(st, s, rng, 2 + (int)below(rng, 2));
 	case 10: return sch_compute_inline(st, st->stages[s].name);
 	case 11: return sch_compute_root(st, st->stages[s].name);
+	case 12: return try_decompose(st, s, rng);
+	case 13: return sch_cache_write(st, st->stages[s].name, random_scope(rng));
+	case 14: return try_cache_read(st, s, rng);
 	default: return try_compute_at(st, s, rng);
 	}
 }

@@ -77,6 +77,8 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == si &&
 		    st->stages[k].attach_iter == it)
 			st->stages[k].attach_iter = ii;
+	if (s->init_iter == it)
+		s->init_iter = oi;
 	sch_step step;
 	sch_step_init(&step, "split");
 	sch_step_arg(&step, "%s", loop);

@@ -62,6 +62,7 @@ static void init_stage(sch_state *st, sch_stage *s, tessel_stage *te)
 	s->attach = SCH_ROOT;
 	s->attach_stage = s->attach_iter = -1;
 	s->scope = LOOP_GLOBAL;
+	s->init_iter = -1;
 	s->leaves = calloc((size_t)(te->ndim + te->nraxes + 1), sizeof(int));
 	for (int i = 0; i < te->ndim; i++)
 		add_axis(st, s, te->axes[i], i, te->extent[i]);

@@ -62,6 +62,7 @@ typedef struct sch_stage {
 	int attach_stage;         /* SCH_AT: the stage whose loop holds this one */
 	int attach_iter;          /* SCH_AT: that loop (an iter index) */
 	loop_scope scope;         /* where its buffer lives when not at the root */
+	int init_iter;            /* decompose_reduction: initialize before this loop, or -1 */
 } sch_stage;
 
 typedef struct sch_trace sch_trace;

@@ -94,9 +94,16 @@ static void clear_outputs(fixture *f)
 }
 
 /* Run "count" random schedules of "f" from "seed"; return how many failed
- * (each failure's trace is printed). */
+ * (each failure's trace is printed).  TESSEL_FUZZ_SCALE multiplies the
+ * count and TESSEL_FUZZ_SEED shifts the seeds, for longer runs by hand. */
 static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
 {
+	const char *scale = getenv("TESSEL_FUZZ_SCALE");
+	const char *shift = getenv("TESSEL_FUZZ_SEED");
+	if (scale && atoi(scale) > 0)
+		count *= atoi(scale);
+	if (shift)
+		seed += 1000 * (uint64_t)strtoull(shift, NULL, 10);
 	int failed = 0;
 	for (int c = 0; c < count; c++) {
 		sch_state *st = sch_state_new(f->ctx, f->op);
