@@ -70,6 +70,10 @@ tessel_expr *te_copy_expr(te_copier *c, const tessel_expr *e)
 		}
 		break;
 	case TE_VAR:
+		if (c->subst && c->stage == c->subst_stage) {
+			const tessel_var *v = e->u.var;
+			return c->subst[v->is_reduce ? c->stage->ndim + v->index : v->index];
+		}
 		d->u.var = map_var(c, e->u.var, c->stage);
 		break;
 	case TE_ACCESS:

@@ -17,6 +17,10 @@ typedef struct te_copier {
 	const tessel_stage *redirect_from;
 	tessel_stage *redirect_to;
 	const bool *redirect_readers;
+	/* While "subst_stage" is copied, its variables (axes, then reduction
+	 * axes) become the expressions "subst" of the copy. */
+	const tessel_stage *subst_stage;
+	tessel_expr *const *subst;
 } te_copier;
 
 /* Start copying "src" into the empty op "dst", replacing the symbols

@@ -45,6 +45,9 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop);
 /* Initialize the accumulators of the reduction "stage" just before its
  * "loop" (at or outside its outermost reduction loop). */
 int sch_decompose_reduction(sch_state *st, const char *stage, const char *loop);
+/* Make the reduction loop "loop" an axis of a new stage STAGE_rf of
+ * partial reductions, which the stage then reduces. */
+int sch_rfactor(sch_state *st, const char *loop);
 /* Compute "stage" into a new stage STAGE_SCOPE ("local", "shared",
  * "global") and copy it out; requires the stage's default loops. */
 int sch_cache_write(sch_state *st, const char *stage, const char *scope);
