@@ -184,9 +184,10 @@ static void print_for(te_strbuf *sb, const loop_stmt *s, int depth)
 	te_sb_printf(sb, "for %s in ", s->u.for_.var->name);
 	print_expr(sb, s->u.for_.min, 0);
 	te_sb_puts(sb, "..");
-	if (s->u.for_.min->kind == LX_INT && s->u.for_.extent->kind == LX_INT) {
-		te_sb_printf(sb, "%lld",
-			(long long)(s->u.for_.min->u.ival + s->u.for_.extent->u.ival));
+	long long end;
+	if (s->u.for_.min->kind == LX_INT && s->u.for_.extent->kind == LX_INT &&
+	    !__builtin_add_overflow(s->u.for_.min->u.ival, s->u.for_.extent->u.ival, &end)) {
+		te_sb_printf(sb, "%lld", end);
 	} else if (s->u.for_.min->kind == LX_INT && s->u.for_.min->u.ival == 0) {
 		print_expr(sb, s->u.for_.extent, 0);
 	} else {

@@ -51,9 +51,10 @@ static int mark_readers(sch_state *st, const tessel_stage *t, int n,
 		if (!reads_directly(st->stages[r].te->body, t))
 			return sch_refuse(st, "cache_read %s: '%s' does not read it", t->name,
 				readers[k]);
-		if (st->stages[r].attach == SCH_INLINE)
-			return sch_refuse(st, "cache_read %s: reader '%s' is inlined", t->name,
-				readers[k]);
+		if (st->stages[r].attach == SCH_INLINE || st->stages[r].attach == SCH_AFTER)
+			return sch_refuse(st, "cache_read %s: reader '%s' is %s", t->name,
+				readers[k], st->stages[r].attach == SCH_INLINE ? "inlined"
+					: "computed inside its producer's loop");
 		int ts = sch_stage_of(st, t);
 		if (ts >= 0 && st->stages[ts].attach == SCH_AT &&
 		    st->stages[ts].attach_stage == r)
@@ -83,6 +84,12 @@ int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
 	bool *marked = calloc((size_t)st->op->nstages + 1, sizeof(bool));
 	char name[SCH_NAME_MAX];
 	tessel_op *op = NULL;
+	sch_step step;
+	sch_step_init(&step, "cache_read");
+	sch_step_arg(&step, "%s", tensor);
+	sch_step_arg(&step, "%s", scope);
+	for (int k = 0; k < n; k++)
+		sch_step_arg(&step, "%s", readers[k]);
 	if (mark_readers(st, t, n, readers, marked) == 0) {
 		sch_fresh_stage_name(st->op, tensor, scope, name, sizeof(name));
 		op = te_op_cache_read(st->op, t, name, marked);
@@ -95,12 +102,6 @@ int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
 		return -1;
 	sch_state_rebase(st, op, "");
 	st->stages[sch_find_stage(st, name)].scope = sc;
-	sch_step step;
-	sch_step_init(&step, "cache_read");
-	sch_step_arg(&step, "%s", tensor);
-	sch_step_arg(&step, "%s", scope);
-	for (int k = 0; k < n; k++)
-		sch_step_arg(&step, "%s", readers[k]);
 	sch_step_out(&step, "%s", name);
 	sch_trace_append(st->trace, &step);
 	return 0;

@@ -61,17 +61,17 @@ int sch_cache_write(sch_state *st, const char *stage, const char *scope)
 			stage, st->stages[inside].name);
 	char name[SCH_NAME_MAX];
 	sch_fresh_stage_name(st->op, stage, scope, name, sizeof(name));
-	tessel_op *op = te_op_cache_write(st->op, ss->te, name);
-	if (!op)
-		return sch_refuse(st, "cache_write %s: %s", stage,
-			tessel_ctx_error(st->ctx)->message);
-	sch_state_rebase(st, op, stage);
-	st->stages[sch_find_stage(st, name)].scope = sc;
 	sch_step step;
 	sch_step_init(&step, "cache_write");
 	sch_step_arg(&step, "%s", stage);
 	sch_step_arg(&step, "%s", scope);
 	sch_step_out(&step, "%s", name);
+	tessel_op *op = te_op_cache_write(st->op, ss->te, name);
+	if (!op)
+		return sch_refuse(st, "cache_write %s: %s", step.args[0],
+			tessel_ctx_error(st->ctx)->message);
+	sch_state_rebase(st, op, step.args[0]);
+	st->stages[sch_find_stage(st, name)].scope = sc;
 	sch_trace_append(st->trace, &step);
 	return 0;
 }

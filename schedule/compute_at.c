@@ -17,7 +17,7 @@
 static bool nested_in(const sch_state *st, int s, int outer)
 {
 	for (int k = s, hops = 0; hops <= st->nstages; hops++) {
-		if (st->stages[k].attach != SCH_AT)
+		if (!sch_is_attached(&st->stages[k]))
 			return false;
 		k = st->stages[k].attach_stage;
 		if (k == outer)

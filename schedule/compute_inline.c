@@ -14,7 +14,7 @@ int sch_stage_inside(const sch_state *st, int s);
 int sch_stage_inside(const sch_state *st, int s)
 {
 	for (int k = 0; k < st->nstages; k++)
-		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == s)
+		if (sch_is_attached(&st->stages[k]) && st->stages[k].attach_stage == s)
 			return k;
 	return -1;
 }

@@ -15,7 +15,7 @@
 static bool has_stage_attached(const sch_state *st, int stage, int iter)
 {
 	for (int k = 0; k < st->nstages; k++)
-		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == stage &&
+		if (sch_is_attached(&st->stages[k]) && st->stages[k].attach_stage == stage &&
 		    st->stages[k].attach_iter == iter)
 			return true;
 	return false;
@@ -78,7 +78,7 @@ int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fu
 		sizeof(int) * (size_t)(s->nleaves - pos - 2));
 	s->nleaves--;
 	for (int k = 0; k < st->nstages; k++)
-		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == so &&
+		if (sch_is_attached(&st->stages[k]) && st->stages[k].attach_stage == so &&
 		    st->stages[k].attach_iter == ii)
 			st->stages[k].attach_iter = fi;
 	if (s->init_iter == io || s->init_iter == ii)

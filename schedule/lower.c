@@ -23,12 +23,15 @@
 #include "schedule/region.h"
 #include "schedule/state.h"
 
+int sch_map_reverse_read(const sch_state *st, int c, int p, int *axis);
+
 typedef struct lowering {
 	sch_state *st;
 	loop_prog *p;
 	loop_buffer **buf;      /* by op stage index */
 	sch_stage *eff;         /* stages with the extents they have when run */
 	bool *attached;         /* by schedule stage: computed inside a loop */
+	bool *relative;         /* its buffer holds just its region (compute_at) */
 	loop_expr ***origin;    /* attached stages: the region's first element */
 	loop_expr ***last;      /* attached stages: the region's last element */
 	sch_region *region;     /* attached stages: what ISL knows of the region */
@@ -135,7 +138,7 @@ static loop_expr *tr_access(lowering *L, const var_env *env, const tessel_expr *
 	loop_expr *idx[TESSEL_MAX_DIMS];
 	for (int d = 0; d < e->u.access.n; d++) {
 		idx[d] = tr_expr(L, env, e->u.access.index[d]);
-		if (si >= 0 && L->attached[si])
+		if (si >= 0 && L->relative[si])
 			idx[d] = lx_sub(L->p, idx[d], L->origin[si][d]);
 	}
 	return lx_load(L->p, L->buf[t->index], e->u.access.n, idx);
@@ -273,7 +276,7 @@ static void axis_values(lowering *L, int si, loop_expr **leaf, var_env *env)
 static void store_index(lowering *L, int si, const var_env *env, loop_expr **idx)
 {
 	for (int d = 0; d < L->eff[si].te->ndim; d++)
-		idx[d] = L->attached[si] ? lx_sub(L->p, env->vals[d], L->origin[si][d])
+		idx[d] = L->relative[si] ? lx_sub(L->p, env->vals[d], L->origin[si][d])
 					 : env->vals[d];
 }
 
@@ -511,6 +514,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	const tessel_stage *t = L->eff[pi].te;
 	ast_names names = { L, &L->eff[ci], leaf, L->attached[ci] ? L->origin[ci] : NULL };
 	L->attached[pi] = true;
+	L->relative[pi] = true;
 	L->origin[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
 	L->last[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
 	for (int d = 0; d < t->ndim; d++) {
@@ -526,6 +530,43 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	L->buf[t->index] = b;
 	sch_region_free(&r);
 	return b;
+}
+
+/* Prepare the consumer "ci", computed after the body of the loop at nest
+ * position "pos" of its producer "pi" (loop values "leaf"): its axes span
+ * the box the producer wrote in that iteration (the axes it reads the
+ * producer with) or their whole extent (the others). */
+static void prepare_after(lowering *L, int ci, int pi, int pos, loop_expr **leaf)
+{
+	sch_region r;
+	int axis[TESSEL_MAX_DIMS];
+	if (sch_map_reverse_read(L->st, ci, pi, axis) ||
+	    sch_write_region(L->st, &L->eff[pi], pos, &r)) {
+		L->failed = true;
+		return;
+	}
+	const tessel_stage *t = L->eff[ci].te;
+	ast_names names = { L, &L->eff[pi], leaf, NULL };
+	int64_t shape[TESSEL_MAX_DIMS];
+	L->attached[ci] = true;
+	L->origin[ci] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
+	L->last[ci] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
+	for (int a = 0; a < t->ndim; a++) {
+		L->origin[ci][a] = lx_int(L->p, 0);
+		L->last[ci][a] = lx_int(L->p, t->extent[a] - 1);
+		L->region[ci].full[a] = true;
+		shape[a] = t->extent[a];
+	}
+	for (int d = 0; d < r.ndim; d++) {
+		int a = axis[d];
+		L->origin[ci][a] = pw_aff_expr(&names, r.lo[d], r.box);
+		L->last[ci][a] = pw_aff_expr(&names, r.hi[d], r.box);
+		L->region[ci].full[a] = r.full[d];
+		shape[a] = r.shape[d];
+	}
+	L->region[ci].nonempty = r.nonempty;
+	set_region_extents(L, ci, shape);
+	sch_region_free(&r);
 }
 
 /* Return "rest" (the consumer's code inside the loop) preceded by the nest
@@ -559,6 +600,19 @@ static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf)
 		if (bufs[k])
 			rest = wrap_attached(L, k, bufs[k], rest);
 	free(bufs);
+	for (int k = 0; k < L->st->nstages && !L->failed; k++) {
+		const sch_stage *a = &L->st->stages[k];
+		if (a->attach != SCH_AFTER || a->attach_stage != si ||
+		    a->attach_iter != s->leaves[pos])
+			continue;
+		prepare_after(L, k, si, pos, leaf);
+		if (L->failed)
+			break;
+		loop_stmt *seq = ls_seq(L->p, 0, NULL);
+		ls_seq_append(L->p, seq, rest);
+		ls_seq_append(L->p, seq, emit_stage(L, k));
+		rest = seq;
+	}
 	return rest;
 }
 
@@ -635,8 +689,9 @@ static void copy_effective_stages(lowering *L)
 	for (int i = 0; i < L->st->nstages; i++) {
 		L->eff[i] = L->st->stages[i];
 		L->eff[i].iters = malloc(sizeof(sch_iter) * (size_t)(L->eff[i].niters + 1));
-		memcpy(L->eff[i].iters, L->st->stages[i].iters,
-			sizeof(sch_iter) * (size_t)L->eff[i].niters);
+		if (L->eff[i].niters)
+			memcpy(L->eff[i].iters, L->st->stages[i].iters,
+				sizeof(sch_iter) * (size_t)L->eff[i].niters);
 	}
 }
 
@@ -649,7 +704,8 @@ static loop_stmt *emit_program(lowering *L)
 	loop_stmt *body = seq;
 	for (int i = L->st->nstages - 1; i >= 0; i--) {
 		const tessel_stage *t = L->st->stages[i].te;
-		if (L->st->stages[i].attach != SCH_ROOT || t->is_output)
+		sch_attach_kind a = L->st->stages[i].attach;
+		if ((a != SCH_ROOT && a != SCH_AFTER) || t->is_output)
 			continue;
 		loop_buffer *b = L->buf[t->index];
 		b->scope = LOOP_GLOBAL;
@@ -666,6 +722,7 @@ loop_prog *sch_lower(sch_state *st)
 	L.buf = calloc((size_t)op->nstages + 1, sizeof(loop_buffer *));
 	L.eff = calloc((size_t)st->nstages + 1, sizeof(sch_stage));
 	L.attached = calloc((size_t)st->nstages + 1, sizeof(bool));
+	L.relative = calloc((size_t)st->nstages + 1, sizeof(bool));
 	L.origin = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	L.last = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	L.region = calloc((size_t)st->nstages + 1, sizeof(sch_region));
@@ -683,6 +740,7 @@ loop_prog *sch_lower(sch_state *st)
 	free(L.eff);
 	free(L.buf);
 	free(L.attached);
+	free(L.relative);
 	free(L.origin);
 	free(L.last);
 	free(L.region);

@@ -45,6 +45,9 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop);
 /* Initialize the accumulators of the reduction "stage" just before its
  * "loop" (at or outside its outermost reduction loop). */
 int sch_decompose_reduction(sch_state *st, const char *stage, const char *loop);
+/* Compute the consumer "stage" inside "loop" of its producer, after the
+ * producer's body, over the elements that iteration produced. */
+int sch_reverse_compute_at(sch_state *st, const char *stage, const char *loop);
 /* Make the reduction loop "loop" an axis of a new stage STAGE_rf of
  * partial reductions, which the stage then reduces. */
 int sch_rfactor(sch_state *st, const char *loop);

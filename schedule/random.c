@@ -167,7 +167,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 18)) {
+	switch (below(rng, 19)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -180,6 +180,13 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	case 12: return try_decompose(st, s, rng);
 	case 13: return sch_cache_write(st, st->stages[s].name, random_scope(rng));
 	case 14: return try_cache_read(st, s, rng);
+	case 16: {
+		int pidx = (int)below(rng, st->nstages);
+		char loop[160];
+		if (random_loop(st, pidx, rng, loop, sizeof(loop)) < 0)
+			return -1;
+		return sch_reverse_compute_at(st, st->stages[s].name, loop);
+	}
 	case 15: {
 		char loop[160];
 		if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)

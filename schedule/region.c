@@ -396,6 +396,27 @@ int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	return rc;
 }
 
+int sch_write_region(sch_state *st, const sch_stage *p, int pos, sch_region *r)
+{
+	memset(r, 0, sizeof(*r));
+	te_strbuf sb = { 0 };
+	context_text(p, false, pos, p->te->ndim, &sb);
+	for (int d = 0; d < p->te->ndim; d++)
+		te_sb_printf(&sb, " and p%d = x%d", d, d);
+	te_sb_puts(&sb, ") }");
+	isl_set *region = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	te_sb_free(&sb);
+	if (!region)
+		return sch_refuse(st, "ISL rejected the region written by '%s'", p->name);
+	isl_set *box = loop_box(st, p, pos, isl_set_get_space(region));
+	int rc = box_of(st, region, p->te->ndim, r, p->name, box);
+	r->box = box;
+	isl_set_free(region);
+	if (rc)
+		sch_region_free(r);
+	return rc;
+}
+
 void sch_region_free(sch_region *r)
 {
 	for (int d = 0; d < r->ndim; d++) {

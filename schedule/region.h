@@ -28,6 +28,10 @@ typedef struct sch_region {
  * Return 0, or -1 with a refusal naming why the region is unknown. */
 int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	bool attached, int pos, sch_region *r);
+/* Compute the box of elements the stage "p" (at the root, effective
+ * extents) writes in one iteration of its loop at nest position "pos",
+ * with parameters as for sch_region_compute.  Return 0, or -1. */
+int sch_write_region(sch_state *st, const sch_stage *p, int pos, sch_region *r);
 void sch_region_free(sch_region *r);
 /* Return whether iter "it" of consumer "c" is a parameter q<it> of its
  * regions at nest position "pos": fixed by the loops up to "pos", and the

@@ -74,7 +74,7 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 	s->leaves[pos + 1] = ii;
 	s->nleaves++;
 	for (int k = 0; k < st->nstages; k++)
-		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == si &&
+		if (sch_is_attached(&st->stages[k]) && st->stages[k].attach_stage == si &&
 		    st->stages[k].attach_iter == it)
 			st->stages[k].attach_iter = ii;
 	if (s->init_iter == it)

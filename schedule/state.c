@@ -115,7 +115,7 @@ void sch_state_rebase(sch_state *st, tessel_op *op, const char *reset)
 		n++;
 	}
 	for (int i = 0; i < n; i++)
-		if (stages[i].attach == SCH_AT)
+		if (sch_is_attached(&stages[i]))
 			stages[i].attach_stage = old_to_new[stages[i].attach_stage];
 	for (int i = 0; i < st->nstages; i++) {
 		free(st->stages[i].iters);

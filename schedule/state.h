@@ -48,7 +48,8 @@ typedef struct sch_iter {
 typedef enum sch_attach_kind {
 	SCH_ROOT,     /* its own loop nest at the top level */
 	SCH_INLINE,   /* substituted into its consumers */
-	SCH_AT        /* computed inside a loop of another stage */
+	SCH_AT,       /* computed inside a loop of a consumer, before its body */
+	SCH_AFTER     /* computed inside a loop of a producer, after its body */
 } sch_attach_kind;
 
 typedef struct sch_stage {
@@ -97,6 +98,12 @@ bool sch_stage_is_default(const sch_stage *s);
 
 /* Append a new iter to "s" and return its index. */
 int sch_add_iter(sch_state *st, sch_stage *s, const sch_iter *it);
+/* Return true when "s" is computed inside a loop of another stage. */
+static inline bool sch_is_attached(const sch_stage *s)
+{
+	return s->attach == SCH_AT || s->attach == SCH_AFTER;
+}
+
 /* Return true when "name" names an iter of "s" (live or not). */
 bool sch_name_used(const sch_stage *s, const char *name);
 /* Return true when stage "consumer" reads stage "producer" (both indices),

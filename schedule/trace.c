@@ -256,6 +256,11 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "compute_at STAGE STAGE.LOOP");
 		return sch_compute_at(st, s->args[0], s->args[1]);
 	}
+	if (strcmp(p, "reverse_compute_at") == 0) {
+		if (s->nargs != 2 || s->nouts)
+			return arity_error(st, s, "reverse_compute_at STAGE STAGE.LOOP");
+		return sch_reverse_compute_at(st, s->args[0], s->args[1]);
+	}
 	if (strcmp(p, "rfactor") == 0) {
 		if (s->nargs != 1 || s->nouts > 1)
 			return arity_error(st, s, "rfactor STAGE.LOOP [-> NEW]");

@@ -28,7 +28,7 @@ int sch_vectorize(sch_state *st, const char *loop)
 		return sch_refuse(st, "vectorize %s: the loop is already %s", loop,
 			loop_kind_name(s->iters[it].kind));
 	for (int k = 0; k < st->nstages; k++)
-		if (st->stages[k].attach == SCH_AT && st->stages[k].attach_stage == si &&
+		if (sch_is_attached(&st->stages[k]) && st->stages[k].attach_stage == si &&
 		    st->stages[k].attach_iter == it)
 			return sch_refuse(st, "vectorize %s: stage '%s' is computed inside it",
 				loop, st->stages[k].name);
