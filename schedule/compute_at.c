@@ -46,6 +46,10 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	if (st->stages[c].attach == SCH_INLINE)
 		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
 			st->stages[c].name);
+	int after = sch_stage_after(st, p);
+	if (after >= 0)
+		return sch_refuse(st, "compute_at %s %s: '%s' is computed after a loop of "
+			"'%s'; move it first", stage, loop, st->stages[after].name, stage);
 	if (nested_in(st, c, p))
 		return sch_refuse(st, "compute_at %s %s: '%s' is computed inside '%s'",
 			stage, loop, st->stages[c].name, stage);

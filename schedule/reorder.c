@@ -16,6 +16,29 @@ static int compare_ints(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Refuse the nest "leaves" of stage "si" when a consumer computed after a
+ * loop of it (reverse_compute_at) would have a reduction loop around it:
+ * the elements would not be finished when the consumer reads them. */
+static int check_finished(sch_state *st, int si, const int *leaves)
+{
+	const sch_stage *s = &st->stages[si];
+	for (int k = 0; k < st->nstages; k++) {
+		const sch_stage *c = &st->stages[k];
+		if (c->attach != SCH_AFTER || c->attach_stage != si)
+			continue;
+		for (int p = 0; p < s->nleaves; p++) {
+			if (s->iters[leaves[p]].reduce)
+				return sch_refuse(st, "reorder: reduction loop %s.%s would enclose "
+					"%s.%s, after which '%s' is computed", s->name,
+					s->iters[leaves[p]].name, s->name,
+					s->iters[c->attach_iter].name, c->name);
+			if (leaves[p] == c->attach_iter)
+				break;
+		}
+	}
+	return 0;
+}
+
 int sch_reorder(sch_state *st, int n, const char *const *loops)
 {
 	if (n < 1 || n > SCH_MAX_ARGS)
@@ -36,8 +59,16 @@ int sch_reorder(sch_state *st, int n, const char *const *loops)
 	}
 	sch_stage *s = &st->stages[stage];
 	qsort(pos, (size_t)n, sizeof(int), compare_ints);
+	int *leaves = malloc(sizeof(int) * (size_t)(s->nleaves + 1));
+	memcpy(leaves, s->leaves, sizeof(int) * (size_t)s->nleaves);
 	for (int k = 0; k < n; k++)
-		s->leaves[pos[k]] = iters[k];
+		leaves[pos[k]] = iters[k];
+	if (check_finished(st, stage, leaves)) {
+		free(leaves);
+		return -1;
+	}
+	free(s->leaves);
+	s->leaves = leaves;
 	sch_step step;
 	sch_step_init(&step, "reorder");
 	for (int k = 0; k < n; k++)

@@ -110,6 +110,10 @@ static int check_reverse(sch_state *st, int c, int p, int it, const char *stage,
 	if (c == p)
 		return sch_refuse(st, "reverse_compute_at %s %s: a stage cannot be computed "
 			"in its own loop", stage, loop);
+	int after = sch_stage_after(st, c);
+	if (after >= 0)
+		return sch_refuse(st, "reverse_compute_at %s %s: '%s' is computed after a "
+			"loop of '%s'; move it first", stage, loop, st->stages[after].name, stage);
 	if (cs->attach != SCH_ROOT || ps->attach != SCH_ROOT)
 		return sch_refuse(st, "reverse_compute_at %s %s: both stages must be "
 			"computed at the root", stage, loop);

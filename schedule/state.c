@@ -181,6 +181,14 @@ static int find_iter(const sch_stage *s, const char *name)
 	return -1;
 }
 
+int sch_stage_after(const sch_state *st, int s)
+{
+	for (int k = 0; k < st->nstages; k++)
+		if (st->stages[k].attach == SCH_AFTER && st->stages[k].attach_stage == s)
+			return k;
+	return -1;
+}
+
 bool sch_name_used(const sch_stage *s, const char *name)
 {
 	return find_iter(s, name) >= 0;

@@ -104,6 +104,10 @@ static inline bool sch_is_attached(const sch_stage *s)
 	return s->attach == SCH_AT || s->attach == SCH_AFTER;
 }
 
+/* Return the stage computed after a loop of stage "s" (reverse_compute_at),
+ * or -1. */
+int sch_stage_after(const sch_state *st, int s);
+
 /* Return true when "name" names an iter of "s" (live or not). */
 bool sch_name_used(const sch_stage *s, const char *name);
 /* Return true when stage "consumer" reads stage "producer" (both indices),
