@@ -234,6 +234,8 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (status == 0 && tessel_interp(op, in, ref))
 		status = cli_fail_ctx(ctx);
 	sch_state *st = status ? NULL : cli_load_schedule(ctx, op, a->sched);
+	if (!st)
+		status = 1;
 	loop_prog *p = st ? sch_program(st) : NULL;
 	if (st && !p)
 		status = cli_fail_ctx(ctx);
