@@ -57,8 +57,10 @@ rt_run_status rt_run_isolated(int (*fn)(void *), void *arg, double timeout_s,
 		snprintf(err, errlen, "fork failed: %s", strerror(errno));
 		return RT_RUN_ERROR;
 	}
-	if (pid == 0)
-		_exit(fn(arg) == 0 ? 0 : 1);
+	if (pid == 0) {
+		int r = fn(arg);
+		_exit(r < 0 || r > 255 ? 255 : r);
+	}
 	int status = 0;
 	int r = wait_child(pid, timeout_s, &status);
 	if (r == 0) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "runtime/isolate.h"
 #include "runtime/module.h"
 #include "runtime/target.h"
 #include "runtime/threadpool.h"
@@ -1136,4 +1137,66 @@ Test(compile, given_version_skips_the_probe, .init = make_scratch,
 	o.cc = "/nonexistent/cc";
 	cr_assert_eq(cg_compiler_version(&o, version, sizeof version, err, sizeof err),
 		     CG_COMPILE_ENOCC);
+}
+
+/* ---- isolated runs ------------------------------------------------------ */
+
+static int write_answer(void *arg)
+{
+	*(int *)arg = 42;
+	return 0;
+}
+
+static int crash(void *arg)
+{
+	(void)arg;
+	raise(SIGSEGV);
+	return 0;
+}
+
+static int hang(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return 0;
+}
+
+static int fail(void *arg)
+{
+	(void)arg;
+	return 3;
+}
+
+Test(isolate, results_come_back_through_shared_memory)
+{
+	int *answer = rt_shared_alloc(sizeof(int));
+	char err[256] = "";
+	cr_assert(answer);
+	cr_expect_eq(rt_run_isolated(write_answer, answer, 10, err, sizeof(err)), RT_RUN_OK);
+	cr_expect_eq(*answer, 42);
+	rt_shared_free(answer, sizeof(int));
+}
+
+Test(isolate, a_crash_is_reported_not_suffered)
+{
+	char err[256] = "";
+	cr_expect_eq(rt_run_isolated(crash, NULL, 10, err, sizeof(err)), RT_RUN_CRASHED);
+	cr_expect(strstr(err, "signal 11"), "%s", err);
+}
+
+Test(isolate, a_hang_is_killed_at_the_time_limit)
+{
+	char err[256] = "";
+	double start = rt_now_s();
+	cr_expect_eq(rt_run_isolated(hang, NULL, 0.2, err, sizeof(err)), RT_RUN_TIMEOUT);
+	cr_expect_lt(rt_now_s() - start, 5.0);
+	cr_expect(strstr(err, "killed"), "%s", err);
+}
+
+Test(isolate, a_failure_status_is_reported)
+{
+	char err[256] = "";
+	cr_expect_eq(rt_run_isolated(fail, NULL, 10, err, sizeof(err)), RT_RUN_FAILED);
+	cr_expect(strstr(err, "exit status 3"), "%s", err);
 }
