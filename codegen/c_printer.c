@@ -1053,14 +1053,17 @@ void cg_print_sum(cg_printer *pr, const loop_expr *a, const loop_expr *b,
 }
 
 /* Return 1 + the largest flat offset of "b" (0 when a dimension is
- * empty): the elements its storage spans, padding included. */
+ * empty, INT64_MAX when it overflows): the elements its storage spans,
+ * padding included. */
 int64_t cg_buffer_elems(const loop_buffer *b)
 {
-	int64_t n = 1;
+	int64_t n = 1, span;
 	for (int d = 0; d < b->ndim; d++) {
 		if (b->shape[d] <= 0)
 			return 0;
-		n += (b->shape[d] - 1) * b->strides[d];
+		if (__builtin_mul_overflow(b->shape[d] - 1, b->strides[d], &span) ||
+		    __builtin_add_overflow(n, span, &n))
+			return INT64_MAX;
 	}
 	return n;
 }

@@ -130,16 +130,20 @@ const cg_dialect cg_dialect_cpu_c = {
 
 /* ---- buffers -------------------------------------------------------------- */
 
+/* Return whether values of "dt" are floats (f16 and bf16 included). */
 static bool is_float(tessel_dtype dt)
 {
 	return tessel_dtype_is_float(dt);
 }
 
-/* Return the bytes the allocation of "b" takes, rounded up to CPU_ALIGN. */
+/* Return the bytes the allocation of "b" takes, rounded up to CPU_ALIGN
+ * (INT64_MAX rounded down when it would overflow). */
 static int64_t alloc_bytes(const loop_buffer *b)
 {
-	int64_t n = cg_buffer_elems(b);
-	int64_t bytes = (n > 0 ? n : 1) * (int64_t)tessel_dtype_size(b->dtype);
+	int64_t n = cg_buffer_elems(b), bytes;
+	if (__builtin_mul_overflow(n > 0 ? n : 1, (int64_t)tessel_dtype_size(b->dtype),
+	    &bytes) || bytes > INT64_MAX - CPU_ALIGN)
+		return INT64_MAX / CPU_ALIGN * CPU_ALIGN;
 	return (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
 }
 
@@ -161,6 +165,7 @@ static void pointer_type(const cg_printer *pr, const loop_buffer *b, char *buf,
 		readonly ? "const " : "", pr->d->storage_type[b->dtype], pr->d->restrict_kw);
 }
 
+/* Return the C identifier of "b". */
 static const char *buffer_name(const cg_printer *pr, const loop_buffer *b)
 {
 	const cg_buffer_info *info = cg_buffer(pr, b);
@@ -354,8 +359,8 @@ static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s)
 typedef struct captures {
 	cpu_list bound_vars;    /* bound inside the loop, the loop's own included */
 	cpu_list inner_bufs;    /* allocated inside the loop */
-	cpu_list vars;          /* captured, in order of first use */
-	cpu_list bufs;
+	cpu_list vars;          /* captured variables, by id */
+	cpu_list bufs;          /* captured buffers, arguments first */
 	bool env;               /* runs a parallel loop itself */
 	bool status;            /* may fail */
 } captures;
@@ -964,21 +969,28 @@ static const char *vector_type(cg_printer *pr, vclass c, bool wide_mask, char *b
 /* Emit the vector helper "name" of "pr" for vectors of class "c" whose
  * definition "tmpl" has "$0" for the vector type, "$1" for the mask type,
  * "$2" for the element type, "$3" for the lane count, "$4" for the
- * storage class and "$5" for the name. */
+ * storage class, "$5" for the name, "$6" and "$7" for "x" and "m"
+ * repeated once per lane. */
 static void need_vector_helper(cg_printer *pr, const char *name, vclass c,
 	const char *tmpl)
 {
 	char type[64], mask[64] = "", lanes[16];
+	te_strbuf xs = { 0 }, ms = { 0 }, sb = { 0 };
 	vector_type(pr, c, false, type, sizeof(type));
 	if (strstr(tmpl, "$1"))
 		vector_type(pr, V_MASK, false, mask, sizeof(mask));
 	snprintf(lanes, sizeof(lanes), "%d", pr->lanes);
+	for (int l = 0; l < pr->lanes; l++) {
+		te_sb_puts(&xs, l ? ", x" : "x");
+		te_sb_puts(&ms, l ? ", m" : "m");
+	}
 	const char *subst[] = { type, mask, c == V_F64 ? "double" : "float", lanes,
-		pr->d->helper_qualifier, name };
-	te_strbuf sb = { 0 };
-	cg_template(&sb, tmpl, 6, subst);
+		pr->d->helper_qualifier, name, te_sb_str(&xs), te_sb_str(&ms) };
+	cg_template(&sb, tmpl, 8, subst);
 	cg_need_helper(pr, name, te_sb_str(&sb));
 	te_sb_free(&sb);
+	te_sb_free(&xs);
+	te_sb_free(&ms);
 }
 
 /* Write the name of the helper "op" for the class "c" ("tsl_vload_f32x16")
@@ -993,11 +1005,10 @@ static const char *vector_helper_name(cg_printer *pr, const char *op, vclass c,
 }
 
 static const char splat_tmpl[] =
-	"$4 $0 $5($2 x)\n{\n\t$0 r;\n"
-	"\tfor (int l = 0; l < $3; l++)\n\t\tr[l] = x;\n\treturn r;\n}\n";
+	"$4 $0 $5($2 x)\n{\n\treturn ($0){ $6 };\n}\n";
 static const char mask_tmpl[] =
-	"$4 $1 $5(int c)\n{\n\t$1 r;\n"
-	"\tfor (int l = 0; l < $3; l++)\n\t\tr[l] = c ? -1 : 0;\n\treturn r;\n}\n";
+	"$4 $1 $5(int c)\n{\n\tint32_t m = c ? -1 : 0;\n"
+	"\treturn ($1){ $7 };\n}\n";
 static const char load_tmpl[] =
 	"$4 $0 $5(const $2 *p)\n{\n\t$0 r;\n"
 	"\tmemcpy(&r, p, sizeof(r));\n\treturn r;\n}\n";
@@ -1068,7 +1079,7 @@ static const char *lanewise_helper(cg_printer *pr, const char *op, vclass c,
 	te_sb_printf(&text, "%s %s %s(%s a", pr->d->helper_qualifier, type, buf, type);
 	if (binary)
 		te_sb_printf(&text, ", %s b", type);
-	te_sb_printf(&text, ")\n{\n\t%s r;\n"
+	te_sb_printf(&text, ")\n{\n\t%s r = { 0 };\n"
 		"\tfor (int l = 0; l < %d; l++)\n\t\tr[l] = %s;\n\treturn r;\n}\n",
 		type, pr->lanes, lane);
 	cg_need_helper(pr, buf, te_sb_str(&text));
@@ -1135,7 +1146,7 @@ static void print_vload(cg_printer *pr, const loop_expr *e)
 		char tmpl[300];
 		cg_need_scalar_helper(pr, convert);
 		snprintf(tmpl, sizeof(tmpl), "$4 $0 $5(const uint16_t *p)\n{\n"
-			"\t$0 r;\n\tfor (int l = 0; l < $3; l++)\n"
+			"\t$0 r = { 0 };\n\tfor (int l = 0; l < $3; l++)\n"
 			"\t\tr[l] = %s(p[l]);\n\treturn r;\n}\n", convert);
 		need_vector_helper(pr, name, c, tmpl);
 	} else {

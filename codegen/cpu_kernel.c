@@ -51,7 +51,10 @@ int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	if (!source)
 		return -1;
 	const char *flags[9];
+	static const char *const libm[] = { "-lm", NULL };
 	cg_compile_opts o = opts ? *opts : (cg_compile_opts){ 0 };
+	if (!o.extra_flags)
+		o.extra_flags = libm;
 	if (!o.flags) {
 		cg_cpu_flags(cpu, flags);
 		o.flags = flags;

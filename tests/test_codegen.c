@@ -1,0 +1,1245 @@
+/* Tests of the C printer: loop programs built by hand are printed,
+ * compiled with the system compiler, loaded, run on seeded random
+ * arguments and compared element by element with the loop-program
+ * evaluator (ir/loop_eval.c, float64) within a tolerance per dtype; the
+ * printed text is pinned for two small programs.  CG_DUMP=1 in the
+ * environment writes every compiled kernel's source to stderr. */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c_printer.h"
+#include "codegen/compile.h"
+#include "ir/loop.h"
+#include "ir/loop_eval.h"
+#include "ir/te_impl.h"
+#include "runtime/module.h"
+#include "runtime/threadpool.h"
+#include "schedule/random.h"
+#include "schedule/state.h"
+#include "tessel/kernel.h"
+#include "tessel/ops.h"
+#include "tessel/te.h"
+#include "tessel/tensor.h"
+
+#define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
+#define MAX_ARGS 16
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* ---- building programs ------------------------------------------------------ */
+
+/* Add the argument "name" of "p" (an output when "output"). */
+static loop_buffer *add_arg(loop_prog *p, const char *name, tessel_dtype dt,
+	int ndim, const int64_t *shape, bool output)
+{
+	loop_buffer *b = loop_buffer_new(p, name, dt, ndim, shape, LOOP_GLOBAL);
+	b->arg = p->nargs;
+	b->is_output = output;
+	te_push(&p->arena, (void ***)&p->args, &p->nargs, b);
+	return b;
+}
+
+/* Return the load of "b" at the b->ndim indices that follow. */
+static loop_expr *load(loop_prog *p, loop_buffer *b, ...)
+{
+	loop_expr *index[TESSEL_MAX_DIMS];
+	va_list ap;
+	va_start(ap, b);
+	for (int d = 0; d < b->ndim; d++)
+		index[d] = va_arg(ap, loop_expr *);
+	va_end(ap);
+	return lx_load(p, b, b->ndim, index);
+}
+
+/* Return the store of "value" into "b" at the b->ndim indices that follow. */
+static loop_stmt *store(loop_prog *p, loop_buffer *b, loop_expr *value, ...)
+{
+	loop_expr *index[TESSEL_MAX_DIMS];
+	va_list ap;
+	va_start(ap, value);
+	for (int d = 0; d < b->ndim; d++)
+		index[d] = va_arg(ap, loop_expr *);
+	va_end(ap);
+	return ls_store(p, b, b->ndim, index, value, b->name);
+}
+
+/* Return the loop of "kind" over "v" in [0, "extent"). */
+static loop_stmt *loop(loop_prog *p, loop_var *v, int64_t extent, loop_kind kind,
+	loop_stmt *body)
+{
+	return ls_for(p, v, lx_int(p, 0), lx_int(p, extent), kind, body);
+}
+
+/* Return "a op b" in the dtype of "a" (or of "b" when "a" is an integer
+ * literal). */
+static loop_expr *op2(loop_prog *p, tessel_binary op, loop_expr *a, loop_expr *b)
+{
+	tessel_dtype dt = a->kind == LX_INT ? b->dtype : a->dtype;
+	return lx_binary(p, op, a, b, dt);
+}
+
+/* Return "op a" in the dtype of "a". */
+static loop_expr *op1(loop_prog *p, tessel_unary op, loop_expr *a)
+{
+	return lx_unary(p, op, a, a->dtype);
+}
+
+/* Return the f32 literal "v". */
+static loop_expr *f32(loop_prog *p, double v)
+{
+	return lx_float(p, v, TESSEL_F32);
+}
+
+/* Return a use of "v". */
+static loop_expr *var(loop_prog *p, loop_var *v)
+{
+	return lx_var(p, v);
+}
+
+/* Return the sequence of the "n" statements that follow. */
+static loop_stmt *seq(loop_prog *p, int n, ...)
+{
+	loop_stmt *s = ls_seq(p, 0, NULL);
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		ls_seq_append(p, s, va_arg(ap, loop_stmt *));
+	va_end(ap);
+	return s;
+}
+
+/* ---- printing, compiling, running ------------------------------------------ */
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+	struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* A compiled kernel and the module holding it. */
+typedef struct kernel {
+	char *source;
+	rt_module *module;
+	tessel_kernel_fn fn;
+} kernel;
+
+/* Print "p" for "vector_bytes" or fail the test; the caller frees. */
+static char *print_or_fail(const loop_prog *p, int vector_bytes)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	cg_target t = { CG_DIALECT_C, vector_bytes };
+	char *src = cg_print_c(p, &t, ctx);
+	if (!src)
+		tessel_ctx_print_error(ctx, stderr);
+	cr_assert(src, "printing %s", p->name);
+	tessel_ctx_free(ctx);
+	return src;
+}
+
+/* Print "p" for "vector_bytes", compile it with "flags" (NULL: the
+ * defaults) in a temporary cache and load it into "k". */
+static void build_with(const loop_prog *p, int vector_bytes,
+	const char *const *flags, kernel *k)
+{
+	char dir[] = "/tmp/tessel-codegen-XXXXXX", so[4096], err[4096], name[256];
+	static const char *const extra[] = { "-lm", NULL };
+	k->source = print_or_fail(p, vector_bytes);
+	cr_assert(mkdtemp(dir), "mkdtemp");
+	cg_compile_opts opts = { .cache_dir = dir, .flags = flags, .extra_flags = extra };
+	int r = cg_compile_c(&opts, k->source, so, sizeof(so), err, sizeof(err));
+	if (r != CG_COMPILE_OK)
+		fprintf(stderr, "%s\n%s\n", err, k->source);
+	cr_assert_eq(r, CG_COMPILE_OK, "compiling %s: %s", p->name, err);
+	k->module = rt_module_open(so, err, sizeof(err));
+	cr_assert(k->module, "%s", err);
+	cg_kernel_name(p, name, sizeof(name));
+	k->fn = (tessel_kernel_fn)rt_module_symbol(k->module, name, err, sizeof(err));
+	cr_assert(k->fn, "%s", err);
+	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* As build_with, with the default flags. */
+static void build(const loop_prog *p, int vector_bytes, kernel *k)
+{
+	build_with(p, vector_bytes, NULL, k);
+}
+
+/* Set up the arguments of a check after they are filled at random. */
+typedef void (*fill_fn)(tessel_tensor *const *args);
+
+/* Return the tolerance of "dt", relative to max(1, |expected|). */
+static double tolerance(tessel_dtype dt)
+{
+	switch (dt) {
+	case TESSEL_F16:
+	case TESSEL_BF16:
+		return 1e-2;
+	case TESSEL_F32:
+		return 1e-5;
+	case TESSEL_F64:
+		return 1e-12;
+	default:
+		return 0;
+	}
+}
+
+/* Compare the output "got" of "p" with "want" element by element. */
+static void compare_output(const loop_buffer *b, const tessel_tensor *want,
+	const tessel_tensor *got)
+{
+	for (int64_t i = 0; i < tessel_tensor_numel(want); i++) {
+		if (!tessel_dtype_is_float(b->dtype)) {
+			int64_t x = tessel_tensor_get_i64(want, i);
+			int64_t y = tessel_tensor_get_i64(got, i);
+			cr_assert_eq(x, y, "%s[%lld]: expected %lld, got %lld", b->name,
+				(long long)i, (long long)x, (long long)y);
+			continue;
+		}
+		double x = tessel_tensor_get(want, i), y = tessel_tensor_get(got, i);
+		bool ok = (isnan(x) && isnan(y)) || x == y ||
+			fabs(x - y) <= tolerance(b->dtype) * fmax(1.0, fabs(x));
+		cr_assert(ok, "%s[%lld]: expected %.9g, got %.9g", b->name,
+			(long long)i, x, y);
+	}
+}
+
+/* Compile "p" for "vector_bytes", run it with "threads" threads (1: the
+ * serial environment) and the evaluator on the same arguments (random
+ * from "seed", then "fill"), compare every output, and return the
+ * printed source (the caller frees). */
+static char *check_program(loop_prog *p, int vector_bytes, int threads,
+	fill_fn fill)
+{
+	tessel_tensor *want[MAX_ARGS], *got[MAX_ARGS];
+	void *data[MAX_ARGS];
+	kernel k;
+	cr_assert(p->nargs <= MAX_ARGS);
+	for (int i = 0; i < p->nargs; i++) {
+		const loop_buffer *b = p->args[i];
+		want[i] = tessel_tensor_new(b->dtype, b->ndim, b->shape, NULL, 0);
+		got[i] = tessel_tensor_new(b->dtype, b->ndim, b->shape, NULL, 0);
+		cr_assert(want[i] && got[i]);
+		tessel_tensor_fill_random(want[i], 1000 + (uint64_t)i);
+	}
+	if (fill)
+		fill(want);
+	for (int i = 0; i < p->nargs; i++) {
+		memcpy(got[i]->data, want[i]->data, (size_t)tessel_tensor_numel(want[i]) *
+			tessel_dtype_size(want[i]->dtype));
+		data[i] = got[i]->data;
+	}
+	tessel_ctx *ctx = tessel_ctx_new();
+	if (loop_eval(ctx, p, want) < 0)
+		tessel_ctx_print_error(ctx, stderr);
+	tessel_ctx_free(ctx);
+	build(p, vector_bytes, &k);
+	if (getenv("CG_DUMP"))
+		fprintf(stderr, "%s", k.source);
+	rt_pool *pool = threads > 1 ? rt_pool_new(threads) : NULL;
+	tessel_kernel_env env;
+	rt_pool_env(pool, &env);
+	int status = k.fn(data, &env);
+	rt_pool_free(pool);
+	cr_assert_eq(status, 0, "kernel %s returned %d", p->name, status);
+	for (int i = 0; i < p->nargs; i++)
+		if (p->args[i]->is_output)
+			compare_output(p->args[i], want[i], got[i]);
+	for (int i = 0; i < p->nargs; i++) {
+		tessel_tensor_free(want[i]);
+		tessel_tensor_free(got[i]);
+	}
+	rt_module_close(k.module);
+	return k.source;
+}
+
+/* As check_program, dropping the source. */
+static void check(loop_prog *p, int vector_bytes, int threads, fill_fn fill)
+{
+	free(check_program(p, vector_bytes, threads, fill));
+}
+
+/* Check that "text" is in "src" when "present", else that it is not. */
+static void expect_text(const char *src, const char *text, bool present)
+{
+	bool found = strstr(src, text) != NULL;
+	if (found != present)
+		fprintf(stderr, "%s\n", src);
+	cr_assert_eq(found, present, "expected %s\"%s\" in the source",
+		present ? "" : "no ", text);
+}
+
+/* ---- programs ---------------------------------------------------------------- */
+
+/* C[4, 20] = A[4, 5] @ B[5, 20] with an initialization nest; the outer
+ * loop is "outer", the two loops over columns "inner". */
+static loop_prog *matmul(int64_t m, int64_t k, int64_t n, loop_kind outer,
+	loop_kind inner)
+{
+	loop_prog *p = loop_prog_new("matmul");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(m, k), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 2, SHAPE(k, n), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 2, SHAPE(m, n), true);
+	loop_var *i = loop_var_new(p, "i"), *j0 = loop_var_new(p, "j_init");
+	loop_var *kk = loop_var_new(p, "k"), *j = loop_var_new(p, "j");
+	loop_stmt *init = loop(p, j0, n, inner,
+		store(p, C, f32(p, 0), var(p, i), var(p, j0)));
+	loop_expr *prod = op2(p, TESSEL_MUL, load(p, A, var(p, i), var(p, kk)),
+		load(p, B, var(p, kk), var(p, j)));
+	loop_stmt *update = loop(p, kk, k, LOOP_SERIAL, loop(p, j, n, inner,
+		store(p, C, op2(p, TESSEL_ADD, load(p, C, var(p, i), var(p, j)), prod),
+			var(p, i), var(p, j))));
+	p->body = loop(p, i, m, outer, seq(p, 2, init, update));
+	return p;
+}
+
+Test(codegen, matmul_serial)
+{
+	loop_prog *p = matmul(4, 5, 20, LOOP_SERIAL, LOOP_SERIAL);
+	char *src = check_program(p, 0, 1, NULL);
+	expect_text(src, "C[i * 20 + j] += A[i * 5 + k] * B[k * 20 + j];", true);
+	expect_text(src, "const float *restrict A = args[0];", true);
+	expect_text(src, "float *restrict C = args[2];", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+Test(codegen, matmul_parallel_vectorized)
+{
+	loop_prog *p = matmul(64, 32, 48, LOOP_PARALLEL, LOOP_VECTORIZED);
+	for (int w = 0; w <= 64; w = w ? 2 * w : 16) {
+		char *src = check_program(p, w, 4, NULL);
+		expect_text(src, "env->parallel_for(env, 64, matmul_parallel0, &closure0);", true);
+		expect_text(src, "tsl_vload_", w != 0);
+		free(src);
+	}
+	loop_prog_free(p);
+}
+
+/* B[i] = select(i >= 2 && i < 18, A[i - 2], 0), a padding guard. */
+static loop_prog *padded(loop_kind kind)
+{
+	loop_prog *p = loop_prog_new("pad");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(16), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(20), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *inside = lx_and(p, lx_cmp(p, TESSEL_GE, var(p, i), lx_int(p, 2)),
+		lx_cmp(p, TESSEL_LT, var(p, i), lx_int(p, 18)));
+	loop_expr *value = lx_select(p, inside,
+		load(p, A, lx_sub(p, var(p, i), lx_int(p, 2))), f32(p, 0), TESSEL_F32);
+	p->body = loop(p, i, 20, kind, store(p, B, value, var(p, i)));
+	return p;
+}
+
+Test(codegen, select_padding_guard)
+{
+	loop_prog *p = padded(LOOP_SERIAL);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "B[i] = i >= 2 && i < 18 ? A[i - 2] : 0.0f;", true);
+	free(src);
+	loop_prog_free(p);
+	p = padded(LOOP_VECTORIZED);
+	src = check_program(p, 64, 1, NULL);
+	expect_text(src, "#pragma GCC ivdep", true);
+	expect_text(src, "tsl_vload", false);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* A fused loop "f" over O[4, 12] read through f / 12 and f % 12, and
+ * floor division and modulo of negative numbers, by constants and by
+ * loaded values. */
+static loop_prog *floor_ops(void)
+{
+	loop_prog *p = loop_prog_new("floor_ops");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(4, 12), false);
+	loop_buffer *X = add_arg(p, "X", TESSEL_I32, 1, SHAPE(48), false);
+	loop_buffer *Y = add_arg(p, "Y", TESSEL_I32, 1, SHAPE(48), false);
+	loop_buffer *O = add_arg(p, "O", TESSEL_F32, 2, SHAPE(4, 12), true);
+	loop_buffer *Q = add_arg(p, "Q", TESSEL_I64, 2, SHAPE(48, 4), true);
+	loop_buffer *R = add_arg(p, "R", TESSEL_I32, 2, SHAPE(48, 2), true);
+	loop_var *f = loop_var_new(p, "i.j.fused");
+	loop_expr *row = lx_div(p, var(p, f), lx_int(p, 12));
+	loop_expr *col = lx_mod(p, var(p, f), lx_int(p, 12));
+	loop_expr *shifted = lx_sub(p, var(p, f), lx_int(p, 24));
+	loop_expr *x = load(p, X, var(p, f)), *y = load(p, Y, var(p, f));
+	loop_stmt *body = seq(p, 9,
+		store(p, O, op2(p, TESSEL_MUL, load(p, A, row, col), f32(p, 2)), row, col),
+		store(p, Q, lx_div(p, shifted, lx_int(p, 5)), var(p, f), lx_int(p, 0)),
+		store(p, Q, lx_mod(p, shifted, lx_int(p, 5)), var(p, f), lx_int(p, 1)),
+		store(p, Q, lx_div(p, shifted, lx_int(p, -4)), var(p, f), lx_int(p, 2)),
+		store(p, Q, lx_mod(p, shifted, lx_int(p, -4)), var(p, f), lx_int(p, 3)),
+		store(p, R, lx_binary(p, TESSEL_DIV, x, y, TESSEL_I32), var(p, f), lx_int(p, 0)),
+		store(p, R, lx_binary(p, TESSEL_MOD, x, y, TESSEL_I32), var(p, f), lx_int(p, 1)),
+		ls_seq(p, 0, NULL), ls_barrier(p));
+	p->body = loop(p, f, 48, LOOP_SERIAL, body);
+	return p;
+}
+
+/* Make the divisors (argument 2) non-zero. */
+static void nonzero_divisors(tessel_tensor *const *args)
+{
+	for (int64_t i = 0; i < 48; i++) {
+		int64_t v = tessel_tensor_get_i64(args[2], i);
+		tessel_tensor_set_i64(args[2], i, v == 0 ? -3 : v);
+	}
+}
+
+Test(codegen, floor_division)
+{
+	loop_prog *p = floor_ops();
+	char *src = check_program(p, 64, 1, nonzero_divisors);
+	expect_text(src, "A[i_j_fused / 12 * 12 + i_j_fused % 12]", true);
+	expect_text(src, "tsl_floordiv(i_j_fused - 24, 5)", true);
+	expect_text(src, "tsl_floormod(X[i_j_fused], Y[i_j_fused])", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* Casts of floats to integers (saturating, NaN to 0) and bool, of
+ * integers to narrower ones (wrapping) and to half types (rounding). */
+static loop_prog *casts(void)
+{
+	loop_prog *p = loop_prog_new("casts");
+	loop_buffer *X = add_arg(p, "X", TESSEL_F32, 1, SHAPE(16), false);
+	loop_buffer *L = add_arg(p, "L", TESSEL_I64, 1, SHAPE(16), false);
+	loop_buffer *I8 = add_arg(p, "I8", TESSEL_I8, 1, SHAPE(16), true);
+	loop_buffer *I32 = add_arg(p, "I32", TESSEL_I32, 1, SHAPE(16), true);
+	loop_buffer *I64 = add_arg(p, "I64", TESSEL_I64, 1, SHAPE(16), true);
+	loop_buffer *Bo = add_arg(p, "Bo", TESSEL_BOOL, 1, SHAPE(16), true);
+	loop_buffer *W = add_arg(p, "W", TESSEL_I8, 1, SHAPE(16), true);
+	loop_buffer *W32 = add_arg(p, "W32", TESSEL_I32, 1, SHAPE(16), true);
+	loop_buffer *H = add_arg(p, "H", TESSEL_F32, 1, SHAPE(16), true);
+	loop_buffer *G = add_arg(p, "G", TESSEL_F32, 1, SHAPE(16), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *x = load(p, X, var(p, i)), *l = load(p, L, var(p, i));
+	loop_stmt *body = seq(p, 8,
+		store(p, I8, lx_cast(p, TESSEL_I8, x), var(p, i)),
+		store(p, I32, lx_cast(p, TESSEL_I32, x), var(p, i)),
+		store(p, I64, lx_cast(p, TESSEL_I64, x), var(p, i)),
+		store(p, Bo, lx_cast(p, TESSEL_BOOL, x), var(p, i)),
+		store(p, W, lx_cast(p, TESSEL_I8, l), var(p, i)),
+		store(p, W32, lx_binary(p, TESSEL_ADD, lx_cast(p, TESSEL_I32, l),
+			lx_cast(p, TESSEL_I32, l), TESSEL_I32), var(p, i)),
+		store(p, H, lx_cast(p, TESSEL_F32, lx_cast(p, TESSEL_F16,
+			lx_cast(p, TESSEL_I32, l))), var(p, i)),
+		store(p, G, lx_cast(p, TESSEL_F32, lx_cast(p, TESSEL_BF16, x)), var(p, i)));
+	p->body = loop(p, i, 16, LOOP_SERIAL, body);
+	return p;
+}
+
+/* Fill the float (argument 0) and i64 (argument 1) inputs of casts()
+ * with values at and beyond the limits of the integer types. */
+static void cast_values(tessel_tensor *const *args)
+{
+	static const double x[16] = { 0.5, -0.5, 1e10, -1e10, NAN, INFINITY,
+		-INFINITY, 127.9, -128.9, 200, -3.7, 2.5e9, -2.5e9, 1e19, -1e19, 3.14159 };
+	static const int64_t l[16] = { 0, 127, 128, -129, 255, 256, -1,
+		INT64_MAX, INT64_MIN, 2147483648LL, 4294967295LL, 1LL << 40, 3000,
+		-70000, 65519, 65521 };
+	for (int i = 0; i < 16; i++) {
+		tessel_tensor_set(args[0], i, x[i]);
+		tessel_tensor_set_i64(args[1], i, l[i]);
+	}
+}
+
+Test(codegen, casts_saturate_and_wrap)
+{
+	loop_prog *p = casts();
+	char *src = check_program(p, 0, 1, cast_values);
+	expect_text(src, "I8[i] = tsl_f2i_i8(X[i]);", true);
+	expect_text(src, "Bo[i] = X[i] != 0;", true);
+	expect_text(src, "W[i] = (int8_t)L[i];", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* F = H * G + 1 in f16, O = bf16(H) + G, S = f32(H) * f32(G), with H
+ * f16 and G bf16. */
+static loop_prog *halves(loop_kind kind)
+{
+	loop_prog *p = loop_prog_new("halves");
+	loop_buffer *H = add_arg(p, "H", TESSEL_F16, 1, SHAPE(40), false);
+	loop_buffer *G = add_arg(p, "G", TESSEL_BF16, 1, SHAPE(40), false);
+	loop_buffer *F = add_arg(p, "F", TESSEL_F16, 1, SHAPE(40), true);
+	loop_buffer *O = add_arg(p, "O", TESSEL_BF16, 1, SHAPE(40), true);
+	loop_buffer *S = add_arg(p, "S", TESSEL_F32, 1, SHAPE(40), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *h = load(p, H, var(p, i)), *g = load(p, G, var(p, i));
+	loop_expr *fv = lx_binary(p, TESSEL_ADD,
+		lx_binary(p, TESSEL_MUL, h, lx_cast(p, TESSEL_F16, g), TESSEL_F16),
+		lx_float(p, 1.0, TESSEL_F16), TESSEL_F16);
+	loop_expr *ov = lx_binary(p, TESSEL_ADD, lx_cast(p, TESSEL_BF16, h), g,
+		TESSEL_BF16);
+	loop_expr *sv = op2(p, TESSEL_MUL, lx_cast(p, TESSEL_F32, h),
+		lx_cast(p, TESSEL_F32, g));
+	p->body = loop(p, i, 40, kind, seq(p, 3, store(p, F, fv, var(p, i)),
+		store(p, O, ov, var(p, i)), store(p, S, sv, var(p, i))));
+	return p;
+}
+
+Test(codegen, f16_and_bf16)
+{
+	loop_prog *p = halves(LOOP_SERIAL);
+	char *src = check_program(p, 0, 1, NULL);
+	expect_text(src, "F[i] = tsl_f32_to_f16(tsl_f16_to_f32(H[i]) * "
+		"tsl_round_f16(tsl_bf16_to_f32(G[i])) + 1.0f);", true);
+	free(src);
+	loop_prog_free(p);
+	p = halves(LOOP_VECTORIZED);
+	src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_vload_f16_f32x16(&H[i])", true);
+	expect_text(src, "tsl_vstore_bf16_f32x16(&O[i]", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* The kernel ABI in the source is tessel/kernel.h's, verbatim. */
+Test(codegen, kernel_abi_copied_verbatim)
+{
+	char path[4096], text[8192];
+	snprintf(path, sizeof(path), "%s/include/tessel/kernel.h", TESSEL_SOURCE_DIR);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "opening %s", path);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	char *start = strstr(text, "/* The body of a parallel loop");
+	char *end = strstr(text, "tessel_kernel_fn)");
+	cr_assert(start && end);
+	end = strchr(end, '\n') + 1;
+	*end = 0;
+	loop_prog *p = padded(LOOP_SERIAL);
+	char *src = print_or_fail(p, 0);
+	expect_text(src, start, true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* ---- parallel loops ----------------------------------------------------- */
+
+/* C[i, j] = A[i, j] + i over i in 0..6 and j in 2..34 (shifted by its
+ * min), with "outer" and "inner" kinds. */
+static loop_prog *shifted_rows(loop_kind outer, loop_kind inner)
+{
+	loop_prog *p = loop_prog_new("rows");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(6, 32), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 2, SHAPE(6, 32), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_expr *col = lx_sub(p, var(p, j), lx_int(p, 2));
+	loop_expr *value = op2(p, TESSEL_ADD, load(p, A, var(p, i), col),
+		lx_cast(p, TESSEL_F32, var(p, i)));
+	loop_stmt *inner_loop = ls_for(p, j, lx_int(p, 2), lx_int(p, 32), inner,
+		store(p, C, value, var(p, i), col));
+	p->body = loop(p, i, 6, outer, inner_loop);
+	return p;
+}
+
+Test(codegen, parallel_captures_outer_variables)
+{
+	loop_prog *p = shifted_rows(LOOP_SERIAL, LOOP_PARALLEL);
+	char *src = check_program(p, 64, 4, NULL);
+	expect_text(src, "for (int64_t j = 2 + begin; j < 2 + end; j++) {", true);
+	expect_text(src, "int64_t i = captured->i;", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+Test(codegen, nested_parallel_loops)
+{
+	loop_prog *p = shifted_rows(LOOP_PARALLEL, LOOP_PARALLEL);
+	char *src = check_program(p, 64, 3, NULL);
+	expect_text(src, "static void rows_parallel1(", true);
+	expect_text(src, "const tessel_kernel_env *env = captured->env;", true);
+	free(src);
+	check(p, 0, 1, NULL);
+	loop_prog_free(p);
+}
+
+/* ---- vector loops ----------------------------------------------------------- */
+
+/* B[i] = exp(A[i]) * 2 + A[i] over "n" elements, vectorized. */
+static loop_prog *exp_scale(int64_t n)
+{
+	loop_prog *p = loop_prog_new("exp_scale");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(n), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *a = load(p, A, var(p, i));
+	loop_expr *v = op2(p, TESSEL_ADD, op2(p, TESSEL_MUL, op1(p, TESSEL_EXP, a),
+		f32(p, 2)), a);
+	p->body = loop(p, i, n, LOOP_VECTORIZED, store(p, B, v, var(p, i)));
+	return p;
+}
+
+Test(codegen, vector_extent_16)
+{
+	loop_prog *p = exp_scale(16);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "for (int64_t i = 0; i < 16; i += 16) {", true);
+	expect_text(src, "tsl_vstore_f32x16(&B[i], tsl_vexp_f32x16(tsl_vload_f32x16(&A[i])) * "
+		"tsl_splat_f32x16(2.0f) + tsl_vload_f32x16(&A[i]));", true);
+	expect_text(src, "i++", false);
+	free(src);
+	loop_prog_free(p);
+}
+
+Test(codegen, vector_extent_20_remainder)
+{
+	loop_prog *p = exp_scale(20);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "for (int64_t i = 0; i < 16; i += 16) {", true);
+	expect_text(src, "for (int64_t i = 16; i < 20; i++) {", true);
+	free(src);
+	src = check_program(p, 32, 1, NULL);
+	expect_text(src, "for (int64_t i = 0; i < 16; i += 8) {", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* C[i, j] = A[i, j] * s[0] + v[i], j vectorized: invariant loads are
+ * broadcast. */
+Test(codegen, vector_broadcast)
+{
+	loop_prog *p = loop_prog_new("bcast");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(3, 24), false);
+	loop_buffer *s = add_arg(p, "s", TESSEL_F32, 1, SHAPE(1), false);
+	loop_buffer *v = add_arg(p, "v", TESSEL_F32, 1, SHAPE(3), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 2, SHAPE(3, 24), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_expr *value = op2(p, TESSEL_ADD, op2(p, TESSEL_MUL,
+		load(p, A, var(p, i), var(p, j)), load(p, s, lx_int(p, 0))),
+		load(p, v, var(p, i)));
+	p->body = loop(p, i, 3, LOOP_SERIAL, loop(p, j, 24, LOOP_VECTORIZED,
+		store(p, C, value, var(p, i), var(p, j))));
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_splat_f32x16(s[0])", true);
+	expect_text(src, "tsl_splat_f32x16(v[i])", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* C[j, i] = A[j, i] + 1 with j vectorized: strided, so scalar. */
+Test(codegen, vector_non_contiguous_falls_back)
+{
+	loop_prog *p = loop_prog_new("strided");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(16, 5), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 2, SHAPE(16, 5), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	p->body = loop(p, i, 5, LOOP_SERIAL, loop(p, j, 16, LOOP_VECTORIZED,
+		store(p, C, op2(p, TESSEL_ADD, load(p, A, var(p, j), var(p, i)), f32(p, 1)),
+			var(p, j), var(p, i))));
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_v", false);
+	expect_text(src, "#pragma GCC ivdep\n\t\tfor (int64_t j = 0; j < 16; j++) {", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* Every float operator on vectors: intrinsics lane by lane, min and max
+ * with NaNs, select on a mask, conversions to double and back. */
+static loop_prog *all_float_ops(int64_t n, loop_kind kind)
+{
+	loop_prog *p = loop_prog_new("float_ops");
+	loop_buffer *X = add_arg(p, "X", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *Y = add_arg(p, "Y", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *O = add_arg(p, "O", TESSEL_F32, 2, SHAPE(20, n), true);
+	loop_buffer *D = add_arg(p, "D", TESSEL_F64, 1, SHAPE(n), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *x = load(p, X, var(p, i)), *y = load(p, Y, var(p, i));
+	loop_expr *ax = op1(p, TESSEL_ABS, x);
+	loop_expr *v[20] = {
+		op1(p, TESSEL_EXP, x),
+		op1(p, TESSEL_LOG, op2(p, TESSEL_ADD, ax, f32(p, 1))),
+		op1(p, TESSEL_SQRT, ax),
+		op1(p, TESSEL_RSQRT, op2(p, TESSEL_ADD, ax, f32(p, 0.5))),
+		op1(p, TESSEL_TANH, x),
+		op1(p, TESSEL_ERF, x),
+		op1(p, TESSEL_SIGMOID, x),
+		ax,
+		op1(p, TESSEL_FLOOR, op2(p, TESSEL_MUL, x, f32(p, 4))),
+		op1(p, TESSEL_NEG, x),
+		op2(p, TESSEL_POW, ax, f32(p, 1.5)),
+		op2(p, TESSEL_MIN, x, y),
+		op2(p, TESSEL_MAX, x, y),
+		op2(p, TESSEL_MOD, x, f32(p, 0.3)),
+		lx_select(p, lx_cmp(p, TESSEL_GT, x, y), f32(p, 1), f32(p, -1), TESSEL_F32),
+		op2(p, TESSEL_DIV, x, op2(p, TESSEL_ADD, ax, f32(p, 1))),
+		lx_select(p, lx_binary(p, TESSEL_OR, lx_unary(p, TESSEL_NOT,
+			lx_cmp(p, TESSEL_LT, x, f32(p, -0.5)), TESSEL_BOOL),
+			lx_bool(p, false), TESSEL_BOOL), f32(p, 3), f32(p, 4), TESSEL_F32),
+		lx_cast(p, TESSEL_F32, op2(p, TESSEL_MUL, lx_cast(p, TESSEL_F64, x),
+			lx_float(p, 1.0 / 3.0, TESSEL_F64))),
+		op2(p, TESSEL_SUB, lx_cast(p, TESSEL_F32, lx_cast(p, TESSEL_F16, x)), y),
+		lx_select(p, lx_cmp(p, TESSEL_EQ, lx_int(p, 0), lx_int(p, 0)), x, y,
+			TESSEL_F32),
+	};
+	loop_stmt *body = ls_seq(p, 0, NULL);
+	for (int k = 0; k < 20; k++)
+		ls_seq_append(p, body, store(p, O, v[k], lx_int(p, k), var(p, i)));
+	ls_seq_append(p, body, store(p, D, op2(p, TESSEL_ADD,
+		op1(p, TESSEL_EXP, lx_cast(p, TESSEL_F64, x)), lx_cast(p, TESSEL_F64, y)),
+		var(p, i)));
+	p->body = loop(p, i, n, kind, body);
+	return p;
+}
+
+/* Put NaNs and equal pairs among the inputs. */
+static void nans(tessel_tensor *const *args)
+{
+	tessel_tensor_set(args[0], 1, NAN);
+	tessel_tensor_set(args[1], 2, NAN);
+	tessel_tensor_set(args[0], 3, NAN);
+	tessel_tensor_set(args[1], 3, NAN);
+	tessel_tensor_set(args[0], 4, 0.25);
+	tessel_tensor_set(args[1], 4, 0.25);
+}
+
+Test(codegen, vector_float_operators)
+{
+	for (int w = 0; w <= 64; w = w ? 2 * w : 16) {
+		loop_prog *p = all_float_ops(37, LOOP_VECTORIZED);
+		char *src = check_program(p, w, 1, nans);
+		if (w == 64) {
+			expect_text(src, "tsl_vtanh_f32x8(", true);
+			expect_text(src, "tsl_vmin_f64x8(", false);
+			expect_text(src, "tsl_vselect_f32x8(", true);
+			expect_text(src, "#pragma GCC ivdep", false);
+		}
+		free(src);
+		loop_prog_free(p);
+	}
+	loop_prog *p = all_float_ops(37, LOOP_SERIAL);
+	check(p, 0, 1, nans);
+	loop_prog_free(p);
+}
+
+/* B[i] = select(A[i] < 0 || A[i + 1] > 0, 1, 2): the right side of ||
+ * loads, so the loop stays scalar. */
+Test(codegen, vector_logical_with_load_falls_back)
+{
+	loop_prog *p = loop_prog_new("logical");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(17), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(16), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *c = lx_binary(p, TESSEL_OR,
+		lx_cmp(p, TESSEL_LT, load(p, A, var(p, i)), f32(p, 0)),
+		lx_cmp(p, TESSEL_GT, load(p, A, lx_add(p, var(p, i), lx_int(p, 1))),
+			f32(p, 0)), TESSEL_BOOL);
+	p->body = loop(p, i, 16, LOOP_VECTORIZED, store(p, B,
+		lx_select(p, c, f32(p, 1), f32(p, 2), TESSEL_F32), var(p, i)));
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "#pragma GCC ivdep", true);
+	expect_text(src, "B[i] = A[i] < 0.0f || A[i + 1] > 0.0f ? 1.0f : 2.0f;", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* A vectorized loop under an invariant condition and with a condition
+ * that varies (scalar then). */
+Test(codegen, vector_conditions)
+{
+	loop_prog *p = loop_prog_new("cond");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F64, 2, SHAPE(3, 10), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F64, 2, SHAPE(3, 10), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_var *k = loop_var_new(p, "k");
+	loop_stmt *inv = ls_if(p, lx_cmp(p, TESSEL_LT, var(p, i), lx_int(p, 2)),
+		store(p, C, load(p, A, var(p, i), var(p, j)), var(p, i), var(p, j)),
+		store(p, C, lx_float(p, 7, TESSEL_F64), var(p, i), var(p, j)));
+	loop_stmt *vary = ls_if(p, lx_cmp(p, TESSEL_LT, var(p, k), lx_int(p, 5)),
+		store(p, C, op2(p, TESSEL_MUL, load(p, C, var(p, i), var(p, k)),
+			lx_float(p, 2, TESSEL_F64)), var(p, i), var(p, k)), NULL);
+	p->body = loop(p, i, 3, LOOP_SERIAL, seq(p, 2,
+		loop(p, j, 10, LOOP_VECTORIZED, inv), loop(p, k, 10, LOOP_VECTORIZED, vary)));
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_vstore_f64x8(&C[i * 10 + j], tsl_vload_f64x8(&A[i * 10 + j]));",
+		true);
+	expect_text(src, "for (int64_t j = 8; j < 10; j++) {", true);
+	expect_text(src, "#pragma GCC ivdep\n\t\tfor (int64_t k = 0; k < 10; k++) {", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* ---- integers ----------------------------------------------------------------- */
+
+/* Make the i32 (argument 1) and i64 (argument 2) values large. */
+static void big_ints(tessel_tensor *const *args)
+{
+	for (int64_t i = 0; i < 32; i++) {
+		int64_t v = tessel_tensor_get_i64(args[1], i);
+		tessel_tensor_set_i64(args[1], i, v * 300007 + (i % 3 ? 0 : INT32_MIN));
+		tessel_tensor_set_i64(args[2], i, tessel_tensor_get_i64(args[2], i) *
+			(INT64_C(1) << 59));
+	}
+}
+
+/* Integer arithmetic that wraps: i8 and i32 products, i64 helpers, pow,
+ * abs, neg, min and max of loaded values. */
+Test(codegen, integer_wrapping)
+{
+	loop_prog *p = loop_prog_new("ints");
+	loop_buffer *A = add_arg(p, "A", TESSEL_I8, 1, SHAPE(32), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_I32, 1, SHAPE(32), false);
+	loop_buffer *L = add_arg(p, "L", TESSEL_I64, 1, SHAPE(32), false);
+	loop_buffer *O8 = add_arg(p, "O8", TESSEL_I8, 2, SHAPE(3, 32), true);
+	loop_buffer *O32 = add_arg(p, "O32", TESSEL_I32, 2, SHAPE(3, 32), true);
+	loop_buffer *O64 = add_arg(p, "O64", TESSEL_I64, 2, SHAPE(5, 32), true);
+	loop_var *i = loop_var_new(p, "i");
+	loop_expr *a = load(p, A, var(p, i)), *b = load(p, B, var(p, i));
+	loop_expr *l = load(p, L, var(p, i));
+	loop_expr *k100 = lx_cast(p, TESSEL_I8, lx_int(p, 100));
+	loop_stmt *body = seq(p, 11,
+		store(p, O8, lx_binary(p, TESSEL_ADD, lx_binary(p, TESSEL_MUL, a, a,
+			TESSEL_I8), k100, TESSEL_I8), lx_int(p, 0), var(p, i)),
+		store(p, O8, lx_unary(p, TESSEL_NEG, a, TESSEL_I8), lx_int(p, 1), var(p, i)),
+		store(p, O8, lx_unary(p, TESSEL_ABS, a, TESSEL_I8), lx_int(p, 2), var(p, i)),
+		store(p, O32, lx_binary(p, TESSEL_MUL, b, b, TESSEL_I32), lx_int(p, 0), var(p, i)),
+		store(p, O32, lx_binary(p, TESSEL_POW, b, lx_cast(p, TESSEL_I32, lx_int(p, 3)),
+			TESSEL_I32), lx_int(p, 1), var(p, i)),
+		store(p, O32, lx_binary(p, TESSEL_SUB, b, lx_cast(p, TESSEL_I32, var(p, i)),
+			TESSEL_I32), lx_int(p, 2), var(p, i)),
+		store(p, O64, lx_binary(p, TESSEL_MUL, l, l, TESSEL_I64), lx_int(p, 0), var(p, i)),
+		store(p, O64, lx_binary(p, TESSEL_ADD, l, l, TESSEL_I64), lx_int(p, 1), var(p, i)),
+		store(p, O64, lx_binary(p, TESSEL_MIN, l, lx_int(p, 3), TESSEL_I64),
+			lx_int(p, 2), var(p, i)),
+		store(p, O64, lx_binary(p, TESSEL_MAX, l, lx_cast(p, TESSEL_I64, a),
+			TESSEL_I64), lx_int(p, 3), var(p, i)),
+		store(p, O64, lx_select(p, lx_binary(p, TESSEL_AND,
+			lx_cmp(p, TESSEL_LT, var(p, i), lx_int(p, 16)),
+			lx_cmp(p, TESSEL_GT, load(p, L, lx_add(p, var(p, i), lx_int(p, 16))),
+				lx_int(p, 0)), TESSEL_BOOL), l, lx_int(p, -1), TESSEL_I64),
+			lx_int(p, 4), var(p, i)));
+	p->body = loop(p, i, 16, LOOP_SERIAL, body);
+	char *src = check_program(p, 64, 1, big_ints);
+	expect_text(src, "O8[i] = (int8_t)((int8_t)(A[i] * A[i]) + 100);", true);
+	expect_text(src, "O8[i + 32] = (int8_t)(-A[i]);", true);
+	expect_text(src, "O32[i] = (int32_t)tsl_wrap_mul(B[i], B[i]);", true);
+	expect_text(src, "O64[i] = tsl_wrap_mul(L[i], L[i]);", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* ---- allocations ------------------------------------------------------------ */
+
+/* T[i] = A[i] * 2 in a temporary of "n" elements, then
+ * B[i] = T[i] + T[n - 1 - i]. */
+static loop_prog *temporary(int64_t n, loop_scope scope)
+{
+	loop_prog *p = loop_prog_new("temp");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(n), true);
+	loop_buffer *T = loop_buffer_new(p, "T", TESSEL_F32, 1, SHAPE(n), scope);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_stmt *fill = loop(p, i, n, LOOP_SERIAL, store(p, T,
+		op2(p, TESSEL_MUL, load(p, A, var(p, i)), f32(p, 2)), var(p, i)));
+	loop_stmt *use = loop(p, j, n, LOOP_SERIAL, store(p, B,
+		op2(p, TESSEL_ADD, load(p, T, var(p, j)),
+			load(p, T, lx_sub(p, lx_int(p, n - 1), var(p, j)))), var(p, j)));
+	p->body = ls_alloc(p, T, seq(p, 2, fill, use));
+	return p;
+}
+
+Test(codegen, allocation_on_the_stack)
+{
+	loop_prog *p = temporary(16, LOOP_LOCAL);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "float T[16] __attribute__((aligned(64)));", true);
+	expect_text(src, "aligned_alloc", false);
+	free(src);
+	loop_prog_free(p);
+}
+
+Test(codegen, allocation_on_the_heap)
+{
+	loop_prog *p = temporary(100000, LOOP_GLOBAL);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "float *restrict T = aligned_alloc(64, 400000);", true);
+	expect_text(src, "\tfree(T);\n\treturn 0;\n", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* Per-row temporaries inside a parallel loop: one of "n" floats for
+ * each chunk, T[j] = A[r, j] * 2, then B[r, j] = T[j] + r. */
+static loop_prog *parallel_temporary(int64_t n)
+{
+	loop_prog *p = loop_prog_new("ptemp");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(4, n), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 2, SHAPE(4, n), true);
+	loop_buffer *T = loop_buffer_new(p, "T", TESSEL_F32, 1, SHAPE(n), LOOP_LOCAL);
+	loop_var *r = loop_var_new(p, "r"), *i = loop_var_new(p, "i");
+	loop_var *j = loop_var_new(p, "j");
+	loop_stmt *fill = loop(p, i, n, LOOP_VECTORIZED, store(p, T,
+		op2(p, TESSEL_MUL, load(p, A, var(p, r), var(p, i)), f32(p, 2)), var(p, i)));
+	loop_stmt *use = loop(p, j, n, LOOP_SERIAL, store(p, B,
+		op2(p, TESSEL_ADD, load(p, T, var(p, j)), lx_cast(p, TESSEL_F32, var(p, r))),
+		var(p, r), var(p, j)));
+	p->body = loop(p, r, 4, LOOP_PARALLEL, ls_alloc(p, T, seq(p, 2, fill, use)));
+	return p;
+}
+
+Test(codegen, allocation_in_parallel_body)
+{
+	loop_prog *p = parallel_temporary(20000);
+	char *src = check_program(p, 64, 4, NULL);
+	expect_text(src, "__atomic_store_n(&captured->status, 1, __ATOMIC_RELAXED);", true);
+	expect_text(src, "if (closure0.status) {\n\t\tstatus = 1;\n\t}", true);
+	expect_text(src, "return status;", true);
+	free(src);
+	loop_prog_free(p);
+	p = parallel_temporary(100);
+	src = check_program(p, 64, 4, NULL);
+	expect_text(src, "float T[100] __attribute__((aligned(64)));", true);
+	expect_text(src, "status", false);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* An allocation the system refuses makes the kernel return 1, from the
+ * kernel and from a parallel body.  Compiled without optimization, so
+ * that the compiler cannot elide the allocation (clang does). */
+Test(codegen, allocation_failure_returns_nonzero)
+{
+#ifdef UNDER_ASAN
+	cr_skip_test("AddressSanitizer aborts on impossible allocations");
+#else
+	static const char *const unoptimized[] = { "-O0", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	for (int outlined = 0; outlined < 2; outlined++) {
+		loop_prog *p = loop_prog_new("huge");
+		loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(4), true);
+		loop_buffer *T = loop_buffer_new(p, "T", TESSEL_F32, 1,
+			SHAPE(INT64_C(1) << 50), LOOP_GLOBAL);
+		loop_var *i = loop_var_new(p, "i");
+		loop_stmt *body = seq(p, 2, store(p, T, f32(p, 1), var(p, i)),
+			store(p, A, load(p, T, var(p, i)), var(p, i)));
+		p->body = outlined ?
+			loop(p, i, 4, LOOP_PARALLEL, ls_alloc(p, T, body)) :
+			ls_alloc(p, T, loop(p, i, 4, LOOP_SERIAL, body));
+		kernel k;
+		build_with(p, 64, unoptimized, &k);
+		float data[4] = { 0 };
+		void *args[1] = { data };
+		rt_pool *pool = rt_pool_new(2);
+		tessel_kernel_env env;
+		rt_pool_env(pool, &env);
+		cr_expect_eq(k.fn(args, &env), 1);
+		rt_pool_free(pool);
+		rt_module_close(k.module);
+		free(k.source);
+		loop_prog_free(p);
+	}
+#endif
+}
+
+/* ---- refusals, names, pragmas -------------------------------------------------- */
+
+Test(codegen, gpu_loops_refused_on_the_cpu)
+{
+	loop_prog *p = shifted_rows(LOOP_BLOCK_X, LOOP_THREAD_X);
+	tessel_ctx *ctx = tessel_ctx_new();
+	cg_target t = { CG_DIALECT_C, 64 };
+	cr_assert_null(cg_print_c(p, &t, ctx));
+	cr_assert(strstr(tessel_ctx_error(ctx)->message,
+		"loop bound to blockIdx.x cannot run on the CPU"),
+		"%s", tessel_ctx_error(ctx)->message);
+	t.dialect = CG_DIALECT_CUDA;
+	cr_assert_null(cg_print_c(p, &t, ctx));
+	t = (cg_target){ CG_DIALECT_C, 24 };
+	cr_assert_null(cg_print_c(p, &t, ctx));
+	cr_assert(strstr(tessel_ctx_error(ctx)->message, "vector width 24"));
+	tessel_ctx_free(ctx);
+	loop_prog_free(p);
+}
+
+/* IR names with dots, C keywords and helper prefixes become distinct
+ * C identifiers. */
+Test(codegen, names_made_identifiers)
+{
+	loop_prog *p = loop_prog_new("my.kernel");
+	loop_buffer *A = add_arg(p, "for", TESSEL_F32, 2, SHAPE(3, 4), false);
+	loop_buffer *B = add_arg(p, "tsl_x", TESSEL_F32, 2, SHAPE(3, 4), true);
+	loop_var *a = loop_var_new(p, "i.o"), *b = loop_var_new(p, "i_o");
+	loop_var *c = loop_var_new(p, "int");
+	loop_expr *value = op2(p, TESSEL_ADD, load(p, A, var(p, a), var(p, b)),
+		lx_cast(p, TESSEL_F32, var(p, c)));
+	p->body = loop(p, c, 2, LOOP_SERIAL, loop(p, a, 3, LOOP_PARALLEL,
+		loop(p, b, 4, LOOP_SERIAL, store(p, B, value, var(p, a), var(p, b)))));
+	char *src = check_program(p, 64, 2, NULL);
+	expect_text(src, "int my_kernel(void *const *args", true);
+	expect_text(src, "const float *restrict for_1 = args[0];", true);
+	expect_text(src, "float *restrict vtsl_x = args[1];", true);
+	expect_text(src, "vtsl_x[i_o * 4 + i_o_1] = for_1[i_o * 4 + i_o_1] + (float)int_1;",
+		true);
+	free(src);
+	char name[64];
+	cg_kernel_name(p, name, sizeof(name));
+	cr_assert_str_eq(name, "my_kernel");
+	loop_prog_free(p);
+}
+
+/* A kernel named like a math function ("exp", an op of the library)
+ * compiles: its symbol is "kernel_exp"; a buffer named "expf" too. */
+Test(codegen, kernel_named_like_a_library_function)
+{
+	loop_prog *p = loop_prog_new("exp");
+	loop_buffer *A = add_arg(p, "expf", TESSEL_F32, 1, SHAPE(8), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(8), true);
+	loop_var *i = loop_var_new(p, "i");
+	p->body = loop(p, i, 8, LOOP_SERIAL, store(p, B,
+		op1(p, TESSEL_EXP, load(p, A, var(p, i))), var(p, i)));
+	char *src = check_program(p, 0, 1, NULL);
+	expect_text(src, "int kernel_exp(void *const *args", true);
+	expect_text(src, "B[i] = expf(expf_1[i]);", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+Test(codegen, unroll_pragmas)
+{
+	loop_prog *p = shifted_rows(LOOP_SERIAL, LOOP_UNROLLED);
+	p->body->u.for_.unroll_limit = 8;
+	char *src = check_program(p, 0, 1, NULL);
+	expect_text(src, "#pragma GCC unroll 8\n\tfor (int64_t i = 0; i < 6; i++) {", true);
+	expect_text(src, "\t\t#pragma GCC unroll 32\n\t\tfor (int64_t j = 2; j < 34; j++) {",
+		true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* ---- random schedules -------------------------------------------------------- */
+
+/* Lowered random schedules of library ops (vectorized, parallel, split,
+ * fused, computed at, inlined) print, compile and match the evaluator,
+ * with vectors and without. */
+Test(codegen, random_schedules_match_evaluator)
+{
+	static const char *const cases[][17] = {
+		{ "matmul", "M", "12", "N", "10", "K", "7" },
+		{ "conv2d", "N", "1", "C", "3", "H", "7", "W", "6", "F", "4", "R", "3",
+		  "S", "3", "padding", "1" },
+		{ "softmax", "shape", "[5, 7]" },
+		{ "layer_norm", "shape", "[4, 9]" },
+		{ "gelu", "shape", "[6, 5]" },
+		{ "max_pool2d", "N", "1", "C", "2", "H", "7", "W", "7", "kernel", "3",
+		  "stride", "2", "padding", "1" },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		const char *keys[8], *values[8];
+		int n = 0;
+		while (n < 8 && cases[c][1 + 2 * n]) {
+			keys[n] = cases[c][1 + 2 * n];
+			values[n] = cases[c][2 + 2 * n];
+			n++;
+		}
+		tessel_ctx *ctx = tessel_ctx_new();
+		tessel_op *op = tessel_ops_instantiate(ctx, cases[c][0], n, keys, values);
+		cr_assert(op, "instantiating %s", cases[c][0]);
+		for (int k = 0; k < 4; k++) {
+			sch_state *st = sch_state_new(ctx, op);
+			sch_random_schedule(st, 4242 + 7919 * (uint64_t)k + c, 12);
+			loop_prog *p = sch_program(st);
+			cr_assert(p, "lowering %s", cases[c][0]);
+			check(p, 64, 2, NULL);
+			check(p, 0, 1, NULL);
+			loop_prog_free(p);
+			sch_state_free(st);
+		}
+		tessel_op_release(op);
+		tessel_ctx_free(ctx);
+	}
+}
+
+/* ---- golden text ---------------------------------------------------------------- */
+
+static const char golden_scalar[] =
+	"static inline float tsl_f16_to_f32(uint16_t h)\n"
+	"{\n"
+	"\tuint32_t sign = ((uint32_t)h & 0x8000u) << 16;\n"
+	"\tuint32_t exp = (h >> 10) & 0x1fu;\n"
+	"\tuint32_t mant = h & 0x3ffu;\n"
+	"\tuint32_t x;\n"
+	"\tif (exp == 0x1f) {\n"
+	"\t\tx = sign | 0x7f800000u | (mant << 13);\n"
+	"\t} else if (exp == 0) {\n"
+	"\t\tif (mant == 0) {\n"
+	"\t\t\tx = sign;\n"
+	"\t\t} else {\n"
+	"\t\t\tint e = -1;\n"
+	"\t\t\tdo {\n"
+	"\t\t\t\te++;\n"
+	"\t\t\t\tmant <<= 1;\n"
+	"\t\t\t} while (!(mant & 0x400u));\n"
+	"\t\t\tx = sign | ((uint32_t)(127 - 15 - e) << 23) |\n"
+	"\t\t\t    ((mant & 0x3ffu) << 13);\n"
+	"\t\t}\n"
+	"\t} else {\n"
+	"\t\tx = sign | ((exp + 127 - 15) << 23) | (mant << 13);\n"
+	"\t}\n"
+	"\tfloat f;\n"
+	"\tmemcpy(&f, &x, 4);\n"
+	"\treturn f;\n"
+	"}\n"
+	"\n"
+	"static inline int64_t tsl_floordiv(int64_t a, int64_t b)\n"
+	"{\n"
+	"\tif (b == 0)\n"
+	"\t\treturn 0;\n"
+	"\tif (b == -1)\n"
+	"\t\treturn (int64_t)(0 - (uint64_t)a);\n"
+	"\tint64_t q = a / b;\n"
+	"\treturn (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
+	"}\n"
+	"\n"
+	"int pool_pad(void *const *args, const tessel_kernel_env *env)\n"
+	"{\n"
+	"\tconst uint16_t *restrict A = args[0];\n"
+	"\tfloat *restrict B = args[1];\n"
+	"\t(void)env;\n"
+	"\tfloat T[3] __attribute__((aligned(64)));\n"
+	"\t#pragma GCC unroll 3\n"
+	"\tfor (int64_t i = 0; i < 3; i++) {\n"
+	"\t\tT[i] = fmaxf(tsl_f16_to_f32(A[i * 2]), tsl_f16_to_f32(A[i * 2 + 1]));\n"
+	"\t}\n"
+	"\tfor (int64_t j = 0; j < 3; j++) {\n"
+	"\t\tB[j] = (j >= 1 ? T[j - 1] : 0.0f) + (float)tsl_floordiv(j - 2, 2);\n"
+	"\t}\n"
+	"\treturn 0;\n"
+	"}\n";
+static const char golden_scale[] =
+	"typedef float tsl_f32x8 __attribute__((vector_size(32)));\n"
+	"\n"
+	"typedef int32_t tsl_i32x8 __attribute__((vector_size(32)));\n"
+	"\n"
+	"static inline tsl_f32x8 tsl_vselect_f32x8(tsl_i32x8 m, tsl_f32x8 a, tsl_f32x8 b)\n"
+	"{\n"
+	"\treturn (tsl_f32x8)(((tsl_i32x8)a & m) | ((tsl_i32x8)b & ~m));\n"
+	"}\n"
+	"\n"
+	"static inline tsl_f32x8 tsl_vmax_f32x8(tsl_f32x8 a, tsl_f32x8 b)\n"
+	"{\n"
+	"\treturn tsl_vselect_f32x8((a > b) | (b != b), a, b);\n"
+	"}\n"
+	"\n"
+	"static inline tsl_f32x8 tsl_vload_f32x8(const float *p)\n"
+	"{\n"
+	"\ttsl_f32x8 r;\n"
+	"\tmemcpy(&r, p, sizeof(r));\n"
+	"\treturn r;\n"
+	"}\n"
+	"\n"
+	"static inline tsl_f32x8 tsl_splat_f32x8(float x)\n"
+	"{\n"
+	"\treturn (tsl_f32x8){ x, x, x, x, x, x, x, x };\n"
+	"}\n"
+	"\n"
+	"static inline void tsl_vstore_f32x8(float *p, tsl_f32x8 v)\n"
+	"{\n"
+	"\tmemcpy(p, &v, sizeof(v));\n"
+	"}\n"
+	"\n"
+	"typedef struct scale_parallel0_closure {\n"
+	"\tconst float *restrict A;\n"
+	"\tfloat *restrict B;\n"
+	"} scale_parallel0_closure;\n"
+	"\n"
+	"static void scale_parallel0(int64_t begin, int64_t end, void *closure)\n"
+	"{\n"
+	"\tscale_parallel0_closure *captured = closure;\n"
+	"\tconst float *restrict A = captured->A;\n"
+	"\tfloat *restrict B = captured->B;\n"
+	"\tfor (int64_t r = begin; r < end; r++) {\n"
+	"\t\tfor (int64_t c_i = 0; c_i < 8; c_i += 8) {\n"
+	"\t\t\ttsl_vstore_f32x8(&B[r * 10 + c_i], tsl_vmax_f32x8(tsl_vload_f32x8(&A[r * 10 + c_i]) * tsl_splat_f32x8(2.0f), tsl_splat_f32x8(0.0f)));\n"
+	"\t\t}\n"
+	"\t\tfor (int64_t c_i = 8; c_i < 10; c_i++) {\n"
+	"\t\t\tB[r * 10 + c_i] = fmaxf(A[r * 10 + c_i] * 2.0f, 0.0f);\n"
+	"\t\t}\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"int scale(void *const *args, const tessel_kernel_env *env)\n"
+	"{\n"
+	"\tconst float *restrict A = args[0];\n"
+	"\tfloat *restrict B = args[1];\n"
+	"\tscale_parallel0_closure closure0 = {\n"
+	"\t\t.A = A,\n"
+	"\t\t.B = B,\n"
+	"\t};\n"
+	"\tenv->parallel_for(env, 4, scale_parallel0, &closure0);\n"
+	"\treturn 0;\n"
+	"}\n";
+
+/* Return the source of "p" for "vector_bytes" from the line after the
+ * kernel ABI on (the ABI is checked on its own). */
+static char *body_text(const loop_prog *p, int vector_bytes)
+{
+	char *src = print_or_fail(p, vector_bytes);
+	char *end = strstr(src, "#endif\n\n");
+	cr_assert(end);
+	char *text = strdup(end + strlen("#endif\n\n"));
+	free(src);
+	return text;
+}
+
+/* T[i] = max(A[2i], A[2i + 1]) from halves into a stack temporary, then
+ * B[j] = select(j >= 1, T[j - 1], 0) + (j - 2) / 2 (floor division). */
+Test(codegen, golden_scalar)
+{
+	loop_prog *p = loop_prog_new("pool.pad");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F16, 1, SHAPE(6), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(3), true);
+	loop_buffer *T = loop_buffer_new(p, "T", TESSEL_F32, 1, SHAPE(3), LOOP_LOCAL);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_expr *two_i = lx_mul(p, var(p, i), lx_int(p, 2));
+	loop_expr *m = op2(p, TESSEL_MAX, lx_cast(p, TESSEL_F32, load(p, A, two_i)),
+		lx_cast(p, TESSEL_F32, load(p, A, lx_add(p, two_i, lx_int(p, 1)))));
+	loop_expr *shifted = lx_select(p, lx_cmp(p, TESSEL_GE, var(p, j), lx_int(p, 1)),
+		load(p, T, lx_sub(p, var(p, j), lx_int(p, 1))), f32(p, 0), TESSEL_F32);
+	loop_expr *half = lx_cast(p, TESSEL_F32,
+		lx_div(p, lx_sub(p, var(p, j), lx_int(p, 2)), lx_int(p, 2)));
+	p->body = ls_alloc(p, T, seq(p, 2,
+		loop(p, i, 3, LOOP_UNROLLED, store(p, T, m, var(p, i))),
+		loop(p, j, 3, LOOP_SERIAL, store(p, B, op2(p, TESSEL_ADD, shifted, half),
+			var(p, j)))));
+	char *text = body_text(p, 0);
+	if (strcmp(text, golden_scalar) != 0)
+		fprintf(stderr, "%s", text);
+	cr_assert_str_eq(text, golden_scalar);
+	free(text);
+	check(p, 0, 1, NULL);
+	loop_prog_free(p);
+}
+
+/* B[r, c] = max(A[r, c] * 2, 0) with r parallel and c vectorized. */
+Test(codegen, golden_parallel_vector)
+{
+	loop_prog *p = loop_prog_new("scale");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(4, 10), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 2, SHAPE(4, 10), true);
+	loop_var *r = loop_var_new(p, "r"), *c = loop_var_new(p, "c.i");
+	loop_expr *v = op2(p, TESSEL_MAX, op2(p, TESSEL_MUL,
+		load(p, A, var(p, r), var(p, c)), f32(p, 2)), f32(p, 0));
+	p->body = loop(p, r, 4, LOOP_PARALLEL, loop(p, c, 10, LOOP_VECTORIZED,
+		store(p, B, v, var(p, r), var(p, c))));
+	char *text = body_text(p, 32);
+	if (strcmp(text, golden_scale) != 0)
+		fprintf(stderr, "%s", text);
+	cr_assert_str_eq(text, golden_scale);
+	free(text);
+	loop_prog_free(p);
+}
