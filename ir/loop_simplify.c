@@ -19,8 +19,25 @@
  * the sides has a sign; comparisons of integers fold when the difference
  * has a sign.  A rule that needs a range applies only where every value
  * involved has a known range in i64, so that no rewrite depends on
- * overflow.  Float arithmetic is never reassociated or folded; its integer
- * subexpressions are simplified. */
+ * overflow.  Identities that hold for every integer need no range:
+ * (x / a) / b = x / (a * b), (x % a) % b = x % b when b divides a, and
+ * (x / c) * c + x % c = x, for positive constants.  Float arithmetic is
+ * never reassociated or folded, nor is arithmetic on narrower integers
+ * (i8, i32: it wraps at their width); their integer subexpressions are
+ * simplified.
+ *
+ * Statements: a loop that never runs (constant extent <= 0) is removed; a
+ * loop of one iteration becomes its body with the variable replaced by
+ * the loop's min, unless it is bound to a GPU block or thread index (the
+ * launch shape is the printer's business); a serial, parallel, vectorized
+ * or unrolled loop with constant bounds whose body is a lone `if` is
+ * narrowed to the values its comparisons of the variable with constants
+ * allow; an `if` whose condition is decided becomes the branch taken;
+ * empty loops, ifs, allocations and sequences disappear (an `if` with
+ * only an else branch is negated), and nested sequences are spliced.
+ *
+ * Simplifying twice gives the program of simplifying once (the tests
+ * check it on random programs). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +77,14 @@ static loop_expr *simplify_expr(simplifier *S, loop_expr *e);
 
 /* ---- integers and ranges ------------------------------------------------ */
 
+/* Return "a" / "b" rounded down ("b" != 0, not INT64_MIN / -1). */
 static int64_t floor_div(int64_t a, int64_t b)
 {
 	int64_t q = a / b;
 	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+/* Return "a" - "b" * floor_div("a", "b"), of the sign of "b". */
 static int64_t floor_mod(int64_t a, int64_t b)
 {
 	int64_t r = a % b;
@@ -87,6 +106,7 @@ static range make_range(int64_t lo, int64_t hi)
 	return (range){ lo, hi, true };
 }
 
+/* Return the range of the sum of values in "a" and "b". */
 static range range_add(range a, range b)
 {
 	range r = { 0, 0, a.known && b.known };
@@ -106,6 +126,7 @@ static range range_scale(range a, int64_t k)
 	return x <= y ? make_range(x, y) : make_range(y, x);
 }
 
+/* Return the range of the product of values in "a" and "b". */
 static range range_mul(range a, range b)
 {
 	if (!a.known || !b.known)
@@ -116,6 +137,7 @@ static range range_mul(range a, range b)
 	return make_range(r.lo < s.lo ? r.lo : s.lo, r.hi > s.hi ? r.hi : s.hi);
 }
 
+/* Return the range of values in "a" or in "b". */
 static range range_union(range a, range b)
 {
 	if (!a.known || !b.known)
@@ -142,6 +164,8 @@ static range range_mod(range a, int64_t c)
 	return c > 0 ? make_range(0, c - 1) : make_range(c + 1, 0);
 }
 
+/* Return the range of the minimum ("is_min") or the maximum of values in
+ * "a" and "b". */
 static range range_min_max(range a, range b, bool is_min)
 {
 	if (!a.known || !b.known)
@@ -165,6 +189,7 @@ static range dtype_range(tessel_dtype dt)
 
 static range expr_range(const simplifier *S, const loop_expr *e);
 
+/* Return the range of the binary expression "e" (see expr_range). */
 static range binary_range(const simplifier *S, const loop_expr *e)
 {
 	if (e->dtype != TESSEL_I64)
@@ -270,6 +295,7 @@ static bool lx_equal(const loop_expr *a, const loop_expr *b)
 
 /* ---- affine forms --------------------------------------------------------- */
 
+/* Return the affine form of 0. */
 static affine affine_zero(void)
 {
 	affine A;
@@ -279,6 +305,7 @@ static affine affine_zero(void)
 	return A;
 }
 
+/* Add "v" to the constant of "A". */
 static void add_const(affine *A, int64_t v)
 {
 	if (__builtin_add_overflow(A->c, v, &A->c))
@@ -322,6 +349,7 @@ static void add_scaled(affine *A, const affine *X, int64_t k)
 	}
 }
 
+/* Return the number of terms of "A" with a nonzero coefficient. */
 static int live_terms(const affine *A)
 {
 	int n = 0;
@@ -343,6 +371,8 @@ static range affine_range(const simplifier *S, const affine *A)
 	return r;
 }
 
+/* Return whether "e" is an i64 literal, variable, sum, difference,
+ * product or negation: a node linearize looks into. */
 static bool is_linear_node(const loop_expr *e)
 {
 	if (e->dtype != TESSEL_I64)
@@ -356,13 +386,13 @@ static bool is_linear_node(const loop_expr *e)
 
 static void linearize(simplifier *S, loop_expr *e, int64_t scale, affine *A, bool fresh);
 
-/* Add "scale" * "a" * "b" to "A": scaled when a side is constant, else as
- * the atom of their product. */
 static void linearize_product(simplifier *S, loop_expr *a, loop_expr *b, int64_t scale,
 	affine *A, bool fresh);
 
 static loop_expr *affine_expr(simplifier *S, const affine *A);
 
+/* Add "scale" * "e" to "A" as an atom, simplified first when "fresh"
+ * (and looked into when that makes it linear). */
 static void linearize_atom(simplifier *S, loop_expr *e, int64_t scale, affine *A,
 	bool fresh)
 {
@@ -373,6 +403,8 @@ static void linearize_atom(simplifier *S, loop_expr *e, int64_t scale, affine *A
 		add_term(A, x, scale);
 }
 
+/* Add "scale" * the variable "e" to "A", or its value when its loop was
+ * removed. */
 static void linearize_var(simplifier *S, loop_expr *e, int64_t scale, affine *A)
 {
 	int id = e->u.var->id;
@@ -431,6 +463,8 @@ static void linearize(simplifier *S, loop_expr *e, int64_t scale, affine *A, boo
 	}
 }
 
+/* Add "scale" * "a" * "b" to "A": scaled when a side is constant, else as
+ * the atom of their product. */
 static void linearize_product(simplifier *S, loop_expr *a, loop_expr *b, int64_t scale,
 	affine *A, bool fresh)
 {
@@ -509,6 +543,7 @@ static affine affine_sub(simplifier *S, const affine *a, const affine *b)
 
 /* ---- building expressions back ------------------------------------------ */
 
+/* Return |"v"|, exact for INT64_MIN. */
 static uint64_t magnitude(int64_t v)
 {
 	return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -556,6 +591,8 @@ static loop_expr *negative_term_expr(simplifier *S, loop_expr *atom, int64_t coe
 	return lx_mul(S->p, atom, lx_int(S->p, coef));
 }
 
+/* Return "acc" + "c" written with a subtraction when "c" is negative;
+ * "c" alone when "acc" is NULL. */
 static loop_expr *add_constant_last(simplifier *S, loop_expr *acc, int64_t c)
 {
 	if (!acc)
@@ -619,6 +656,8 @@ static loop_expr *with_operands(simplifier *S, loop_expr *e, loop_expr *a, loop_
 
 /* ---- integer arithmetic ----------------------------------------------------- */
 
+/* Return the unary or binary "e" with its operands simplified and no
+ * rewrite of its own. */
 static loop_expr *simplify_operands(simplifier *S, loop_expr *e)
 {
 	if (e->kind == LX_UNARY) {
@@ -737,6 +776,7 @@ static loop_expr *fold_nested_divmod(simplifier *S, loop_expr *e)
 		TESSEL_I64));
 }
 
+/* Return the i64 floor division or remainder "e" simplified. */
 static loop_expr *simplify_divmod(simplifier *S, loop_expr *e)
 {
 	loop_expr *folded = fold_nested_divmod(S, e);
@@ -759,6 +799,8 @@ static bool difference(simplifier *S, loop_expr *a, loop_expr *b, affine *D)
 	return D->ok && affine_range(S, &A).known && affine_range(S, &B).known;
 }
 
+/* Return the i64 min or max "e", one of its sides when the ranges
+ * decide it. */
 static loop_expr *simplify_min_max(simplifier *S, loop_expr *e)
 {
 	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
@@ -820,6 +862,8 @@ static loop_expr *balanced_compare(simplifier *S, tessel_binary op, const affine
 	return lx_cmp(S->p, op, affine_expr(S, &L), affine_expr(S, &R));
 }
 
+/* Return the comparison "e": decided when its operands are i64 and the
+ * ranges decide it, else balanced (balanced_compare). */
 static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
 {
 	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
@@ -840,11 +884,13 @@ static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
 	return r ? prefer_original(e, r) : with_operands(S, e, a, b);
 }
 
+/* Return whether "e" is the literal "v". */
 static bool is_const_bool(const loop_expr *e, bool v)
 {
 	return e->kind == LX_BOOL && (e->u.ival != 0) == v;
 }
 
+/* Return the && or || "e" with literal and repeated operands folded. */
 static loop_expr *simplify_logic(simplifier *S, loop_expr *e)
 {
 	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
@@ -858,12 +904,15 @@ static loop_expr *simplify_logic(simplifier *S, loop_expr *e)
 	return with_operands(S, e, a, b);
 }
 
+/* Return whether "e" compares two integers (so that its negation is the
+ * opposite comparison; with floats NaN forbids it). */
 static bool is_int_compare(const loop_expr *e)
 {
 	return e->kind == LX_BINARY && e->u.bin.op >= TESSEL_LT && e->u.bin.op <= TESSEL_NE &&
 	       tessel_dtype_is_int(e->u.bin.a->dtype) && tessel_dtype_is_int(e->u.bin.b->dtype);
 }
 
+/* Return the comparison true exactly when "op" is false. */
 static tessel_binary negated_compare(tessel_binary op)
 {
 	switch (op) {
@@ -891,6 +940,7 @@ static loop_expr *negation(simplifier *S, loop_expr *c)
 
 /* ---- expressions ---------------------------------------------------------- */
 
+/* Return the binary "e" simplified by the rule of its operator. */
 static loop_expr *simplify_binary(simplifier *S, loop_expr *e)
 {
 	tessel_binary op = e->u.bin.op;
@@ -916,6 +966,8 @@ static loop_expr *simplify_binary(simplifier *S, loop_expr *e)
 	}
 }
 
+/* Return the unary "e" simplified: i64 negation as affine, ! pushed
+ * into comparisons. */
 static loop_expr *simplify_unary(simplifier *S, loop_expr *e)
 {
 	if (e->dtype == TESSEL_I64 && e->u.un.op == TESSEL_NEG)
@@ -925,6 +977,8 @@ static loop_expr *simplify_unary(simplifier *S, loop_expr *e)
 	return prefer_original(e, negation(S, simplify_expr(S, e->u.un.a)));
 }
 
+/* Return the select "e": its branch when the condition is decided, the
+ * branch when both are the same. */
 static loop_expr *simplify_select(simplifier *S, loop_expr *e)
 {
 	loop_expr *c = simplify_expr(S, e->u.sel.cond);
@@ -938,6 +992,8 @@ static loop_expr *simplify_select(simplifier *S, loop_expr *e)
 	return lx_select(S->p, c, a, b, e->dtype);
 }
 
+/* Return the load "e" with its indices simplified (a new node when one
+ * changed: loads may be shared). */
 static loop_expr *simplify_load(simplifier *S, loop_expr *e)
 {
 	loop_expr *index[TESSEL_MAX_DIMS];
@@ -952,12 +1008,15 @@ static loop_expr *simplify_load(simplifier *S, loop_expr *e)
 	return changed ? lx_load(S->p, e->u.load.buf, n, index) : e;
 }
 
+/* Return the variable "e", or its value when its loop was removed. */
 static loop_expr *simplify_var(simplifier *S, loop_expr *e)
 {
 	int id = e->u.var->id;
 	return id >= 0 && id < S->p->nvars && S->subst[id] ? S->subst[id] : e;
 }
 
+/* Return "e" simplified, possibly of another integer dtype (see
+ * simplify_expr). */
 static loop_expr *simplify_node(simplifier *S, loop_expr *e)
 {
 	switch (e->kind) {
@@ -991,12 +1050,15 @@ static loop_expr *simplify_expr(simplifier *S, loop_expr *e)
 
 static loop_stmt *simplify_stmt(simplifier *S, loop_stmt *s);
 
+/* Return whether a loop of kind "k" and one iteration may be replaced by
+ * its body. */
 static bool removable_when_single(loop_kind k)
 {
 	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_VECTORIZED ||
 	       k == LOOP_UNROLLED || k == LOOP_VTHREAD;
 }
 
+/* Return whether the bounds of a loop of kind "k" may be narrowed. */
 static bool tightenable(loop_kind k)
 {
 	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_VECTORIZED ||
@@ -1015,6 +1077,8 @@ static range loop_var_range(const simplifier *S, const loop_expr *min,
 	return make_range(m.lo, hi);
 }
 
+/* Store the conjuncts of "c" in "out" from position "n"; return the new
+ * count, or -1 when there are more than MAX_CONJUNCTS. */
 static int flatten_conjuncts(loop_expr *c, loop_expr **out, int n)
 {
 	if (c->kind == LX_BINARY && c->u.bin.op == TESSEL_AND && n >= 0) {
@@ -1027,6 +1091,7 @@ static int flatten_conjuncts(loop_expr *c, loop_expr **out, int n)
 	return n + 1;
 }
 
+/* Return the comparison "b op a" is when "op" compares "a" with "b". */
 static tessel_binary mirrored_compare(tessel_binary op)
 {
 	switch (op) {
@@ -1107,6 +1172,8 @@ static loop_stmt *inline_single_iteration(simplifier *S, loop_stmt *s, int id)
 	return body;
 }
 
+/* Return the loop "s" simplified: removed, inlined, narrowed, or with its
+ * bounds and body simplified; NULL when it does nothing. */
 static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
 {
 	int id = s->u.for_.var->id;
@@ -1129,6 +1196,8 @@ static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
 	return tighten_loop(S, s) ? simplify_for(S, s) : s;
 }
 
+/* Return the if "s" simplified: the branch taken when the condition is
+ * decided; NULL when both branches are empty. */
 static loop_stmt *simplify_if(simplifier *S, loop_stmt *s)
 {
 	loop_expr *c = simplify_expr(S, s->u.if_.cond);
@@ -1173,6 +1242,7 @@ static loop_stmt *simplify_seq(simplifier *S, loop_stmt *s)
 	return s;
 }
 
+/* Return the store "s" with its indices and value simplified. */
 static loop_stmt *simplify_store(simplifier *S, loop_stmt *s)
 {
 	for (int i = 0; i < s->u.store.n; i++)

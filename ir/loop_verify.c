@@ -56,6 +56,7 @@ static int violation(verifier *vf, const char *fmt, ...)
 		"loop IR: %s", msg);
 }
 
+/* Return whether "dt" is an integer type (i8, i32, i64; not bool). */
 static bool is_int(tessel_dtype dt)
 {
 	return tessel_dtype_is_int(dt);
@@ -66,11 +67,13 @@ static const char *dt_name(tessel_dtype dt)
 	return tessel_dtype_name(dt);
 }
 
+/* Return whether "b" is an argument of the program. */
 static bool is_argument(const verifier *vf, const loop_buffer *b)
 {
 	return b->arg >= 0 && b->arg < vf->p->nargs && vf->p->args[b->arg] == b;
 }
 
+/* Return whether "b" is allocated by an alloc around the walk. */
 static bool is_allocated(const verifier *vf, const loop_buffer *b)
 {
 	for (int i = vf->nallocs - 1; i >= 0; i--)
@@ -79,6 +82,7 @@ static bool is_allocated(const verifier *vf, const loop_buffer *b)
 	return false;
 }
 
+/* Check that each argument knows its position. */
 static int check_arguments(verifier *vf)
 {
 	for (int i = 0; i < vf->p->nargs; i++) {
@@ -90,6 +94,7 @@ static int check_arguments(verifier *vf)
 	return 0;
 }
 
+/* Check that the id of "v" indexes the program's variables. */
 static int check_var_id(verifier *vf, const loop_var *v)
 {
 	if (v->id < 0 || v->id >= vf->p->nvars)
@@ -98,6 +103,7 @@ static int check_var_id(verifier *vf, const loop_var *v)
 	return 0;
 }
 
+/* Check that "v" is bound by an enclosing loop. */
 static int check_var_use(verifier *vf, const loop_var *v)
 {
 	if (check_var_id(vf, v))
@@ -136,6 +142,7 @@ static int check_access(verifier *vf, const char *what, const loop_buffer *b,
 	return 0;
 }
 
+/* Return whether "op" computes a number (not a comparison or logic). */
 static bool is_arithmetic(tessel_binary op)
 {
 	return op <= TESSEL_MOD || op >= TESSEL_MIN;
@@ -155,6 +162,7 @@ static bool operands_fit(tessel_dtype dt, tessel_dtype a, tessel_dtype b)
 	return a == dt && b == dt;
 }
 
+/* Check the operands of the binary "e" against its operator and dtype. */
 static int check_binary(verifier *vf, const loop_expr *e)
 {
 	const loop_expr *a = e->u.bin.a, *b = e->u.bin.b;
@@ -177,6 +185,7 @@ static int check_binary(verifier *vf, const loop_expr *e)
 	return 0;
 }
 
+/* Check the operand of the unary "e": bool for !, else as arithmetic. */
 static int check_unary(verifier *vf, const loop_expr *e)
 {
 	const loop_expr *a = e->u.un.a;
@@ -191,6 +200,7 @@ static int check_unary(verifier *vf, const loop_expr *e)
 	return 0;
 }
 
+/* Check the condition and branches of the select "e". */
 static int check_select(verifier *vf, const loop_expr *e)
 {
 	const loop_expr *c = e->u.sel.cond, *a = e->u.sel.then_, *b = e->u.sel.else_;
@@ -205,6 +215,7 @@ static int check_select(verifier *vf, const loop_expr *e)
 	return 0;
 }
 
+/* Check the access and the dtype of the load "e". */
 static int check_load(verifier *vf, const loop_expr *e)
 {
 	const loop_buffer *b = e->u.load.buf;
@@ -216,6 +227,7 @@ static int check_load(verifier *vf, const loop_expr *e)
 	return 0;
 }
 
+/* Check "e" and its subexpressions in the current scope. */
 static int check_expr(verifier *vf, const loop_expr *e)
 {
 	switch (e->kind) {
@@ -253,6 +265,8 @@ static int check_loop_bound(verifier *vf, const loop_var *v, const char *what,
 	return 0;
 }
 
+/* Check the loop "s": bounds outside its scope, its variable bound once,
+ * its body with the variable bound. */
 static int check_for(verifier *vf, const loop_stmt *s)
 {
 	const loop_var *v = s->u.for_.var;
@@ -273,6 +287,7 @@ static int check_for(verifier *vf, const loop_stmt *s)
 	return 0;
 }
 
+/* Push "b" on the stack of allocated buffers. */
 static int push_alloc(verifier *vf, const loop_buffer *b)
 {
 	if (vf->nallocs == vf->cap) {
@@ -288,6 +303,7 @@ static int push_alloc(verifier *vf, const loop_buffer *b)
 	return 0;
 }
 
+/* Check the alloc "s" and its body with its buffer in scope. */
 static int check_alloc(verifier *vf, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.alloc.buf;
@@ -306,6 +322,7 @@ static int check_alloc(verifier *vf, const loop_stmt *s)
 	return 0;
 }
 
+/* Check the access and the value of the store "s". */
 static int check_store(verifier *vf, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.store.buf;
@@ -319,6 +336,7 @@ static int check_store(verifier *vf, const loop_stmt *s)
 	return 0;
 }
 
+/* Check the condition and branches of the if "s". */
 static int check_if(verifier *vf, const loop_stmt *s)
 {
 	const loop_expr *c = s->u.if_.cond;
@@ -332,6 +350,7 @@ static int check_if(verifier *vf, const loop_stmt *s)
 	return s->u.if_.else_ ? check_stmt(vf, s->u.if_.else_) : 0;
 }
 
+/* Check "s" and what it contains in the current scope. */
 static int check_stmt(verifier *vf, const loop_stmt *s)
 {
 	switch (s->kind) {
