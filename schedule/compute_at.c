@@ -38,21 +38,21 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	if (!sch_reads(st, c, p))
 		return sch_refuse(st, "compute_at %s %s: '%s' does not read '%s'",
 			stage, loop, st->stages[c].name, stage);
+	if (st->stages[c].attach == SCH_INLINE)
+		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
+			st->stages[c].name);
+	if (nested_in(st, c, p))
+		return sch_refuse(st, "compute_at %s %s: '%s' is computed inside '%s'",
+			stage, loop, st->stages[c].name, stage);
+	int after = sch_stage_after(st, p);
+	if (after >= 0)
+		return sch_refuse(st, "compute_at %s %s: '%s' is computed after a loop of "
+			"'%s'; move it first", stage, loop, st->stages[after].name, stage);
 	for (int k = 0; k < st->nstages; k++)
 		if (k != c && k != p && st->stages[k].attach != SCH_INLINE &&
 		    sch_reads(st, k, p))
 			return sch_refuse(st, "compute_at %s %s: '%s' is also read by '%s'",
 				stage, loop, stage, st->stages[k].name);
-	if (st->stages[c].attach == SCH_INLINE)
-		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
-			st->stages[c].name);
-	int after = sch_stage_after(st, p);
-	if (after >= 0)
-		return sch_refuse(st, "compute_at %s %s: '%s' is computed after a loop of "
-			"'%s'; move it first", stage, loop, st->stages[after].name, stage);
-	if (nested_in(st, c, p))
-		return sch_refuse(st, "compute_at %s %s: '%s' is computed inside '%s'",
-			stage, loop, st->stages[c].name, stage);
 	return 0;
 }
 

@@ -32,8 +32,8 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 		return -1;
 	sch_stage *s = &st->stages[si];
 	if (factor < 1)
-		return sch_refuse(st, "split %s: factor must be positive, not %lld",
-			loop, (long long)factor);
+		return sch_refuse(st, "split %s: %s must be positive, not %lld", loop,
+			nparts ? "nparts" : "factor", (long long)factor);
 	char oname[SCH_NAME_MAX], iname[SCH_NAME_MAX];
 	snprintf(oname, sizeof(oname), "%s", outer ? outer : "");
 	snprintf(iname, sizeof(iname), "%s", inner ? inner : "");

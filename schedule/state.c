@@ -181,6 +181,47 @@ static int find_iter(const sch_stage *s, const char *name)
 	return -1;
 }
 
+void sch_snapshot_take(const sch_state *st, sch_snapshot *snap)
+{
+	snap->nstages = st->nstages;
+	snap->nsteps = st->trace->nsteps;
+	snap->stages = calloc((size_t)st->nstages + 1, sizeof(sch_stage));
+	for (int i = 0; i < st->nstages; i++) {
+		const sch_stage *s = &st->stages[i];
+		sch_stage *c = &snap->stages[i];
+		*c = *s;
+		c->iters = malloc(sizeof(sch_iter) * (size_t)(s->niters + 1));
+		c->leaves = malloc(sizeof(int) * (size_t)(s->nleaves + 1));
+		if (s->niters)
+			memcpy(c->iters, s->iters, sizeof(sch_iter) * (size_t)s->niters);
+		if (s->nleaves)
+			memcpy(c->leaves, s->leaves, sizeof(int) * (size_t)s->nleaves);
+	}
+}
+
+void sch_snapshot_free(sch_snapshot *snap)
+{
+	for (int i = 0; snap->stages && i < snap->nstages; i++) {
+		free(snap->stages[i].iters);
+		free(snap->stages[i].leaves);
+	}
+	free(snap->stages);
+	snap->stages = NULL;
+}
+
+void sch_snapshot_restore(sch_state *st, sch_snapshot *snap)
+{
+	for (int i = 0; i < st->nstages; i++) {
+		free(st->stages[i].iters);
+		free(st->stages[i].leaves);
+	}
+	free(st->stages);
+	st->stages = snap->stages;
+	st->nstages = snap->nstages;
+	st->trace->nsteps = snap->nsteps;
+	snap->stages = NULL;
+}
+
 int sch_stage_after(const sch_state *st, int s)
 {
 	for (int k = 0; k < st->nstages; k++)

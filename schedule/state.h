@@ -98,6 +98,18 @@ bool sch_stage_is_default(const sch_stage *s);
 
 /* Append a new iter to "s" and return its index. */
 int sch_add_iter(sch_state *st, sch_stage *s, const sch_iter *it);
+/* A copy of the stages of a state, to undo a primitive made of others. */
+typedef struct sch_snapshot {
+	int nstages;
+	sch_stage *stages;
+	int nsteps;
+} sch_snapshot;
+
+void sch_snapshot_take(const sch_state *st, sch_snapshot *snap);
+/* Put "st" back as "snap" found it (and free the snapshot). */
+void sch_snapshot_restore(sch_state *st, sch_snapshot *snap);
+void sch_snapshot_free(sch_snapshot *snap);
+
 /* Return true when "s" is computed inside a loop of another stage. */
 static inline bool sch_is_attached(const sch_stage *s)
 {

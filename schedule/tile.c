@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/te_impl.h"
+
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -45,10 +47,17 @@ int sch_tile(sch_state *st, const char *x, const char *y, int64_t fx, int64_t fy
 	snprintf(yo, sizeof(yo), "%so", y);
 	snprintf(yi, sizeof(yi), "%si", y);
 	const char *order[] = { xo, yo, xi, yi };
+	sch_snapshot snap;
+	sch_snapshot_take(st, &snap);
 	if (sch_split(st, x, fx, false, NULL, NULL) ||
 	    sch_split(st, y, fy, false, NULL, NULL) ||
-	    sch_reorder(st, 4, order))
-		return -1;
+	    sch_reorder(st, 4, order)) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", tessel_ctx_error(st->ctx)->message);
+		sch_snapshot_restore(st, &snap);
+		return sch_refuse(st, "tile %s %s: %s", x, y, why);
+	}
+	sch_snapshot_free(&snap);
 	st->trace->nsteps = steps;
 	sch_step step;
 	sch_step_init(&step, "tile");

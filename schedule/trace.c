@@ -153,6 +153,11 @@ sch_trace *sch_trace_parse(tessel_ctx *ctx, const char *file, const char *text)
 			return NULL;
 		}
 		step.line = lineno;
+		if (r == 0 && t->nsteps == 10000) {
+			te_error(ctx, TESSEL_ERR_LIMIT, loc, "more than 10000 steps");
+			sch_trace_free(t);
+			return NULL;
+		}
 		if (r == 0)
 			sch_trace_append(t, &step);
 		p += len + (nl ? 1 : 0);
@@ -214,8 +219,12 @@ static int apply_tile(sch_state *st, const sch_step *s)
 static int apply_one_loop(sch_state *st, const sch_step *s,
 	int (*fn)(sch_state *, const char *))
 {
-	if (s->nargs != 1 || s->nouts)
-		return arity_error(st, s, s->prim[0] == 'c' ? "PRIMITIVE STAGE" : "PRIMITIVE STAGE.LOOP");
+	if (s->nargs != 1 || s->nouts) {
+		char usage[64];
+		snprintf(usage, sizeof(usage), "%s %s", s->prim,
+			s->prim[0] == 'c' ? "STAGE" : "STAGE.LOOP");
+		return arity_error(st, s, usage);
+	}
 	return fn(st, s->args[0]);
 }
 

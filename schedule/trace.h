@@ -54,4 +54,37 @@ void sch_step_arg(sch_step *s, const char *fmt, ...)
 void sch_step_out(sch_step *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The JSON form (schedule/trace_json.c; docs/schedules.md, "JSON form"):
+ *     {"tessel_trace": 1, "steps": [
+ *       {"prim": "split", "args": ["C.i", "32"], "outs": ["C.io", "C.ii"], "decisions": [32]}
+ *     ]}
+ * It holds exactly what the text form holds, plus each step's decisions. */
+#define SCH_TRACE_JSON_VERSION 1
+/* The most steps a JSON trace may hold. */
+#define SCH_TRACE_JSON_MAX_STEPS 10000
+
+/* A decision of a step: an argument the tuner samples and may mutate.
+ * Integers: split's factor (or nparts), tile's two factors, annotate's
+ * value; loop names (categorical): compute_at's and reverse_compute_at's
+ * loop.  The decision is the text of argument "arg" of its step. */
+typedef struct sch_decision {
+	int arg;          /* index in the step's args */
+	bool is_int;      /* an integer (in "value"), else a loop name */
+	int64_t value;
+} sch_decision;
+
+/* Store the decisions of step "s" in "out", in argument order, and return
+ * how many there are.  An argument that should be an integer but does not
+ * parse as one is not a decision (replay refuses the step). */
+int sch_step_decisions(const sch_step *s, sch_decision out[SCH_MAX_ARGS]);
+/* Return the JSON form of "t", malloc'ed: one step per line, keys in the
+ * order tessel_trace, steps; prim, args, outs, decisions. */
+char *sch_trace_to_json(const sch_trace *t);
+/* Parse the JSON form "text" ("file" names it in errors) into a trace;
+ * NULL with the error (FILE:LINE:COL) in "ctx".  Strict: only this
+ * schema, integers only, ASCII escapes only; a step's "decisions", when
+ * given, must be those its arguments give. */
+sch_trace *sch_trace_parse_json(tessel_ctx *ctx, const char *file,
+	const char *text);
+
 #endif

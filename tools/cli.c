@@ -245,8 +245,16 @@ char *cli_read_text_file(const char *path)
 	return buf;
 }
 
-/* Return the schedule of "op" given by the trace file "sched" (NULL: the
- * default schedule); NULL after printing the error. */
+/* Return true when "text" is a JSON trace: its first non-space byte is
+ * '{' (a text trace starts with a primitive name or a comment). */
+static bool is_json_trace(const char *text)
+{
+	return text[strspn(text, " \t\r\n\v\f")] == '{';
+}
+
+/* Return the schedule of "op" given by the trace file "sched", in the JSON
+ * form or the text form (NULL: the default schedule); NULL after printing
+ * the error. */
 sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
 {
 	sch_state *st = sch_state_new(ctx, op);
@@ -257,7 +265,9 @@ sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
 	if (!sched)
 		return st;
 	char *text = cli_read_text_file(sched);
-	sch_trace *t = text ? sch_trace_parse(ctx, sched, text) : NULL;
+	sch_trace *t = !text ? NULL
+		: is_json_trace(text) ? sch_trace_parse_json(ctx, sched, text)
+		: sch_trace_parse(ctx, sched, text);
 	int r = t ? sch_replay(st, t, sched) : -1;
 	if (text && r)
 		cli_fail_ctx(ctx);
