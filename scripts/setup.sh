@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
 	build-essential clang meson ninja-build pkg-config
 	libisl-dev libsqlite3-dev libxgboost-dev libcriterion-dev
+	libopenblas-dev libdnnl-dev
 )
 
 missing=()
