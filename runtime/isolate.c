@@ -48,6 +48,16 @@ static int wait_child(pid_t pid, double timeout_s, int *status)
 	}
 }
 
+/* In the child: let a fatal signal kill the process, whatever handlers
+ * the parent installed (a sanitizer, a test framework), so that the
+ * parent sees the signal rather than the handler's exit status. */
+static void restore_fatal_signals(void)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP };
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		signal(fatal[i], SIG_DFL);
+}
+
 rt_run_status rt_run_isolated(int (*fn)(void *), void *arg, double timeout_s,
 	char *err, size_t errlen)
 {
@@ -58,6 +68,7 @@ rt_run_status rt_run_isolated(int (*fn)(void *), void *arg, double timeout_s,
 		return RT_RUN_ERROR;
 	}
 	if (pid == 0) {
+		restore_fatal_signals();
 		int r = fn(arg);
 		_exit(r < 0 || r > 255 ? 255 : r);
 	}

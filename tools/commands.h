@@ -10,5 +10,9 @@ int cmd_lower(int argc, char **argv);
 int cmd_codegen(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_fuzz_sched(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_best(int argc, char **argv);
+int cmd_db(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

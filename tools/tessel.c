@@ -18,6 +18,10 @@ static const struct command {
 	{ "codegen", cmd_codegen, "print the source generated for an op" },
 	{ "run", cmd_run, "compile, run, time and check an op" },
 	{ "fuzz-sched", cmd_fuzz_sched, "check random schedules against the interpreter" },
+	{ "tune", cmd_tune, "search for a fast schedule, recording measurements" },
+	{ "best", cmd_best, "print the best recorded schedule of an op" },
+	{ "db", cmd_db, "export or import tuning records as JSON lines" },
+	{ "report", cmd_report, "write an HTML report of the tuning records" },
 };
 
 static void usage(FILE *out)

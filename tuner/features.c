@@ -58,6 +58,7 @@ typedef struct feat_walk {
 	feat_loop loops[MAX_DEPTH];
 	int depth;
 	int guards;
+	int guard_depth[MAX_DEPTH];
 	int nallocs;
 	const loop_buffer **allocs;
 	feat_store *stores;
@@ -70,7 +71,7 @@ typedef struct feat_walk {
 
 /* Scratch of one store: its operation counts and buffer groups. */
 typedef struct feat_scan {
-	double ops[TUNE_ARITH_FEATURES];
+	double ops[TF_INT_CMP + 1];
 	int nloads;
 	int ngroups;
 	feat_group groups[MAX_GROUPS];
@@ -581,6 +582,105 @@ static void stride_totals(const feat_walk *w, const feat_scan *sc, double *raw)
 	raw[TF_VECTOR_CONTIGUOUS] = contiguous;
 }
 
+/* The number of times the bodies of the serial and parallel loops
+ * around the store start: loop overhead. */
+static double loop_iterations(const feat_walk *w)
+{
+	double iters = 0, outer = 1;
+	for (int d = 0; d < w->depth; d++) {
+		outer *= w->loops[d].extent;
+		loop_kind k = w->loops[d].kind;
+		if (k != LOOP_VECTORIZED && k != LOOP_UNROLLED)
+			iters += outer;
+	}
+	return iters;
+}
+
+/* The enclosing conditionals inside the innermost enclosing loop. */
+static int inner_guards(const feat_walk *w)
+{
+	int n = 0;
+	for (int i = 0; i < w->guards; i++)
+		n += w->depth > 0 && w->guard_depth[i] == w->depth;
+	return n;
+}
+
+/* Whether the C compiler can vectorize the innermost loop of "sc" by
+ * itself: serial, the stored element contiguous in it, every load
+ * contiguous or invariant (a reduction into one element is not
+ * vectorized without reassociation). */
+static bool auto_vectorizable(const feat_walk *w, const feat_scan *sc,
+	const loop_buffer *stored)
+{
+	int d = w->depth - 1;
+	if (d < 0 || w->loops[d].kind != LOOP_SERIAL || inner_guards(w) > 0)
+		return false;
+	for (int i = 0; i < sc->ngroups; i++) {
+		double s = group_stride(w, &sc->groups[i], d);
+		if (s > 1 || (sc->groups[i].buf == stored && s != 1))
+			return false;
+	}
+	return true;
+}
+
+/* The lanes the innermost loop of "sc" likely runs with. */
+static double effective_lanes(const feat_walk *w, const feat_scan *sc,
+	const loop_buffer *stored, const double *raw)
+{
+	int d = w->depth - 1;
+	double eb = (double)tessel_dtype_size(stored->dtype);
+	double width = w->t->vector_bytes > 0 ? w->t->vector_bytes / eb : 1;
+	if (d < 0)
+		return 1;
+	bool vec = w->loops[d].kind == LOOP_VECTORIZED && raw[TF_VECTOR_CONTIGUOUS] > 0;
+	if (!vec && !auto_vectorizable(w, sc, stored))
+		return 1;
+	return fmax(1, fmin(w->loops[d].extent, width));
+}
+
+/* The cache lines of all groups of "sc" fetched into a cache of "bytes":
+ * the lines under the outermost level whose working set fits, times the
+ * iterations of the loops outside it. */
+static double cache_misses(const feat_walk *w, const feat_scan *sc, double bytes)
+{
+	int level = 0;
+	while (level < w->depth && working_set(w, sc, level) > bytes)
+		level++;
+	double lines = 0, outer = 1;
+	for (int i = 0; i < sc->ngroups; i++) {
+		double l = 0;
+		group_footprint(w, &sc->groups[i], level, &l);
+		lines += l;
+	}
+	for (int d = 0; d < level; d++)
+		outer *= w->loops[d].extent;
+	return lines * outer;
+}
+
+/* The serial and parallel loops inside the outermost unrolled loop. */
+static int unroll_inner_loops(const feat_walk *w)
+{
+	int d = 0, n = 0;
+	while (d < w->depth && w->loops[d].kind != LOOP_UNROLLED)
+		d++;
+	for (d++; d < w->depth; d++)
+		n += w->loops[d].kind != LOOP_UNROLLED && w->loops[d].kind != LOOP_VECTORIZED;
+	return n;
+}
+
+static void estimates(const feat_walk *w, const feat_scan *sc,
+	const loop_buffer *stored, double flops, double trip, double *raw)
+{
+	double l1 = w->t->l1d_bytes > 0 ? (double)w->t->l1d_bytes : 32768;
+	double l2 = w->t->l2_bytes > 0 ? (double)w->t->l2_bytes : 1 << 20;
+	raw[TF_LOOP_ITERS] = loop_iterations(w);
+	raw[TF_EFFECTIVE_LANES] = effective_lanes(w, sc, stored, raw);
+	raw[TF_VECTOR_OPS] = flops * trip / raw[TF_EFFECTIVE_LANES];
+	raw[TF_L1_MISSES] = cache_misses(w, sc, l1);
+	raw[TF_L2_MISSES] = cache_misses(w, sc, l2);
+	raw[TF_UNROLL_INNER_LOOPS] = unroll_inner_loops(w);
+}
+
 static void loop_slots(const feat_walk *w, const feat_scan *sc, double *raw)
 {
 	for (int s = 0; s < TUNE_LOOP_SLOTS && s < w->depth; s++) {
@@ -699,18 +799,20 @@ static void visit_store(feat_walk *w, const loop_stmt *s)
 	double trip = 1, *raw = fs->raw, accesses = 0, flops = 0;
 	for (int d = 0; d < w->depth; d++)
 		trip *= w->loops[d].extent;
-	for (int i = 0; i < TUNE_ARITH_FEATURES; i++)
+	for (int i = 0; i <= TF_INT_CMP; i++)
 		raw[i] = sc->ops[i] * trip;
 	for (int i = 0; i <= TF_FLOAT_CMP; i++)
 		flops += sc->ops[i];
 	raw[TF_TRIP_COUNT] = trip;
 	raw[TF_DEPTH] = w->depth;
 	raw[TF_GUARDS] = w->guards;
+	raw[TF_INNER_GUARDS] = inner_guards(w);
 	raw[TF_ELEM_BYTES] = (double)tessel_dtype_size(b->dtype);
 	raw[TF_ACCUMULATE] = sc->groups[0].read;
 	raw[TF_LOADS] = sc->nloads;
 	loop_totals(w, raw, trip, raw[TF_ELEM_BYTES]);
 	stride_totals(w, sc, raw);
+	estimates(w, sc, b, flops, trip, raw);
 	loop_slots(w, sc, raw);
 	sort_groups(sc, b);
 	for (int i = 0; i < sc->ngroups; i++)
@@ -766,7 +868,11 @@ static void walk(feat_walk *w, const loop_stmt *s)
 		visit_store(w, s);
 		return;
 	case LS_IF:
-		w->guards++;
+		if (w->guards == MAX_DEPTH) {
+			w->failed = true;
+			return;
+		}
+		w->guard_depth[w->guards++] = w->depth;
 		walk(w, s->u.if_.then_);
 		walk(w, s->u.if_.else_);
 		w->guards--;
@@ -865,7 +971,7 @@ static void program_totals(const feat_walk *w, double *raw)
 	raw[TP_TARGET_L3] = (double)w->t->l3_bytes;
 	for (int s = 0; s < w->nstores; s++) {
 		const double *f = w->stores[s].raw;
-		for (int i = 0; i < TUNE_ARITH_FEATURES; i++)
+		for (int i = 0; i < TUNE_SUM_FEATURES; i++)
 			raw[TP_SUM0 + i] += f[i];
 		for (int i = 0; i <= TF_FLOAT_CMP; i++)
 			raw[TP_FLOAT_OPS] += f[i];
@@ -919,19 +1025,16 @@ int tune_program_features(const loop_prog *p, const rt_cpu_target *t, float *out
 	return r;
 }
 
-static const char *const arith_names[TUNE_ARITH_FEATURES] = {
-	"float_addsub", "float_mul", "float_div", "float_math", "float_cmp",
-	"cast", "int_addsub", "int_mul", "int_divmod", "int_cmp"
-};
-
 static const char *const store_names[TF_LOOP0] = {
 	"float_addsub", "float_mul", "float_div", "float_math", "float_cmp",
 	"cast", "int_addsub", "int_mul", "int_divmod", "int_cmp",
-	"trip_count", "depth", "guards", "elem_bytes", "accumulate", "loads",
+	"loop_iters", "vector_ops", "l1_misses", "l2_misses", "trip_count",
+	"depth", "guards", "inner_guards", "elem_bytes", "accumulate", "loads",
 	"parallel_product", "parallel_loops", "parallel_position",
 	"parallel_balance", "task_iters", "vector_lanes", "vector_innermost",
 	"vector_regs", "unroll_product", "unroll_loops", "auto_unroll",
-	"vector_contiguous", "inner_strided"
+	"vector_contiguous", "inner_strided", "effective_lanes",
+	"unroll_inner_loops"
 };
 
 static const char *const loop_names[TL_COUNT] = {
@@ -975,7 +1078,7 @@ int tune_program_feature_name(int i, char *buf, size_t len)
 		return 0;
 	}
 	if (i < TP_STORE0) {
-		snprintf(buf, len, "sum.%s", arith_names[i - TP_SUM0]);
+		snprintf(buf, len, "sum.%s", store_names[i - TP_SUM0]);
 		return 0;
 	}
 	char inner[64];

@@ -83,9 +83,17 @@ enum tune_store_feature {
 	TF_INT_MUL,
 	TF_INT_DIVMOD,
 	TF_INT_CMP,       /* integer comparisons, min, max, logic */
+	TF_LOOP_ITERS,    /* loop iterations run around the store: for each
+	                   * serial or parallel loop, how often its body starts */
+	TF_VECTOR_OPS,    /* float operations / effective lanes (below) */
+	TF_L1_MISSES,     /* cache lines fetched into L1, estimated: the lines
+	                   * under the outermost loop whose working set fits the
+	                   * target's L1, times the iterations around it */
+	TF_L2_MISSES,     /* the same for L2 */
 	TF_TRIP_COUNT,    /* executions of the store */
 	TF_DEPTH,         /* enclosing loops */
 	TF_GUARDS,        /* enclosing conditionals */
+	TF_INNER_GUARDS,  /* enclosing conditionals inside the innermost loop */
 	TF_ELEM_BYTES,    /* element size of the stored buffer */
 	TF_ACCUMULATE,    /* 1 when the value reads the element it stores */
 	TF_LOADS,         /* loads per iteration */
@@ -106,12 +114,22 @@ enum tune_store_feature {
 	                       * code generator emits as vector types) */
 	TF_INNER_STRIDED, /* buffers accessed with a stride > 1 element in the
 	                   * innermost loop */
+	TF_EFFECTIVE_LANES, /* lanes the innermost loop likely runs with: its
+	                     * extent (at most the target's vector) when it is
+	                     * vectorized and contiguous, or serial, unguarded
+	                     * inside, with the stored element varying
+	                     * contiguously and every load contiguous or
+	                     * invariant (what the C compiler vectorizes
+	                     * itself); else 1 */
+	TF_UNROLL_INNER_LOOPS, /* loops not unrolled inside the outermost
+	                        * unrolled loop (unrolling that does not pay) */
 	TF_LOOP0,         /* TUNE_LOOP_SLOTS slots of TL_COUNT features */
 	TF_BUF0 = TF_LOOP0 + TUNE_LOOP_SLOTS * TL_COUNT, /* TUNE_BUF_SLOTS slots of TB_COUNT */
 	TUNE_STORE_FEATURES = TF_BUF0 + TUNE_BUF_SLOTS * TB_COUNT
 };
 
-#define TUNE_ARITH_FEATURES (TF_INT_CMP + 1)
+/* The store features that add up over stores (the program sums). */
+#define TUNE_SUM_FEATURES (TF_L2_MISSES + 1)
 
 enum tune_program_feature {
 	TP_STORES,
@@ -128,8 +146,8 @@ enum tune_program_feature {
 	TP_TARGET_L1,
 	TP_TARGET_L2,
 	TP_TARGET_L3,
-	TP_SUM0,             /* TUNE_ARITH_FEATURES sums over all stores */
-	TP_STORE0 = TP_SUM0 + TUNE_ARITH_FEATURES, /* TUNE_PROGRAM_STORES store vectors */
+	TP_SUM0,             /* TUNE_SUM_FEATURES sums over all stores */
+	TP_STORE0 = TP_SUM0 + TUNE_SUM_FEATURES, /* TUNE_PROGRAM_STORES store vectors */
 	TUNE_PROGRAM_FEATURES = TP_STORE0 + TUNE_PROGRAM_STORES * TUNE_STORE_FEATURES
 };
 

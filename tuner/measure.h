@@ -1,0 +1,86 @@
+/* Measuring candidates (tuner/measure.c): a builder that compiles a batch
+ * of loop programs in parallel (one compiler job per core, through the
+ * content-addressed kernel cache), and a runner that executes each in an
+ * isolated worker process with a time limit, times it (warm-up, repeats
+ * until a minimum time, median; optionally flushing caches), and keeps
+ * its outputs.  A candidate that fails to build, crashes, hangs or
+ * computes a wrong result gets an error class and tuning goes on: the
+ * worker that died is replaced.
+ *
+ * Every candidate that becomes the best so far (faster than every checked
+ * candidate of this measurer, and than the time given to
+ * tune_measurer_set_best) is checked against the float64 reference
+ * interpreter on the measurer's seeded random inputs before it is
+ * accepted; the reference is computed once, on the first such check. */
+#ifndef TESSEL_TUNER_MEASURE_H
+#define TESSEL_TUNER_MEASURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/loop.h"
+#include "runtime/timer.h"
+#include "tuner/task.h"
+
+typedef enum tune_error {
+	TUNE_OK,
+	TUNE_ERR_LOWER,    /* the schedule did not lower (set by the caller) */
+	TUNE_ERR_BUILD,    /* the C compiler refused the kernel */
+	TUNE_ERR_CRASH,    /* the worker died of a signal */
+	TUNE_ERR_TIMEOUT,  /* the worker ran past the time limit; killed */
+	TUNE_ERR_RUNTIME,  /* the kernel returned an error, or the worker failed */
+	TUNE_ERR_WRONG,    /* outputs differ from the interpreter's */
+	TUNE_ERR_COUNT
+} tune_error;
+
+/* The name stored in records: "ok", "lower", "build", "crash", "timeout",
+ * "runtime", "wrong". */
+const char *tune_error_name(tune_error e);
+
+typedef struct tune_measure_opts {
+	int build_jobs;        /* compilers at once (0: one per core) */
+	int threads;           /* kernel threads (0: the target's cores) */
+	double timeout_s;      /* per candidate run, > 0 */
+	rt_timer_opts timer;   /* warm-up, repeats, minimum time, flush */
+	uint64_t seed;         /* of the random inputs */
+} tune_measure_opts;
+
+/* Return the defaults: a build job per core, the target's cores, 10 s,
+ * 1 warm-up, at least 3 repeats and 0.05 s, no flush, seed 1. */
+tune_measure_opts tune_measure_opts_default(void);
+
+typedef struct tune_result {
+	tune_error error;
+	char msg[256];         /* why, for errors ("" when ok) */
+	double median_s;       /* NAN unless ok */
+	double min_s;
+	int runs;
+	bool checked;          /* compared with the interpreter (and passed
+	                        * when ok) */
+	double rel_error;      /* of the check, NAN when not checked */
+} tune_result;
+
+typedef struct tune_measurer tune_measurer;
+
+/* Make a measurer for "task" (kept by pointer: it must outlive the
+ * measurer) with the options "o" (NULL: the defaults): allocates the
+ * seeded random inputs.  NULL with the reason in "err" of size "errlen". */
+tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts *o,
+	char *err, size_t errlen);
+void tune_measurer_free(tune_measurer *m);
+
+/* Candidates slower than "seconds" need no check (a best known from the
+ * records, already checked when it was measured). */
+void tune_measurer_set_best(tune_measurer *m, double seconds);
+
+/* Build the "n" programs "progs" in parallel, then run and time each in an
+ * isolated worker, checking every one that becomes the best; fill
+ * "out"[i] for progs[i].  A NULL program is skipped (its result is left
+ * as the caller set it).  Return 0, or -1 when the measurer itself failed
+ * (no candidate's fault: out of memory, fork failed), with a message in
+ * out[0].msg.  Stops early, with the rest marked TUNE_ERR_RUNTIME "not
+ * run: interrupted", when *"stop" (may be NULL) becomes true. */
+int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
+	tune_result *out, volatile const int *stop);
+
+#endif
