@@ -1,2 +1,1096 @@
-/* Placeholder: being written. */
+/* The search space of a task without templates: rules over the structure
+ * of the op's stages derive sketches, sampling fills their decisions, and
+ * mutation changes the decisions of any trace (tuner/sketch.h).
+ *
+ * The rules (Ansor, Zheng et al., OSDI 2020, section 4.1), in tessel's
+ * primitives:
+ *   - an elementwise stage that is not an output is inlined (one whose
+ *     body selects, such as a padding, is inlined or kept at the root: a
+ *     decision, since a select in an inner loop can cost more than the
+ *     copy);
+ *   - a reduction with data reuse (an access that does not vary with some
+ *     spatial axis: matmul, convolution) gets multi-level tiling.  With
+ *     "cache_write", the tiles of the stage's copy-out (or of its single
+ *     elementwise consumer, which is then fused with it) are split twice
+ *     (S0 S1 S2), the outer S0 loops fused and run in parallel, and the
+ *     accumulating stage is computed inside, at an S1 or S0 loop, tiled
+ *     R0 S2 R1 S3 with S3 unrolled and the innermost S3 vectorized: the
+ *     CPU structure SSRSRS.  "in place" tiles the stage itself
+ *     S0 S1 R0 S2 R1 S3;
+ *   - other reductions and elementwise stages: computed at a loop of
+ *     their consumer or at the root, outer spatial loops fused until the
+ *     parallel work is enough and run in parallel, the innermost
+ *     contiguous loop vectorized; "rfactor" sketches factor the innermost
+ *     reduction loop into vector lanes (or, when the spatial extent is
+ *     too small for the cores, the outer one into parallel partials);
+ *   - auto_unroll_max_step on the outermost loop of tiled stages.
+ * Tile sizes are drawn as perfect factorizations of the extents, the
+ * innermost factor of the contiguous axis a multiple of the vector width
+ * where one divides.  Every choice goes into the trace as a primitive's
+ * argument, so a sampled candidate replays with the schedule layer alone.
+ *
+ * Every primitive checks its own legality: a refused sample is drawn
+ * again, and an optional step (parallel, vectorize, unroll, a compute
+ * location) that is refused is left out. */
 #include "tuner/sketch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/te_impl.h"
+#include "schedule/primitives.h"
+#include "schedule/random.h"
+
+#define SAMPLE_ATTEMPTS 16
+#define MUTATE_ATTEMPTS 8
+#define MAX_SKETCHES 8
+#define MAX_AXES SCH_MAX_ARGS
+#define QNAME 160
+/* The largest register tile factor of a non-contiguous axis, and of the
+ * vector loop in vectors. */
+#define MAX_S3 8
+#define MAX_S3_VECTORS 4
+/* The largest middle tile factors (S2, S1) and inner reduction factor. */
+#define MAX_S2 16
+#define MAX_S1 64
+#define MAX_R1 16
+static const int64_t reduce_max[2] = { 0, MAX_R1 };
+/* Parallel work wanted per core before fusing stops. */
+#define PAR_PER_CORE 4
+
+typedef enum stage_role {
+	ROLE_INLINE,    /* elementwise, not an output */
+	ROLE_TILE,      /* a reduction with data reuse */
+	ROLE_REDUCE,    /* another reduction */
+	ROLE_SIMPLE     /* an elementwise output */
+} stage_role;
+
+typedef struct stage_info {
+	const char *name;
+	stage_role role;
+	bool is_output;
+	bool has_select;
+	int ndim, nraxes;
+	int64_t spatial;          /* product of the spatial extents */
+	int64_t reduction;        /* product of the reduction extents */
+	int fusable_consumer;     /* the only reader, elementwise with identity
+	                           * indices: a stage index, or -1 */
+} stage_info;
+
+typedef enum tile_mode { TILE_NONE, TILE_CACHE, TILE_IN_PLACE } tile_mode;
+
+typedef struct sketch {
+	tile_mode tile;
+	bool rfactor;
+	char name[256];
+} sketch;
+
+struct tune_space {
+	const tune_task *task;
+	int nstages;
+	stage_info *info;         /* per compute stage of the op, in order */
+	int nsketches;
+	sketch sketches[MAX_SKETCHES];
+	int cores;
+	int vector_bytes;
+};
+
+/* ---- analysis --------------------------------------------------------------- */
+
+/* Or into "*mask" a bit per spatial axis of the stage that "e" uses. */
+static void spatial_vars(const tessel_expr *e, uint64_t *mask)
+{
+	switch (e->kind) {
+	case TE_VAR:
+		if (!e->u.var->is_reduce && e->u.var->index < 64)
+			*mask |= 1ull << e->u.var->index;
+		return;
+	case TE_ACCESS:
+		for (int i = 0; i < e->u.access.n; i++)
+			spatial_vars(e->u.access.index[i], mask);
+		return;
+	case TE_UNARY: spatial_vars(e->u.un.a, mask); return;
+	case TE_BINARY:
+		spatial_vars(e->u.bin.a, mask);
+		spatial_vars(e->u.bin.b, mask);
+		return;
+	case TE_SELECT:
+		spatial_vars(e->u.sel.cond, mask);
+		spatial_vars(e->u.sel.then_, mask);
+		spatial_vars(e->u.sel.else_, mask);
+		return;
+	case TE_CAST: spatial_vars(e->u.cast.a, mask); return;
+	default: return;
+	}
+}
+
+typedef struct reuse_scan {
+	uint64_t all;
+	bool reuse;
+} reuse_scan;
+
+static int access_reuse(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	reuse_scan *r = user;
+	uint64_t used = 0;
+	spatial_vars(access, &used);
+	if ((used & r->all) != r->all)
+		r->reuse = true;
+	return 0;
+}
+
+/* Return whether some access of the body of "s" is invariant in a spatial
+ * axis, so that tiles reuse its data. */
+static bool has_reuse(const tessel_stage *s)
+{
+	reuse_scan r = { s->ndim >= 64 ? ~0ull : (1ull << s->ndim) - 1, false };
+	te_visit_accesses(s->body, false, access_reuse, &r);
+	return r.reuse;
+}
+
+static bool has_select(const tessel_expr *e)
+{
+	switch (e->kind) {
+	case TE_SELECT: return true;
+	case TE_ACCESS:
+		for (int i = 0; i < e->u.access.n; i++)
+			if (has_select(e->u.access.index[i]))
+				return true;
+		return false;
+	case TE_UNARY: return has_select(e->u.un.a);
+	case TE_BINARY: return has_select(e->u.bin.a) || has_select(e->u.bin.b);
+	case TE_CAST: return has_select(e->u.cast.a);
+	default: return false;
+	}
+}
+
+typedef struct read_scan {
+	const tessel_stage *producer;
+	int reads;
+	bool identity;
+} read_scan;
+
+static int access_identity(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	read_scan *r = user;
+	if (access->u.access.tensor != r->producer)
+		return 0;
+	r->reads++;
+	for (int i = 0; i < access->u.access.n; i++) {
+		const tessel_expr *ix = access->u.access.index[i];
+		if (ix->kind != TE_VAR || ix->u.var->is_reduce || ix->u.var->index != i)
+			r->identity = false;
+	}
+	return 0;
+}
+
+/* Return the compute stage (index in "st") that alone reads stage "p",
+ * elementwise and at the same indices, or -1. */
+static int fusable_consumer(const sch_state *st, int p)
+{
+	const tessel_stage *pt = st->stages[p].te;
+	int found = -1;
+	for (int c = 0; c < st->nstages; c++) {
+		const tessel_stage *ct = st->stages[c].te;
+		read_scan r = { pt, 0, true };
+		te_visit_accesses(ct->body, false, access_identity, &r);
+		if (r.reads == 0)
+			continue;
+		if (found >= 0 || !r.identity || ct->nraxes || ct->ndim != pt->ndim)
+			return -1;
+		found = c;
+	}
+	return found;
+}
+
+static void analyse_stage(const sch_state *st, int i, stage_info *info)
+{
+	const tessel_stage *t = st->stages[i].te;
+	info->name = t->name;
+	info->is_output = t->is_output;
+	info->has_select = has_select(t->body);
+	info->ndim = t->ndim;
+	info->nraxes = t->nraxes;
+	info->spatial = 1;
+	info->reduction = 1;
+	for (int a = 0; a < st->stages[i].niters; a++) {
+		const sch_iter *it = &st->stages[i].iters[a];
+		if (it->leaf)
+			*(it->reduce ? &info->reduction : &info->spatial) *= it->extent;
+	}
+	if (t->nraxes == 0)
+		info->role = t->is_output ? ROLE_SIMPLE : ROLE_INLINE;
+	else if (t->ndim > 0 && has_reuse(t))
+		info->role = ROLE_TILE;
+	else
+		info->role = ROLE_REDUCE;
+	info->fusable_consumer = t->is_output ? -1 : fusable_consumer(st, i);
+}
+
+/* Return whether a reduction of "info" has too little spatial work or
+ * too long a reduction for plain loops, so that rfactor pays. */
+static bool rfactor_pays(const tune_space *sp, const stage_info *info)
+{
+	return info->nraxes > 0 && info->reduction >= 64 &&
+	       (info->role == ROLE_REDUCE || info->spatial < (int64_t)sp->cores * 16);
+}
+
+static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor)
+{
+	if (sp->nsketches == MAX_SKETCHES)
+		return;
+	sketch *k = &sp->sketches[sp->nsketches++];
+	k->tile = tile;
+	k->rfactor = rfactor;
+	size_t len = 0;
+	k->name[0] = '\0';
+	for (int i = 0; i < sp->nstages && len < sizeof(k->name) - 64; i++) {
+		const stage_info *in = &sp->info[i];
+		const char *rule = "parallel, vectorize";
+		if (in->role == ROLE_INLINE)
+			rule = in->has_select ? "inline or root" : "inline";
+		else if (in->role == ROLE_TILE && tile == TILE_CACHE)
+			rule = in->fusable_consumer >= 0 ? "SSRSRS, fused consumer" :
+			       "SSRSRS, cache_write";
+		else if (in->role == ROLE_TILE && tile == TILE_IN_PLACE)
+			rule = "SSRSRS in place";
+		else if (rfactor && rfactor_pays(sp, in))
+			rule = "rfactor";
+		len += (size_t)snprintf(k->name + len, sizeof(k->name) - len, "%s%s: %s",
+			i ? "; " : "", in->name, rule);
+	}
+}
+
+tune_space *tune_space_new(const tune_task *task)
+{
+	sch_state *st = sch_state_new(task->ctx, task->op);
+	tune_space *sp = calloc(1, sizeof(*sp));
+	if (!st || !sp || !(sp->info = calloc((size_t)st->nstages + 1, sizeof(stage_info)))) {
+		sch_state_free(st);
+		tune_space_free(sp);
+		te_error(task->ctx, TESSEL_ERR_LIMIT, (tessel_loc){ 0 }, "out of memory");
+		return NULL;
+	}
+	sp->task = task;
+	sp->nstages = st->nstages;
+	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
+	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
+	bool any_tile = false, any_rfactor = false;
+	for (int i = 0; i < st->nstages; i++) {
+		analyse_stage(st, i, &sp->info[i]);
+		any_tile |= sp->info[i].role == ROLE_TILE;
+		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
+	}
+	sch_state_free(st);
+	if (any_tile) {
+		add_sketch(sp, TILE_CACHE, false);
+		add_sketch(sp, TILE_IN_PLACE, false);
+	}
+	if (any_rfactor)
+		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true);
+	add_sketch(sp, TILE_NONE, false);
+	return sp;
+}
+
+void tune_space_free(tune_space *sp)
+{
+	if (!sp)
+		return;
+	free(sp->info);
+	free(sp);
+}
+
+int tune_space_num_sketches(const tune_space *sp)
+{
+	return sp->nsketches;
+}
+
+const char *tune_space_sketch_name(const tune_space *sp, int i)
+{
+	return i >= 0 && i < sp->nsketches ? sp->sketches[i].name : "";
+}
+
+/* ---- random decisions ------------------------------------------------------------ */
+
+static int64_t below(uint64_t *rng, int64_t n)
+{
+	return n <= 0 ? 0 : (int64_t)(sch_rng_next(rng) % (uint64_t)n);
+}
+
+static bool chance(uint64_t *rng, int percent)
+{
+	return below(rng, 100) < percent;
+}
+
+/* Return a random divisor of "n" that is at most "max" and, when one
+ * exists, a multiple of "multiple" (1: any). */
+static int64_t random_divisor(uint64_t *rng, int64_t n, int64_t max, int64_t multiple)
+{
+	int64_t pick[64];
+	int np = 0;
+	for (int pass = 0; pass < 2 && np == 0; pass++)
+		for (int64_t d = 1; d <= n && d <= max && np < 64; d++)
+			if (n % d == 0 && (pass == 1 || d % multiple == 0))
+				pick[np++] = d;
+	return np ? pick[below(rng, np)] : 1;
+}
+
+/* Draw a perfect factorization of "n" into "levels" factors, outermost
+ * first, into "f": level l (but the outermost) at most "max"[l], the
+ * innermost a multiple of "inner_multiple" where possible. */
+static void perfect_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
+	int64_t inner_multiple, int64_t *f)
+{
+	int64_t rest = n;
+	for (int l = levels - 1; l > 0; l--) {
+		int64_t d = random_divisor(rng, rest, max[l], l == levels - 1 ? inner_multiple : 1);
+		f[l] = d;
+		rest /= d;
+	}
+	f[0] = rest;
+}
+
+/* Vector lanes of stage "s"'s elements on the target. */
+static int64_t lanes_of(const tune_space *sp, const sch_stage *s)
+{
+	int64_t size = tessel_dtype_size(s->te->dtype);
+	int64_t lanes = size > 0 ? sp->vector_bytes / size : 1;
+	return lanes > 0 ? lanes : 1;
+}
+
+/* ---- naming ---------------------------------------------------------------------- */
+
+static void qname(const sch_state *st, int s, int iter, char buf[QNAME])
+{
+	snprintf(buf, QNAME, "%s.%s", st->stages[s].name, st->stages[s].iters[iter].name);
+}
+
+/* Split iter "iter" of stage "s" by "factor"; store the outer and inner
+ * iters.  Return 0 or -1. */
+static int split_iter(sch_state *st, int s, int iter, int64_t factor, int *outer, int *inner)
+{
+	char q[QNAME];
+	qname(st, s, iter, q);
+	if (sch_split(st, q, factor, false, NULL, NULL))
+		return -1;
+	*outer = st->stages[s].iters[iter].split_outer;
+	*inner = st->stages[s].iters[iter].split_inner;
+	return 0;
+}
+
+/* Put the "n" iters "iters" of stage "s" in this order, in the positions
+ * they occupy: one reorder, or, beyond the arguments a step holds, a swap
+ * per misplaced loop. */
+static int reorder_iters(sch_state *st, int s, const int *iters, int n)
+{
+	if (n < 2)
+		return 0;
+	char names[SCH_MAX_ARGS][QNAME];
+	const char *order[SCH_MAX_ARGS];
+	if (n <= SCH_MAX_ARGS) {
+		for (int i = 0; i < n; i++) {
+			qname(st, s, iters[i], names[i]);
+			order[i] = names[i];
+		}
+		return sch_reorder(st, n, order);
+	}
+	int pos[6 * MAX_AXES];
+	for (int i = 0; i < n; i++)
+		pos[i] = sch_leaf_pos(&st->stages[s], iters[i]);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && pos[j] < pos[j - 1]; j--) {
+			int t = pos[j];
+			pos[j] = pos[j - 1];
+			pos[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		int here = st->stages[s].leaves[pos[i]];
+		if (here == iters[i])
+			continue;
+		qname(st, s, iters[i], names[0]);
+		qname(st, s, here, names[1]);
+		order[0] = names[0];
+		order[1] = names[1];
+		if (sch_reorder(st, 2, order))
+			return -1;
+	}
+	return 0;
+}
+
+/* Fuse the "n" adjacent iters "iters" of stage "s" (outermost first) and
+ * return the fused iter, or -1. */
+static int fuse_iters(sch_state *st, int s, const int *iters, int n)
+{
+	int fused = iters[0];
+	for (int i = 1; i < n; i++) {
+		char a[QNAME], b[QNAME];
+		qname(st, s, fused, a);
+		qname(st, s, iters[i], b);
+		if (sch_fuse(st, a, b, NULL))
+			return -1;
+		fused = st->stages[s].iters[fused].fused_into;
+	}
+	return fused;
+}
+
+/* Apply an optional annotation primitive "prim" to iter "iter" of "s":
+ * a refusal leaves the schedule as it was. */
+static void try_annotate(sch_state *st, int s, int iter,
+	int (*prim)(sch_state *, const char *))
+{
+	char q[QNAME];
+	qname(st, s, iter, q);
+	if (prim(st, q))
+		tessel_ctx_clear_error(st->ctx);
+}
+
+/* Return the index of the stage of "st" called "name", or -1 (no error). */
+static int stage_named(const sch_state *st, const char *name)
+{
+	for (int i = 0; i < st->nstages; i++)
+		if (strcmp(st->stages[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Return the index of the stage of "st" whose name is not among the
+ * "n" names "before" (the stage a primitive just made), or -1. */
+static int new_stage(const sch_state *st, char (*before)[SCH_NAME_MAX], int n)
+{
+	for (int i = 0; i < st->nstages; i++) {
+		bool old = false;
+		for (int j = 0; j < n && !old; j++)
+			old = strcmp(st->stages[i].name, before[j]) == 0;
+		if (!old)
+			return i;
+	}
+	return -1;
+}
+
+/* Run the stage-making primitive "make" and return the new stage, or -1. */
+static int make_stage(sch_state *st, int (*make)(sch_state *, const char *, const char *),
+	const char *a, const char *b)
+{
+	int n = st->nstages;
+	char (*before)[SCH_NAME_MAX] = malloc((size_t)n * SCH_NAME_MAX);
+	if (!before)
+		return -1;
+	for (int i = 0; i < n; i++)
+		snprintf(before[i], SCH_NAME_MAX, "%s", st->stages[i].name);
+	int r = make(st, a, b) ? -1 : new_stage(st, before, n);
+	free(before);
+	return r;
+}
+
+static int do_cache_write(sch_state *st, const char *stage, const char *scope)
+{
+	return sch_cache_write(st, stage, scope);
+}
+
+static int do_rfactor(sch_state *st, const char *loop, const char *unused)
+{
+	(void)unused;
+	return sch_rfactor(st, loop);
+}
+
+/* The live spatial and reduction iters of stage "s", in nest order. */
+typedef struct nest {
+	int nspatial, nreduce;
+	int spatial[MAX_AXES], reduce[MAX_AXES];
+} nest;
+
+static int nest_of(const sch_state *st, int s, nest *n)
+{
+	const sch_stage *ss = &st->stages[s];
+	n->nspatial = n->nreduce = 0;
+	for (int i = 0; i < ss->nleaves; i++) {
+		int it = ss->leaves[i];
+		if (ss->iters[it].reduce) {
+			if (n->nreduce == MAX_AXES)
+				return -1;
+			n->reduce[n->nreduce++] = it;
+		} else {
+			if (n->nspatial == MAX_AXES)
+				return -1;
+			n->spatial[n->nspatial++] = it;
+		}
+	}
+	return 0;
+}
+
+/* Drop the spatial loops of extent 1 from "n": tiling leaves them where
+ * they are. */
+static void drop_unit_loops(const sch_state *st, int s, nest *n)
+{
+	int k = 0;
+	for (int d = 0; d < n->nspatial; d++)
+		if (st->stages[s].iters[n->spatial[d]].extent > 1)
+			n->spatial[k++] = n->spatial[d];
+	n->nspatial = k;
+}
+
+/* Return how many of the "n" outer loops of "extent" to fuse for the
+ * parallel loop: the fewest that give each core enough work, sometimes
+ * one more or one fewer. */
+static int fuse_count(const tune_space *sp, uint64_t *rng, const int64_t *extent, int n)
+{
+	if (n == 0)
+		return 0;
+	int k = 1;
+	int64_t work = extent[0];
+	while (k < n && work < (int64_t)sp->cores * PAR_PER_CORE)
+		work *= extent[k++];
+	int64_t r = below(rng, 4);
+	if (r == 0 && k < n)
+		k++;
+	else if (r == 1 && k > 1)
+		k--;
+	return k;
+}
+
+/* Fuse the "n" outermost iters "outer" of "s" as "fuse_count" says and
+ * make the result parallel; return the parallel iter (or the outermost
+ * iter when parallel was refused), -1 on failure. */
+static int parallel_outer(const tune_space *sp, sch_state *st, int s, const int *outer,
+	int n, uint64_t *rng)
+{
+	int64_t ext[MAX_AXES];
+	for (int i = 0; i < n; i++)
+		ext[i] = st->stages[s].iters[outer[i]].extent;
+	int k = fuse_count(sp, rng, ext, n);
+	if (k == 0)
+		return -1;
+	int p = fuse_iters(st, s, outer, k);
+	if (p < 0)
+		return -1;
+	if (sp->cores > 1)
+		try_annotate(st, s, p, sch_parallel);
+	return p;
+}
+
+static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
+{
+	static const int64_t steps[] = { 0, 16, 64, 512 };
+	int64_t v = steps[below(rng, 4)];
+	const sch_stage *ss = &st->stages[s];
+	if (v == 0 || ss->nleaves == 0)
+		return;
+	char q[QNAME];
+	qname(st, s, ss->leaves[0], q);
+	if (sch_annotate(st, q, "auto_unroll_max_step", v))
+		tessel_ctx_clear_error(st->ctx);
+}
+
+/* ---- multi-level tiling -------------------------------------------------------------- */
+
+/* Tile factors of one spatial axis: S0 S1 S2 S3, outermost first. */
+typedef int64_t tile4[4];
+
+static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *extent, int n,
+	tile4 *t)
+{
+	for (int d = 0; d < n; d++) {
+		bool contiguous = d == n - 1;
+		const int64_t max[4] = { 0, MAX_S1, MAX_S2,
+			contiguous ? lanes * MAX_S3_VECTORS : MAX_S3 };
+		perfect_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
+	}
+}
+
+/* Tile the reduction "inner" (its loops R0 S2 R1 S3) with the spatial
+ * factors "t", S3 unrolled and the innermost vectorized. */
+static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint64_t *rng)
+{
+	nest n;
+	if (nest_of(st, s, &n))
+		return -1;
+	drop_unit_loops(st, s, &n);
+	int order[4 * MAX_AXES], k = 0;
+	int s2[MAX_AXES], s3[MAX_AXES], r0[MAX_AXES], r1[MAX_AXES];
+	for (int d = 0; d < n.nspatial; d++)
+		if (split_iter(st, s, n.spatial[d], t[d][3], &s2[d], &s3[d]))
+			return -1;
+	for (int r = 0; r < n.nreduce; r++) {
+		int64_t f[2];
+		perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		if (split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
+			return -1;
+	}
+	for (int r = 0; r < n.nreduce; r++)
+		order[k++] = r0[r];
+	for (int d = 0; d < n.nspatial; d++)
+		order[k++] = s2[d];
+	for (int r = 0; r < n.nreduce; r++)
+		order[k++] = r1[r];
+	for (int d = 0; d < n.nspatial; d++)
+		order[k++] = s3[d];
+	if (reorder_iters(st, s, order, k))
+		return -1;
+	for (int d = 0; d + 1 < n.nspatial; d++)
+		if (t[d][3] > 1)
+			try_annotate(st, s, s3[d], sch_unroll);
+	if (n.nspatial)
+		try_annotate(st, s, s3[n.nspatial - 1], sch_vectorize);
+	maybe_auto_unroll(st, s, rng);
+	(void)sp;
+	return 0;
+}
+
+/* Tile "outer" (a copy-out or an elementwise consumer, spatial loops only)
+ * S0 S1 S2 with "t", run the fused S0 loops in parallel, and compute the
+ * reduction "inner" inside, tiled by tile_inner. */
+static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int inner,
+	uint64_t *rng)
+{
+	nest n;
+	if (nest_of(st, outer, &n) || n.nreduce)
+		return -1;
+	drop_unit_loops(st, outer, &n);
+	if (n.nspatial == 0)
+		return -1;
+	int nd = n.nspatial;
+	int64_t extent[MAX_AXES] = { 0 };
+	tile4 t[MAX_AXES];
+	for (int d = 0; d < nd; d++)
+		extent[d] = st->stages[outer].iters[n.spatial[d]].extent;
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, t);
+	int l0[MAX_AXES], l1[MAX_AXES], l2[MAX_AXES], rest;
+	for (int d = 0; d < nd; d++)
+		if (split_iter(st, outer, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &l0[d], &rest) ||
+		    split_iter(st, outer, rest, t[d][2] * t[d][3], &l1[d], &l2[d]))
+			return -1;
+	int order[3 * MAX_AXES], k = 0;
+	for (int l = 0; l < 3; l++)
+		for (int d = 0; d < nd; d++)
+			order[k++] = (l == 0 ? l0 : l == 1 ? l1 : l2)[d];
+	if (reorder_iters(st, outer, order, k))
+		return -1;
+	int p = parallel_outer(sp, st, outer, l0, nd, rng);
+	if (p < 0)
+		return -1;
+	int at = chance(rng, 75) ? l1[nd - 1] : p;
+	char q[QNAME];
+	qname(st, outer, at, q);
+	if (sch_compute_at(st, st->stages[inner].name, q))
+		return -1;
+	try_annotate(st, outer, l2[nd - 1], sch_vectorize);
+	return tile_inner(sp, st, inner, t, rng);
+}
+
+/* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "s";
+ * "consumer" is its fusable consumer or -1. */
+static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
+	const char *consumer, uint64_t *rng)
+{
+	if (consumer) {
+		int c = stage_named(st, consumer), s = stage_named(st, name);
+		return c < 0 || s < 0 ? -1 : tile_two_stages(sp, st, c, s, rng);
+	}
+	int local = make_stage(st, do_cache_write, name, "local");
+	int s = stage_named(st, name);
+	return local < 0 || s < 0 ? -1 : tile_two_stages(sp, st, s, local, rng);
+}
+
+/* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
+static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+{
+	nest n;
+	if (nest_of(st, s, &n))
+		return -1;
+	drop_unit_loops(st, s, &n);
+	if (n.nspatial == 0)
+		return -1;
+	int nd = n.nspatial, nr = n.nreduce;
+	int64_t extent[MAX_AXES] = { 0 };
+	tile4 t[MAX_AXES];
+	for (int d = 0; d < nd; d++)
+		extent[d] = st->stages[s].iters[n.spatial[d]].extent;
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, t);
+	int lv[4][MAX_AXES], r0[MAX_AXES], r1[MAX_AXES], rest, rest2;
+	for (int d = 0; d < nd; d++)
+		if (split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
+		    split_iter(st, s, rest, t[d][2] * t[d][3], &lv[1][d], &rest2) ||
+		    split_iter(st, s, rest2, t[d][3], &lv[2][d], &lv[3][d]))
+			return -1;
+	for (int r = 0; r < nr; r++) {
+		int64_t f[2];
+		perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		if (split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
+			return -1;
+	}
+	int order[6 * MAX_AXES], k = 0;
+	const int *levels[6] = { lv[0], lv[1], r0, lv[2], r1, lv[3] };
+	const int counts[6] = { nd, nd, nr, nd, nr, nd };
+	for (int l = 0; l < 6; l++)
+		for (int i = 0; i < counts[l]; i++)
+			order[k++] = levels[l][i];
+	if (reorder_iters(st, s, order, k))
+		return -1;
+	if (parallel_outer(sp, st, s, lv[0], nd, rng) < 0)
+		return -1;
+	for (int d = 0; d + 1 < nd; d++)
+		if (t[d][3] > 1)
+			try_annotate(st, s, lv[3][d], sch_unroll);
+	try_annotate(st, s, lv[3][nd - 1], sch_vectorize);
+	maybe_auto_unroll(st, s, rng);
+	return 0;
+}
+
+/* ---- stages without reuse ------------------------------------------------------------- */
+
+/* Try to compute stage "s" inside one of the outer half of the loops of a
+ * stage that reads it; return 0 when it is computed there. */
+static int try_compute_at_consumer(sch_state *st, int s, uint64_t *rng)
+{
+	int readers[64], nr = 0;
+	for (int c = 0; c < st->nstages && nr < 64; c++)
+		if (c != s && st->stages[c].attach != SCH_INLINE && sch_reads(st, c, s))
+			readers[nr++] = c;
+	if (nr != 1)
+		return -1;
+	const sch_stage *cs = &st->stages[readers[0]];
+	int spatial = 0;
+	while (spatial < cs->nleaves && !cs->iters[cs->leaves[spatial]].reduce &&
+	       cs->iters[cs->leaves[spatial]].kind != LOOP_VECTORIZED)
+		spatial++;
+	if (spatial == 0)
+		return -1;
+	int pos = (int)below(rng, (spatial + 1) / 2);
+	char q[QNAME];
+	qname(st, readers[0], cs->leaves[pos], q);
+	if (sch_compute_at(st, st->stages[s].name, q) == 0)
+		return 0;
+	tessel_ctx_clear_error(st->ctx);
+	return -1;
+}
+
+/* Split spatial iter "iter" of "s" so that its inner part is whole
+ * vectors and vectorize that part; store the two parts.  Return 0, or -1
+ * when the loop is too short or does not split (it is then vectorized
+ * whole where that is legal). */
+static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, uint64_t *rng,
+	int *outer, int *inner)
+{
+	int64_t lanes = lanes_of(sp, &st->stages[s]);
+	int64_t n = st->stages[s].iters[iter].extent;
+	int64_t v = random_divisor(rng, n, lanes * MAX_S3_VECTORS, lanes);
+	if (v % lanes)
+		v = lanes;
+	if (n <= lanes || v >= n || split_iter(st, s, iter, v, outer, inner)) {
+		tessel_ctx_clear_error(st->ctx);
+		try_annotate(st, s, iter, sch_vectorize);
+		return -1;
+	}
+	try_annotate(st, s, *inner, sch_vectorize);
+	return 0;
+}
+
+/* Rule for elementwise stages and reductions without reuse: at a loop of
+ * the consumer, or at the root with the outer spatial loops parallel and
+ * the innermost spatial loop vectorized (for a reduction, sometimes moved
+ * inside the reduction loops, which suits reductions over outer axes). */
+static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+{
+	if (!st->stages[s].te->is_output && chance(rng, 60) &&
+	    try_compute_at_consumer(st, s, rng) == 0)
+		return 0;
+	nest n;
+	if (nest_of(st, s, &n))
+		return -1;
+	if (n.nspatial == 0)
+		return 0;
+	int nouter = n.nspatial, outer, inner;
+	if (n.nreduce == 0 || chance(rng, 50)) {
+		if (vector_split(sp, st, s, n.spatial[nouter - 1], rng, &outer, &inner) == 0) {
+			n.spatial[nouter - 1] = outer;
+			int order[MAX_AXES + 1], k = 0;
+			for (int r = 0; r < n.nreduce; r++)
+				order[k++] = n.reduce[r];
+			order[k++] = inner;
+			if (n.nreduce && reorder_iters(st, s, order, k))
+				tessel_ctx_clear_error(st->ctx);
+		} else if (nouter > 1) {
+			nouter--;
+		}
+	}
+	if (parallel_outer(sp, st, s, n.spatial, nouter, rng) < 0)
+		tessel_ctx_clear_error(st->ctx);
+	return 0;
+}
+
+/* Rule "rfactor" for a reduction: its innermost reduction loop split and
+ * factored, the inner part as vector lanes (the partials computed per
+ * row of the stage, or at the root), or, when there is too little spatial
+ * work for the cores, the outer part as parallel partials. */
+static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+{
+	nest n;
+	if (nest_of(st, s, &n) || n.nreduce == 0)
+		return -1;
+	const char *name = st->stages[s].name;
+	int k = n.reduce[n.nreduce - 1];
+	int64_t m = st->stages[s].iters[k].extent;
+	int64_t lanes = lanes_of(sp, &st->stages[s]);
+	int64_t spatial = 1;
+	for (int d = 0; d < n.nspatial; d++)
+		spatial *= st->stages[s].iters[n.spatial[d]].extent;
+	bool partials = spatial < sp->cores && chance(rng, 50);
+	int64_t f = partials ? random_divisor(rng, m, m / 2, 1) :
+	            random_divisor(rng, m, lanes * MAX_S3_VECTORS, lanes);
+	if (f <= 1 || f >= m)
+		return schedule_plain(sp, st, s, rng);
+	int ko, ki;
+	if (split_iter(st, s, k, f, &ko, &ki))
+		return -1;
+	char q[QNAME];
+	qname(st, s, partials ? ko : ki, q);
+	int rf = make_stage(st, do_rfactor, q, NULL);
+	nest r;
+	if (rf < 0 || nest_of(st, rf, &r) || r.nspatial == 0)
+		return -1;
+	if (partials) {
+		try_annotate(st, rf, r.spatial[0], sch_parallel);
+		return 0;
+	}
+	int order[2 * MAX_AXES], c = 0;
+	for (int d = 1; d < r.nspatial; d++)
+		order[c++] = r.spatial[d];
+	for (int d = 0; d < r.nreduce; d++)
+		order[c++] = r.reduce[d];
+	order[c++] = r.spatial[0];
+	if (reorder_iters(st, rf, order, c))
+		return -1;
+	try_annotate(st, rf, r.spatial[0], sch_vectorize);
+	s = stage_named(st, name);
+	nest o;
+	if (s < 0 || nest_of(st, s, &o) || o.nspatial == 0)
+		return 0;
+	if (chance(rng, 50)) {
+		char at[QNAME];
+		qname(st, s, o.spatial[o.nspatial - 1], at);
+		if (sch_compute_at(st, st->stages[rf].name, at))
+			tessel_ctx_clear_error(st->ctx);
+	}
+	if (sch_stage_is_default(&st->stages[s]) &&
+	    parallel_outer(sp, st, s, o.spatial, o.nspatial, rng) < 0)
+		tessel_ctx_clear_error(st->ctx);
+	if (st->stages[rf].attach == SCH_ROOT && r.nspatial > 1)
+		try_annotate(st, rf, order[0], sch_parallel);
+	return 0;
+}
+
+/* ---- sampling ------------------------------------------------------------------------- */
+
+/* Apply sketch "k" with random decisions to the fresh state "st": inline
+ * first, decide which tiled stages fuse their consumer, then the rules
+ * from the last stage to the first, so that a consumer's loops exist
+ * when its producers are computed at them. */
+static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, uint64_t *rng)
+{
+	bool *skip = calloc((size_t)sp->nstages + 1, sizeof(bool));
+	int *fuse = malloc(((size_t)sp->nstages + 1) * sizeof(int));
+	int r = skip && fuse ? 0 : -1;
+	for (int i = 0; r == 0 && i < sp->nstages; i++) {
+		const stage_info *in = &sp->info[i];
+		if (in->role != ROLE_INLINE || (in->has_select && chance(rng, 50)))
+			continue;
+		if (sch_compute_inline(st, in->name) == 0)
+			skip[i] = true;
+		else
+			tessel_ctx_clear_error(st->ctx);
+	}
+	for (int i = 0; r == 0 && i < sp->nstages; i++) {
+		int c = sp->info[i].fusable_consumer;
+		fuse[i] = -1;
+		if (k->tile == TILE_CACHE && sp->info[i].role == ROLE_TILE && c >= 0 &&
+		    !skip[c] && chance(rng, 75)) {
+			fuse[i] = c;
+			skip[c] = true;
+		}
+	}
+	for (int i = sp->nstages - 1; i >= 0 && r == 0; i--) {
+		const stage_info *in = &sp->info[i];
+		int s = skip[i] ? -1 : stage_named(st, in->name);
+		if (s < 0)
+			continue;
+		if (in->role == ROLE_TILE && k->tile == TILE_CACHE)
+			r = tile_cached(sp, st, in->name,
+				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL, rng);
+		else if (in->role == ROLE_TILE && k->tile == TILE_IN_PLACE)
+			r = tile_in_place(sp, st, s, rng);
+		else if (k->rfactor && rfactor_pays(sp, in) && st->stages[s].attach == SCH_ROOT)
+			r = schedule_rfactor(sp, st, s, rng);
+		else if (sch_stage_is_default(&st->stages[s]))
+			r = schedule_plain(sp, st, s, rng);
+	}
+	free(skip);
+	free(fuse);
+	return r;
+}
+
+sch_state *tune_space_sample(tune_space *sp, int sketch_index, uint64_t *rng)
+{
+	const tune_task *task = sp->task;
+	for (int a = 0; a < SAMPLE_ATTEMPTS; a++) {
+		int k = sketch_index >= 0 && sketch_index < sp->nsketches ? sketch_index :
+			(int)below(rng, sp->nsketches);
+		sch_state *st = sch_state_new(task->ctx, task->op);
+		if (!st)
+			return NULL;
+		if (apply_sketch(sp, &sp->sketches[k], st, rng) == 0) {
+			tessel_ctx_clear_error(task->ctx);
+			return st;
+		}
+		sch_state_free(st);
+	}
+	return NULL;
+}
+
+/* ---- mutation --------------------------------------------------------------------------- */
+
+/* Return the loop argument a decision at argument "arg" of "s" sizes, or
+ * NULL: split's factor sizes its loop, tile's factors their loops. */
+static const char *decision_loop(const sch_step *s, int arg)
+{
+	if (strcmp(s->prim, "split") == 0 && arg == 1)
+		return s->args[0];
+	if (strcmp(s->prim, "tile") == 0 && (arg == 2 || arg == 3))
+		return s->args[arg - 2];
+	return NULL;
+}
+
+static int64_t loop_extent(sch_state *st, const char *loop)
+{
+	int s, it;
+	if (sch_find_loop(st, loop, &s, &it))
+		return -1;
+	return st->stages[s].iters[it].extent;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Return a new value for the tile factor "v" of a loop of extent "n": a
+ * neighbouring divisor (twice or half, or another small prime factor
+ * moved) most of the time, any divisor otherwise. */
+static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n)
+{
+	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
+	for (int a = 0; a < 8 && n > 1; a++) {
+		int64_t p = primes[below(rng, 6)];
+		int64_t w = chance(rng, 50) ? v * p : v / p;
+		if (chance(rng, 20))
+			w = random_divisor(rng, n, n, 1);
+		if (w >= 1 && w <= n && n % w == 0 && w != v)
+			return w;
+	}
+	return v;
+}
+
+/* Replay step "s" on "st", first making a split whose factor divided its
+ * loop in the parent divide it again (the loops above it may have been
+ * resized by the mutation). */
+static int replay_repaired(sch_state *st, sch_step *s)
+{
+	const char *loop = decision_loop(s, 1);
+	if (loop && strncmp(s->args[1], "nparts=", 7) != 0) {
+		int64_t n = loop_extent(st, loop), f = strtoll(s->args[1], NULL, 10);
+		if (n > 0 && f > 0 && n % f && f < n)
+			snprintf(s->args[1], sizeof(s->args[1]), "%lld", (long long)gcd64(n, f));
+	}
+	return sch_apply_step(st, s);
+}
+
+/* Change one decision of step "step" of "st" (replayed up to it): a tile
+ * factor, an unroll limit, a compute location.  Return 0, or -1 when the
+ * step has no decision that can change. */
+static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
+{
+	sch_decision d[SCH_MAX_ARGS];
+	int nd = sch_step_decisions(step, d);
+	if (nd == 0)
+		return -1;
+	const sch_decision *pick = &d[below(rng, nd)];
+	char *arg = step->args[pick->arg];
+	if (strcmp(step->prim, "annotate") == 0) {
+		static const int64_t steps[] = { 0, 16, 64, 512 };
+		int64_t v = steps[below(rng, 4)];
+		if (v == pick->value)
+			return -1;
+		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
+		return 0;
+	}
+	if (!pick->is_int) {
+		int s, it;
+		if (sch_find_loop(st, arg, &s, &it))
+			return -1;
+		const sch_stage *ss = &st->stages[s];
+		int pos = sch_leaf_pos(ss, it);
+		int np = pos + (chance(rng, 50) ? 1 : -1);
+		if (np < 0 || np >= ss->nleaves)
+			return -1;
+		qname(st, s, ss->leaves[np], arg);
+		return 0;
+	}
+	const char *loop = decision_loop(step, pick->arg);
+	int64_t n = loop ? loop_extent(st, loop) : -1;
+	if (n <= 1 || strncmp(arg, "nparts=", 7) == 0)
+		return -1;
+	int64_t v = mutate_factor(rng, pick->value, n);
+	if (v == pick->value)
+		return -1;
+	snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
+	return 0;
+}
+
+/* One mutation attempt of "parent"; NULL when it was refused. */
+static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t *rng)
+{
+	const tune_task *task = sp->task;
+	int *with = malloc(((size_t)parent->nsteps + 1) * sizeof(int)), nwith = 0;
+	for (int i = 0; with && i < parent->nsteps; i++) {
+		sch_decision d[SCH_MAX_ARGS];
+		if (sch_step_decisions(&parent->steps[i], d) > 0)
+			with[nwith++] = i;
+	}
+	int target = nwith ? with[below(rng, nwith)] : -1;
+	free(with);
+	if (target < 0)
+		return NULL;
+	sch_state *st = sch_state_new(task->ctx, task->op);
+	if (!st)
+		return NULL;
+	for (int i = 0; i < parent->nsteps; i++) {
+		sch_step step = parent->steps[i];
+		if (i == target && mutate_step(st, &step, rng))
+			goto refused;
+		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, &step)))
+			goto refused;
+	}
+	tessel_ctx_clear_error(task->ctx);
+	return st;
+refused:
+	tessel_ctx_clear_error(task->ctx);
+	sch_state_free(st);
+	return NULL;
+}
+
+sch_state *tune_space_mutate(tune_space *sp, const sch_trace *parent, uint64_t *rng)
+{
+	for (int a = 0; a < MUTATE_ATTEMPTS; a++) {
+		sch_state *st = mutate_once(sp, parent, rng);
+		if (st)
+			return st;
+	}
+	return NULL;
+}

@@ -1,0 +1,273 @@
+/* Tests of the template-free search space (tuner/sketch.c): every sample
+ * and every mutation of every sketch, over ops of the library and a user
+ * op, is a trace that replays to the same schedule, lowers, and computes
+ * what the interpreter computes; the rules give the structure they
+ * promise (multi-level tiling with cache_write, a fused consumer,
+ * rfactor, parallel and vector loops). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/loop_eval.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tuner/sketch.h"
+#include "tuner/task.h"
+
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	tune_task task;
+	tune_space *space;
+	int nin, nout;
+	tessel_tensor *args[32];
+	tessel_tensor *expected[16];
+} fixture;
+
+static tessel_tensor *tensor_like(const tessel_stage *s)
+{
+	int64_t shape[TESSEL_MAX_DIMS];
+	for (int d = 0; d < tessel_stage_ndim(s); d++)
+		shape[d] = tessel_stage_dim(s, d);
+	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+		NULL, 0);
+}
+
+static void fixture_start(fixture *f)
+{
+	char err[512];
+	cr_assert_eq(tune_task_init(&f->task, f->ctx, f->op, "cpu -isa=avx512 -cores=2",
+		err, sizeof(err)), 0, "%s", err);
+	f->space = tune_space_new(&f->task);
+	cr_assert(f->space);
+	f->nin = tessel_op_num_inputs(f->op);
+	f->nout = tessel_op_num_outputs(f->op);
+	for (int i = 0; i < f->nin; i++) {
+		f->args[i] = tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(f->args[i], 7 + (uint64_t)i);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		f->expected[i] = tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = tensor_like(tessel_op_output_at(f->op, i));
+	}
+	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
+}
+
+static void fixture_lib(fixture *f, const char *name, int n, const char **kv)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	const char *keys[16], *values[16];
+	for (int i = 0; i < n; i++) {
+		keys[i] = kv[2 * i];
+		values[i] = kv[2 * i + 1];
+	}
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	cr_assert(f->op, "instantiating %s", name);
+	fixture_start(f);
+}
+
+/* conv2d_relu of examples/ops.te: a reduction with an elementwise
+ * consumer and a padding stage, written by a user. */
+static void fixture_conv_relu(fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	tessel_module *m = tessel_parse_file(f->ctx, TESSEL_SOURCE_DIR "/examples/ops.te");
+	cr_assert(m);
+	tessel_op *generic = tessel_module_find(f->ctx, m, "conv2d_relu");
+	cr_assert(generic);
+	const char *names[] = { "N", "C", "H", "W", "F", "R", "S", "stride", "pad" };
+	const int64_t values[] = { 1, 3, 8, 8, 16, 3, 3, 1, 1 };
+	f->op = tessel_op_bind(generic, 9, names, values);
+	tessel_module_free(m);
+	cr_assert(f->op);
+	fixture_start(f);
+}
+
+static void fixture_fini(fixture *f)
+{
+	for (int i = 0; i < f->nin + f->nout; i++)
+		tessel_tensor_free(f->args[i]);
+	for (int i = 0; i < f->nout; i++)
+		tessel_tensor_free(f->expected[i]);
+	tune_space_free(f->space);
+	tune_task_clear(&f->task);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+static double output_error(const fixture *f)
+{
+	double worst = 0;
+	for (int i = 0; i < f->nout; i++) {
+		const tessel_tensor *got = f->args[f->nin + i], *want = f->expected[i];
+		for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
+			double a = tessel_tensor_get(want, k), b = tessel_tensor_get(got, k);
+			double e = fabs(a - b) / (1.0 + fabs(a));
+			if (isnan(a) || isnan(b))
+				e = isnan(a) == isnan(b) ? 0 : INFINITY;
+			if (e > worst)
+				worst = e;
+		}
+	}
+	return worst;
+}
+
+/* Check that "st" replays from its text, lowers and computes the right
+ * outputs; return its trace text (malloc'ed). */
+static char *check_state(fixture *f, sch_state *st, const char *what)
+{
+	char *text = sch_trace_to_text(st->trace);
+	cr_assert(text);
+	sch_trace *t = sch_trace_parse(f->ctx, "sample", text);
+	cr_assert(t, "%s: the trace does not parse: %s\n%s", what,
+		tessel_ctx_error(f->ctx)->message, text);
+	sch_state *again = sch_state_new(f->ctx, f->op);
+	cr_assert_eq(sch_replay(again, t, "sample"), 0, "%s: the trace does not replay: %s\n%s",
+		what, tessel_ctx_error(f->ctx)->message, text);
+	char *text2 = sch_trace_to_text(again->trace);
+	cr_assert_str_eq(text, text2, "%s: replay changed the trace", what);
+	loop_prog *p = sch_program(again);
+	cr_assert(p, "%s: the sample does not lower: %s\n%s", what,
+		tessel_ctx_error(f->ctx)->message, text);
+	for (int i = 0; i < f->nout; i++) {
+		tessel_tensor *o = f->args[f->nin + i];
+		memset(o->data, 0xff, (size_t)tessel_tensor_numel(o) * tessel_dtype_size(o->dtype));
+	}
+	cr_assert_eq(loop_eval(f->ctx, p, f->args), 0, "%s: evaluation failed: %s\n%s", what,
+		tessel_ctx_error(f->ctx)->message, text);
+	double err = output_error(f);
+	cr_assert(err < 1e-5, "%s: error %g for the trace\n%s", what, err, text);
+	loop_prog_free(p);
+	sch_state_free(again);
+	sch_trace_free(t);
+	free(text2);
+	return text;
+}
+
+/* Sample "n" candidates of every sketch and mutate each once; check all.
+ * Return how many samples held "needle" in their trace (NULL: 0). */
+static int sample_all(fixture *f, int n, uint64_t seed, const char *needle)
+{
+	uint64_t rng = seed;
+	int found = 0;
+	for (int k = 0; k < tune_space_num_sketches(f->space); k++) {
+		for (int i = 0; i < n; i++) {
+			char what[512], mutated[540];
+			snprintf(what, sizeof(what), "sketch %d (%s), sample %d", k,
+				tune_space_sketch_name(f->space, k), i);
+			snprintf(mutated, sizeof(mutated), "%s, mutated", what);
+			sch_state *st = tune_space_sample(f->space, k, &rng);
+			cr_assert(st, "%s: no sample: %s", what, tessel_ctx_error(f->ctx)->message);
+			char *text = check_state(f, st, what);
+			found += needle && strstr(text, needle) != NULL;
+			sch_state *child = tune_space_mutate(f->space, st->trace, &rng);
+			if (child) {
+				free(check_state(f, child, mutated));
+				sch_state_free(child);
+			}
+			free(text);
+			sch_state_free(st);
+		}
+	}
+	return found;
+}
+
+Test(sketch, matmul_tiles_with_cache_write)
+{
+	const char *kv[] = { "M", "48", "N", "64", "K", "24" };
+	fixture f;
+	fixture_lib(&f, "matmul", 3, kv);
+	cr_assert_geq(tune_space_num_sketches(f.space), 3);
+	cr_expect(strstr(tune_space_sketch_name(f.space, 0), "SSRSRS, cache_write"),
+		"%s", tune_space_sketch_name(f.space, 0));
+	uint64_t rng = 3;
+	int parallel = 0, vector = 0;
+	for (int i = 0; i < 20; i++) {
+		sch_state *st = tune_space_sample(f.space, 0, &rng);
+		cr_assert(st);
+		char *text = sch_trace_to_text(st->trace);
+		cr_expect(strstr(text, "cache_write C local"), "%s", text);
+		cr_expect(strstr(text, "compute_at C_local C."), "%s", text);
+		parallel += strstr(text, "parallel C.") != NULL;
+		vector += strstr(text, "vectorize C_local.") != NULL;
+		free(text);
+		sch_state_free(st);
+	}
+	cr_expect_geq(parallel, 15, "parallel in %d of 20 samples", parallel);
+	cr_expect_geq(vector, 15, "a vector loop in %d of 20 samples", vector);
+	sample_all(&f, 12, 11, NULL);
+	fixture_fini(&f);
+}
+
+Test(sketch, conv_relu_fuses_the_consumer)
+{
+	fixture f;
+	fixture_conv_relu(&f);
+	int fused = sample_all(&f, 10, 5, "compute_at Z Y.");
+	cr_expect_gt(fused, 0, "no sample computed Z inside the tiles of Y");
+	fixture_fini(&f);
+}
+
+Test(sketch, softmax_rfactor_and_locations)
+{
+	const char *kv[] = { "shape", "[8, 64]" };
+	fixture f;
+	fixture_lib(&f, "softmax", 1, kv);
+	bool has_rfactor = false;
+	for (int k = 0; k < tune_space_num_sketches(f.space); k++)
+		has_rfactor |= strstr(tune_space_sketch_name(f.space, k), "rfactor") != NULL;
+	cr_expect(has_rfactor, "no rfactor sketch for a row reduction");
+	int rf = sample_all(&f, 12, 9, "rfactor");
+	cr_expect_gt(rf, 0);
+	fixture_fini(&f);
+}
+
+Test(sketch, reductions_to_a_scalar)
+{
+	const char *kv[] = { "shape", "[16, 40]" };
+	fixture f;
+	fixture_lib(&f, "reduce_sum", 1, kv);
+	sample_all(&f, 10, 4, NULL);
+	fixture_fini(&f);
+}
+
+#define LIB_CASE(test, opname, n, ...)                                        \
+	Test(sketch_ops, test)                                                \
+	{                                                                     \
+		const char *kv[] = { __VA_ARGS__ };                           \
+		fixture f;                                                    \
+		fixture_lib(&f, opname, (int)(sizeof(kv) / sizeof(kv[0])) / 2, kv); \
+		sample_all(&f, n, 1, NULL);                                   \
+		fixture_fini(&f);                                             \
+	}
+
+LIB_CASE(matmul_odd, "matmul", 6, "M", "9", "N", "35", "K", "7")
+LIB_CASE(matmul_transposed, "matmul", 4, "M", "16", "N", "32", "K", "8",
+	"transpose_a", "1", "transpose_b", "1")
+LIB_CASE(matvec, "matmul", 4, "M", "1", "N", "64", "K", "96")
+LIB_CASE(batch_matmul, "batch_matmul", 4, "B", "2", "M", "8", "N", "16", "K", "4")
+LIB_CASE(dense, "dense", 4, "batch", "4", "in_features", "12", "out_features", "32")
+LIB_CASE(conv2d, "conv2d", 4, "N", "1", "C", "4", "H", "8", "W", "8", "F", "16",
+	"R", "3", "S", "3", "padding", "1")
+LIB_CASE(conv2d_strided, "conv2d", 3, "N", "1", "C", "2", "H", "9", "W", "8",
+	"F", "3", "R", "3", "S", "2", "stride", "2", "dilation", "[1, 2]")
+LIB_CASE(conv2d_nhwc, "conv2d", 3, "N", "1", "C", "3", "H", "6", "W", "5",
+	"F", "16", "R", "3", "S", "3", "layout", "NHWC", "padding", "1")
+LIB_CASE(max_pool2d, "max_pool2d", 4, "N", "1", "C", "2", "H", "9", "W", "9",
+	"kernel", "3", "stride", "2", "padding", "1")
+LIB_CASE(global_avg_pool, "global_avg_pool", 4, "N", "2", "C", "3", "H", "4", "W", "5")
+LIB_CASE(layer_norm, "layer_norm", 6, "shape", "[4, 48]")
+LIB_CASE(batch_norm, "batch_norm", 3, "shape", "[2, 3, 4, 4]")
+LIB_CASE(log_softmax, "log_softmax", 4, "shape", "[3, 2, 32]")
+LIB_CASE(add_broadcast, "add", 4, "a", "[2, 1, 48]", "b", "[4, 48]")
+LIB_CASE(gelu, "gelu", 4, "shape", "[6, 40]")
+LIB_CASE(reduce_axis0, "reduce_sum", 4, "shape", "[30, 4, 32]", "axes", "[0, 2]")
+LIB_CASE(transpose, "transpose", 4, "shape", "[2, 3, 32]", "perm", "[2, 0, 1]")
+LIB_CASE(pad, "pad", 4, "shape", "[3, 20]", "pads", "[1, 0, 2, 1]")
+LIB_CASE(concat, "concat", 3, "shape", "[5, 17]", "sizes", "[2, 3]", "axis", "0")
+LIB_CASE(cross_entropy, "softmax_cross_entropy", 4, "N", "4", "C", "33")
