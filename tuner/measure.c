@@ -1,2 +1,536 @@
-/* Placeholder: being written. */
+/* Measuring candidates: a builder of pthreads, each with its own context,
+ * compiling through the kernel cache with the compiler probed once; a
+ * runner forking a fresh worker per candidate (rt_run_isolated) that
+ * writes its outputs and timing to shared memory allocated once per
+ * measurer; a check of each new best against the interpreter. */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cpu_kernel.h"
+#include "ir/compare.h"
+#include "runtime/isolate.h"
+#include "runtime/threadpool.h"
 #include "tuner/measure.h"
+
+/* How long past its timeout a worker gets to load, start and exit before
+ * it is killed (its timer stops by itself at the timeout). */
+#define WORKER_GRACE_S 0.5
+
+/* What a worker leaves in shared memory for the measurer. */
+typedef struct worker_report {
+	tune_error error;
+	rt_timing timing;
+	char msg[256];
+} worker_report;
+
+struct tune_measurer {
+	const tune_task *task;
+	tune_measure_opts o;
+	int threads;
+	int build_jobs;
+	int nin, nout;
+	tessel_tensor **inputs;    /* seeded random, nin */
+	tessel_tensor **ref;       /* the interpreter's outputs, nout */
+	bool have_ref;             /* "ref" computed */
+	tessel_tensor *got;        /* views of the shared outputs, nout */
+	size_t *out_bytes;         /* of each shared output */
+	void **args;               /* inputs, then shared outputs */
+	worker_report *report;     /* shared */
+	double best_s;             /* of the best checked (or set) so far */
+	char cc_version[256];
+	cg_compile_opts cc;
+};
+
+static const char *const error_names[TUNE_ERR_COUNT] = {
+	"ok", "lower", "build", "crash", "timeout", "runtime", "wrong"
+};
+
+const char *tune_error_name(tune_error e)
+{
+	return e >= 0 && e < TUNE_ERR_COUNT ? error_names[e] : "?";
+}
+
+tune_measure_opts tune_measure_opts_default(void)
+{
+	tune_measure_opts o = {
+		.build_jobs = 0,
+		.threads = 0,
+		.timeout_s = 10,
+		.timer = rt_timer_opts_default(),
+		.seed = 1,
+	};
+	o.timer.min_total_s = 0.05;
+	return o;
+}
+
+/* ---- the measurer --------------------------------------------------------- */
+
+/* Return a new C-ordered tensor shaped like the stage "s", or NULL with
+ * the reason in "err". */
+static tessel_tensor *tensor_like(const tessel_stage *s, char *err, size_t errlen)
+{
+	int64_t shape[TESSEL_MAX_DIMS];
+	for (int d = 0; d < tessel_stage_ndim(s); d++)
+		shape[d] = tessel_stage_dim(s, d);
+	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+		err, errlen);
+}
+
+static size_t tensor_bytes(const tessel_tensor *t)
+{
+	return (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype);
+}
+
+/* Allocate the seeded random inputs of "m" and point its first arguments
+ * at them. */
+static int make_inputs(tune_measurer *m, char *err, size_t errlen)
+{
+	for (int i = 0; i < m->nin; i++) {
+		m->inputs[i] = tensor_like(tessel_op_input_at(m->task->op, i), err, errlen);
+		if (!m->inputs[i])
+			return -1;
+		tessel_tensor_fill_random(m->inputs[i], te_input_seed(m->o.seed, i));
+		m->args[i] = m->inputs[i]->data;
+	}
+	return 0;
+}
+
+/* Allocate the reference outputs of "m" (computed later) and the shared
+ * outputs the workers write, viewed as tensors of the same shape. */
+static int make_outputs(tune_measurer *m, char *err, size_t errlen)
+{
+	for (int i = 0; i < m->nout; i++) {
+		m->ref[i] = tensor_like(tessel_op_output_at(m->task->op, i), err, errlen);
+		if (!m->ref[i])
+			return -1;
+		m->out_bytes[i] = tensor_bytes(m->ref[i]);
+		m->got[i] = *m->ref[i];
+		m->got[i].owns_data = 0;
+		m->got[i].data = rt_shared_alloc(m->out_bytes[i]);
+		if (!m->got[i].data) {
+			snprintf(err, errlen, "out of shared memory for output %d", i);
+			return -1;
+		}
+		m->args[m->nin + i] = m->got[i].data;
+	}
+	return 0;
+}
+
+/* Probe the compiler once for every kernel of "m". */
+static int probe_compiler(tune_measurer *m, char *err, size_t errlen)
+{
+	char why[512];
+	if (cg_compiler_version(NULL, m->cc_version, sizeof(m->cc_version), why,
+		sizeof(why))) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	m->cc.cc_version = m->cc_version;
+	return 0;
+}
+
+static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
+{
+	if (!(o->timeout_s > 0))
+		snprintf(err, errlen, "the timeout must be positive");
+	else if (o->build_jobs < 0 || o->threads < 0)
+		snprintf(err, errlen, "negative build jobs or threads");
+	else if (o->timer.warmup < 0 || o->timer.min_repeats < 1 ||
+		 o->timer.max_repeats < o->timer.min_repeats ||
+		 !(o->timer.min_total_s >= 0) || !(o->timer.timeout_s >= 0))
+		snprintf(err, errlen, "invalid timer options");
+	else
+		return 0;
+	return -1;
+}
+
+tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts *o,
+	char *err, size_t errlen)
+{
+	tune_measure_opts defaults = tune_measure_opts_default();
+	o = o ? o : &defaults;
+	if (check_opts(o, err, errlen))
+		return NULL;
+	tune_measurer *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->task = task;
+	m->o = *o;
+	if (m->o.timer.timeout_s == 0 || m->o.timer.timeout_s > o->timeout_s)
+		m->o.timer.timeout_s = o->timeout_s;
+	m->threads = o->threads ? o->threads : task->cpu.cores;
+	m->build_jobs = o->build_jobs ? o->build_jobs : rt_num_cpus();
+	m->best_s = INFINITY;
+	m->nin = tessel_op_num_inputs(task->op);
+	m->nout = tessel_op_num_outputs(task->op);
+	m->inputs = calloc((size_t)m->nin + 1, sizeof(*m->inputs));
+	m->ref = calloc((size_t)m->nout + 1, sizeof(*m->ref));
+	m->got = calloc((size_t)m->nout + 1, sizeof(*m->got));
+	m->out_bytes = calloc((size_t)m->nout + 1, sizeof(*m->out_bytes));
+	m->args = calloc((size_t)(m->nin + m->nout) + 1, sizeof(*m->args));
+	m->report = rt_shared_alloc(sizeof(*m->report));
+	if (!m->inputs || !m->ref || !m->got || !m->out_bytes || !m->args || !m->report)
+		snprintf(err, errlen, "out of memory");
+	else if (make_inputs(m, err, errlen) == 0 && make_outputs(m, err, errlen) == 0 &&
+		 probe_compiler(m, err, errlen) == 0)
+		return m;
+	tune_measurer_free(m);
+	return NULL;
+}
+
+void tune_measurer_free(tune_measurer *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; m->inputs && i < m->nin; i++)
+		tessel_tensor_free(m->inputs[i]);
+	for (int i = 0; m->ref && i < m->nout; i++)
+		tessel_tensor_free(m->ref[i]);
+	for (int i = 0; m->got && i < m->nout; i++)
+		rt_shared_free(m->got[i].data, m->out_bytes[i]);
+	rt_shared_free(m->report, sizeof(*m->report));
+	free(m->inputs);
+	free(m->ref);
+	free(m->got);
+	free(m->out_bytes);
+	free(m->args);
+	free(m);
+}
+
+void tune_measurer_set_best(tune_measurer *m, double seconds)
+{
+	if (seconds < m->best_s)
+		m->best_s = seconds;
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+static void __attribute__((format(printf, 3, 4)))
+set_error(tune_result *r, tune_error e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	r->error = e;
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* Reset "r" to a candidate not measured yet. */
+static void result_reset(tune_result *r)
+{
+	*r = (tune_result){
+		.error = TUNE_OK,
+		.median_s = NAN,
+		.min_s = NAN,
+		.rel_error = NAN,
+	};
+}
+
+/* Return whether the arguments of "p" are the op's inputs then outputs,
+ * with their dtypes and dense shapes; else say which differs in "r". */
+static bool args_match(const tune_measurer *m, const loop_prog *p, tune_result *r)
+{
+	if (p->nargs != m->nin + m->nout) {
+		set_error(r, TUNE_ERR_BUILD, "the program has %d arguments, the op %d",
+			p->nargs, m->nin + m->nout);
+		return false;
+	}
+	for (int i = 0; i < p->nargs; i++) {
+		const loop_buffer *b = p->args[i];
+		const tessel_tensor *t = i < m->nin ? m->inputs[i] : m->ref[i - m->nin];
+		bool same = b->dtype == t->dtype && b->ndim == t->ndim &&
+			    b->is_output == (i >= m->nin);
+		for (int d = 0; same && d < t->ndim; d++)
+			same = b->shape[d] == t->shape[d] && b->strides[d] == t->strides[d];
+		if (!same) {
+			set_error(r, TUNE_ERR_BUILD,
+				"argument %d ('%s') differs from the op's", i, b->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- the builder ---------------------------------------------------------- */
+
+/* A batch being built: the threads take candidates in turn. */
+typedef struct builder {
+	const tune_measurer *m;
+	loop_prog *const *progs;
+	int n;
+	tune_result *out;
+	cg_cpu_kernel *kernels;
+	bool *built;
+	volatile const int *stop;
+	atomic_int next;
+	atomic_bool failed;
+} builder;
+
+/* Compile candidate "i" of "b" with "ctx" for its errors. */
+static void build_one(builder *b, tessel_ctx *ctx, int i)
+{
+	tune_result *r = &b->out[i];
+	if (b->stop && *b->stop) {
+		set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
+		return;
+	}
+	if (cg_cpu_kernel_compile(ctx, b->progs[i], &b->m->task->cpu, &b->m->cc,
+		&b->kernels[i])) {
+		set_error(r, TUNE_ERR_BUILD, "%s", tessel_ctx_error(ctx)->message);
+		tessel_ctx_clear_error(ctx);
+		return;
+	}
+	b->built[i] = true;
+}
+
+/* One compiler job: build candidates until none is left. */
+static void *build_worker(void *arg)
+{
+	builder *b = arg;
+	tessel_ctx *ctx = tessel_ctx_new();
+	if (!ctx) {
+		atomic_store(&b->failed, true);
+		return NULL;
+	}
+	for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;)
+		if (b->progs[i] && b->out[i].error == TUNE_OK)
+			build_one(b, ctx, i);
+	tessel_ctx_free(ctx);
+	return NULL;
+}
+
+/* Build every candidate of "b" on up to "jobs" threads, the caller's
+ * included (fewer when threads cannot be started).  Return 0, or -1 when
+ * a job could not get a context. */
+static int build_all(builder *b, int jobs)
+{
+	pthread_t tid[jobs > 1 ? jobs - 1 : 1];
+	int started = 0;
+	while (started < jobs - 1 && pthread_create(&tid[started], NULL, build_worker, b) == 0)
+		started++;
+	build_worker(b);
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	return atomic_load(&b->failed) ? -1 : 0;
+}
+
+/* ---- the runner ----------------------------------------------------------- */
+
+/* What the worker of one candidate needs. */
+typedef struct worker_job {
+	const tune_measurer *m;
+	const loop_prog *p;
+	cg_cpu_kernel *kernel;
+} worker_job;
+
+typedef struct kernel_call {
+	tessel_kernel_fn fn;
+	void *const *args;
+	tessel_kernel_env *env;
+	int status;
+} kernel_call;
+
+static void call_kernel(void *arg)
+{
+	kernel_call *c = arg;
+	c->status |= c->fn(c->args, c->env);
+}
+
+/* Fill the shared outputs of "m" with all-ones bytes (NaN, -1), so that
+ * an element a kernel leaves unwritten fails the check. */
+static void poison_outputs(const tune_measurer *m)
+{
+	for (int i = 0; i < m->nout; i++)
+		memset(m->got[i].data, 0xff, m->out_bytes[i]);
+}
+
+/* Time the loaded kernel of "job" on a pool of the measurer's threads;
+ * return the error class, with the reason in "rep". */
+static tune_error time_kernel(const worker_job *job, worker_report *rep)
+{
+	const tune_measurer *m = job->m;
+	rt_pool *pool = rt_pool_new(m->threads);
+	if (!pool) {
+		snprintf(rep->msg, sizeof(rep->msg), "cannot start %d threads", m->threads);
+		return TUNE_ERR_RUNTIME;
+	}
+	tessel_kernel_env env;
+	rt_pool_env(pool, &env);
+	kernel_call call = { job->kernel->fn, m->args, &env, 0 };
+	int r = rt_time(call_kernel, &call, &m->o.timer, &rep->timing);
+	rt_pool_free(pool);
+	if (call.status)
+		snprintf(rep->msg, sizeof(rep->msg), "the kernel returned an error (out of memory?)");
+	else if (r == RT_TIME_TIMEOUT)
+		snprintf(rep->msg, sizeof(rep->msg), "%d of %d timed runs within %g s",
+			rep->timing.runs, m->o.timer.min_repeats, m->o.timer.timeout_s);
+	else if (r != RT_TIME_OK)
+		snprintf(rep->msg, sizeof(rep->msg), "the timer failed (out of memory?)");
+	return call.status ? TUNE_ERR_RUNTIME :
+	       r == RT_TIME_TIMEOUT ? TUNE_ERR_TIMEOUT :
+	       r != RT_TIME_OK ? TUNE_ERR_RUNTIME : TUNE_OK;
+}
+
+/* The worker process: load, poison the outputs, time; report in shared
+ * memory.  Exit 0 when the kernel ran in time. */
+static int worker_main(void *arg)
+{
+	worker_job *job = arg;
+	worker_report *rep = job->m->report;
+	tessel_ctx *ctx = job->m->task->ctx;
+	if (cg_cpu_kernel_load(ctx, job->p, job->kernel)) {
+		rep->error = TUNE_ERR_BUILD;
+		snprintf(rep->msg, sizeof(rep->msg), "%.255s", tessel_ctx_error(ctx)->message);
+		return 1;
+	}
+	poison_outputs(job->m);
+	rep->error = time_kernel(job, rep);
+	cg_cpu_kernel_close(job->kernel);
+	return rep->error != TUNE_OK;
+}
+
+/* Turn how the worker ended ("st", "why") and its report into "r". */
+static void take_report(const tune_measurer *m, rt_run_status st, const char *why,
+	tune_result *r)
+{
+	const worker_report *rep = m->report;
+	if (st == RT_RUN_CRASHED)
+		set_error(r, TUNE_ERR_CRASH, "the worker was %s", why);
+	else if (st == RT_RUN_TIMEOUT)
+		set_error(r, TUNE_ERR_TIMEOUT, "the worker %s", why);
+	else if (st == RT_RUN_FAILED && rep->error != TUNE_OK)
+		set_error(r, rep->error, "%s", rep->msg);
+	else if (st == RT_RUN_FAILED)
+		set_error(r, TUNE_ERR_RUNTIME, "the worker %s", why);
+	if (st != RT_RUN_OK)
+		return;
+	r->median_s = rep->timing.median_s;
+	r->min_s = rep->timing.min_s;
+	r->runs = rep->timing.runs;
+}
+
+/* Run the compiled "k" of "p" in a fresh worker and fill "r".  Return 0,
+ * or -1 when no worker could be started (the reason in "r"->msg). */
+static int run_one(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *k,
+	tune_result *r)
+{
+	memset(m->report, 0, sizeof(*m->report));
+	worker_job job = { m, p, k };
+	char why[256];
+	rt_run_status st = rt_run_isolated(worker_main, &job,
+		m->o.timeout_s + WORKER_GRACE_S, why, sizeof(why));
+	if (st == RT_RUN_ERROR) {
+		snprintf(r->msg, sizeof(r->msg), "%s", why);
+		return -1;
+	}
+	take_report(m, st, why, r);
+	return 0;
+}
+
+/* ---- the check ------------------------------------------------------------ */
+
+/* Compute the interpreter's outputs of "m" on its inputs, once. */
+static int ensure_reference(tune_measurer *m, char *err, size_t errlen)
+{
+	if (m->have_ref)
+		return 0;
+	if (tessel_interp(m->task->op, m->inputs, m->ref)) {
+		snprintf(err, errlen, "the reference interpreter failed: %.200s",
+			tessel_ctx_error(m->task->ctx)->message);
+		return -1;
+	}
+	m->have_ref = true;
+	return 0;
+}
+
+/* Compare the shared outputs of the run of "r" with the reference; make
+ * it TUNE_ERR_WRONG when one is off by more than its tolerance. */
+static void compare_outputs(const tune_measurer *m, tune_result *r)
+{
+	r->checked = true;
+	r->rel_error = 0;
+	for (int i = 0; i < m->nout; i++) {
+		double e = te_rel_error(&m->got[i], m->ref[i]);
+		double tol = te_tolerance(m->ref[i]->dtype);
+		if (!(e <= r->rel_error))
+			r->rel_error = e;
+		if (!(e <= tol) && r->error == TUNE_OK)
+			set_error(r, TUNE_ERR_WRONG,
+				"output '%s' differs from the interpreter's: relative "
+				"error %.3g (tolerance %g)",
+				tessel_stage_name(tessel_op_output_at(m->task->op, i)), e, tol);
+	}
+}
+
+/* Check "r" when it is the best so far and make it the best when it
+ * passes.  Return 0, or -1 when the reference cannot be computed. */
+static int check_if_best(tune_measurer *m, tune_result *r)
+{
+	if (r->error != TUNE_OK || !(r->median_s < m->best_s))
+		return 0;
+	if (ensure_reference(m, r->msg, sizeof(r->msg)))
+		return -1;
+	compare_outputs(m, r);
+	if (r->error == TUNE_OK)
+		m->best_s = r->median_s;
+	else
+		r->median_s = r->min_s = NAN;
+	return 0;
+}
+
+/* ---- a batch -------------------------------------------------------------- */
+
+/* Run and check the built candidates of "b", stopping at *"stop".  Return
+ * 0, or -1 with the reason in "msg" of size "len". */
+static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
+{
+	for (int i = 0; i < b->n; i++) {
+		tune_result *r = &b->out[i];
+		if (!b->built[i])
+			continue;
+		if (b->stop && *b->stop) {
+			set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
+			continue;
+		}
+		if (run_one(m, b->progs[i], &b->kernels[i], r) || check_if_best(m, r)) {
+			snprintf(msg, len, "%s", r->msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
+	tune_result *out, volatile const int *stop)
+{
+	if (n <= 0)
+		return 0;
+	builder b = { .m = m, .progs = progs, .n = n, .out = out, .stop = stop };
+	b.kernels = calloc((size_t)n, sizeof(*b.kernels));
+	b.built = calloc((size_t)n, sizeof(*b.built));
+	int todo = 0;
+	for (int i = 0; b.kernels && b.built && i < n; i++) {
+		if (!progs[i])
+			continue;
+		result_reset(&out[i]);
+		todo += args_match(m, progs[i], &out[i]);
+	}
+	char msg[sizeof(out->msg)] = "out of memory";
+	int r = -1;
+	if (b.kernels && b.built && build_all(&b, todo < m->build_jobs ? todo : m->build_jobs) == 0)
+		r = run_all(m, &b, msg, sizeof(msg));
+	else if (b.kernels && b.built)
+		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
+	if (r)
+		snprintf(out[0].msg, sizeof(out[0].msg), "%s", msg);
+	free(b.kernels);
+	free(b.built);
+	return r;
+}

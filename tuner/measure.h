@@ -10,8 +10,11 @@
  * Every candidate that becomes the best so far (faster than every checked
  * candidate of this measurer, and than the time given to
  * tune_measurer_set_best) is checked against the float64 reference
- * interpreter on the measurer's seeded random inputs before it is
- * accepted; the reference is computed once, on the first such check. */
+ * interpreter on the measurer's seeded random inputs (te_input_seed, as
+ * `tessel run --seed`) before it is accepted; the reference is computed
+ * once, on the first such check.  The outputs live in shared memory
+ * allocated once per measurer; each worker fills them with all-ones bytes
+ * before it runs, so that an element a kernel never writes fails. */
 #ifndef TESSEL_TUNER_MEASURE_H
 #define TESSEL_TUNER_MEASURE_H
 
@@ -38,9 +41,13 @@ typedef enum tune_error {
 const char *tune_error_name(tune_error e);
 
 typedef struct tune_measure_opts {
-	int build_jobs;        /* compilers at once (0: one per core) */
+	int build_jobs;        /* compilers at once (0: one per CPU this
+	                        * process may run on) */
 	int threads;           /* kernel threads (0: the target's cores) */
-	double timeout_s;      /* per candidate run, > 0 */
+	double timeout_s;      /* per candidate run, > 0: the timer stops
+	                        * there (timer.timeout_s, when set, only if
+	                        * shorter) and the worker is killed 0.5 s
+	                        * later */
 	rt_timer_opts timer;   /* warm-up, repeats, minimum time, flush */
 	uint64_t seed;         /* of the random inputs */
 } tune_measure_opts;
@@ -53,7 +60,7 @@ typedef struct tune_result {
 	tune_error error;
 	char msg[256];         /* why, for errors ("" when ok) */
 	double median_s;       /* NAN unless ok */
-	double min_s;
+	double min_s;          /* NAN unless ok */
 	int runs;
 	bool checked;          /* compared with the interpreter (and passed
 	                        * when ok) */
@@ -76,10 +83,13 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
 /* Build the "n" programs "progs" in parallel, then run and time each in an
  * isolated worker, checking every one that becomes the best; fill
  * "out"[i] for progs[i].  A NULL program is skipped (its result is left
- * as the caller set it).  Return 0, or -1 when the measurer itself failed
- * (no candidate's fault: out of memory, fork failed), with a message in
- * out[0].msg.  Stops early, with the rest marked TUNE_ERR_RUNTIME "not
- * run: interrupted", when *"stop" (may be NULL) becomes true. */
+ * as the caller set it); one whose arguments are not the op's inputs and
+ * outputs (dtype, shape, dense strides) is TUNE_ERR_BUILD.  Return 0, or
+ * -1 when the measurer itself failed (no candidate's fault: out of
+ * memory, fork failed), with a message in out[0].msg.  Stops early, with
+ * the rest marked TUNE_ERR_RUNTIME "not run: interrupted", when *"stop"
+ * (may be NULL) becomes true; it is polled before each compilation and
+ * each run (candidates that already failed to build keep that error). */
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	tune_result *out, volatile const int *stop);
 

@@ -1,0 +1,376 @@
+/* The measurer on small matmuls: correct candidates are timed and the best
+ * so far checked against the interpreter; wrong, crashing, hanging and
+ * unbuildable candidates get their error class while the rest of the batch
+ * still measures; a stop flag and a known best are honoured.  Each test
+ * compiles into its own kernel cache. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/compare.h"
+#include "schedule/primitives.h"
+#include "schedule/state.h"
+#include "tessel/ops.h"
+#include "tuner/measure.h"
+#include "tuner/task.h"
+
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	tune_task task;
+	char cache[64];
+} fixture;
+
+static void fixture_init(fixture *f, const char *size)
+{
+	memset(f, 0, sizeof(*f));
+	const char *k[] = { "M", "N", "K" }, *v[] = { size, size, size };
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, "matmul", 3, k, v);
+	cr_assert(f->op);
+	char err[512];
+	cr_assert_eq(tune_task_init(&f->task, f->ctx, f->op, NULL, err, sizeof(err)), 0,
+		"%s", err);
+	snprintf(f->cache, sizeof(f->cache), "/tmp/tessel-measure-XXXXXX");
+	cr_assert(mkdtemp(f->cache));
+	setenv("TESSEL_CACHE_DIR", f->cache, 1);
+}
+
+static void fixture_fini(fixture *f)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->cache);
+	cr_expect_eq(system(cmd), 0);
+	tune_task_clear(&f->task);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+/* Quick options: short timing, a short timeout. */
+static tune_measure_opts quick_opts(void)
+{
+	tune_measure_opts o = tune_measure_opts_default();
+	o.timer.min_total_s = 0.005;
+	o.timeout_s = 5;
+	return o;
+}
+
+static tune_measurer *new_measurer(fixture *f, const tune_measure_opts *o)
+{
+	char err[512];
+	tune_measurer *m = tune_measurer_new(&f->task, o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	return m;
+}
+
+/* The program of the default schedule of "f"'s op after "split" of C.j by
+ * "factor" (0: none) and "parallel" C.i. */
+static loop_prog *program(fixture *f, int64_t factor, bool parallel)
+{
+	sch_state *st = sch_state_new(f->ctx, f->op);
+	cr_assert(st);
+	if (factor)
+		cr_assert_eq(sch_split(st, "C.j", factor, false, NULL, NULL), 0, "%s",
+			tessel_ctx_error(f->ctx)->message);
+	if (parallel)
+		cr_assert_eq(sch_parallel(st, "C.i"), 0, "%s", tessel_ctx_error(f->ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f->ctx)->message);
+	sch_state_free(st);
+	return p;
+}
+
+/* Return the first store under "s" whose value is a constant (the
+ * initialization of the accumulator), or NULL. */
+static loop_stmt *init_store(loop_stmt *s)
+{
+	loop_stmt *found = NULL;
+	if (!s)
+		return NULL;
+	switch (s->kind) {
+	case LS_STORE:
+		return s->u.store.value->kind == LX_FLOAT ? s : NULL;
+	case LS_FOR:
+		return init_store(s->u.for_.body);
+	case LS_SEQ:
+		for (int i = 0; !found && i < s->u.seq.n; i++)
+			found = init_store(s->u.seq.items[i]);
+		return found;
+	case LS_IF:
+		found = init_store(s->u.if_.then_);
+		return found ? found : init_store(s->u.if_.else_);
+	case LS_ALLOC:
+		return init_store(s->u.alloc.body);
+	default:
+		return NULL;
+	}
+}
+
+/* The default program with its accumulator starting at 1, not 0. */
+static loop_prog *wrong_program(fixture *f)
+{
+	loop_prog *p = program(f, 0, false);
+	loop_stmt *s = init_store(p->body);
+	cr_assert(s);
+	s->u.store.value->u.fval = 1.0;
+	return p;
+}
+
+/* The default program initializing C[2^40, j]: far out of any mapping. */
+static loop_prog *crashing_program(fixture *f)
+{
+	loop_prog *p = program(f, 0, false);
+	loop_stmt *s = init_store(p->body);
+	cr_assert(s);
+	s->u.store.index[0] = lx_int(p, (int64_t)1 << 40);
+	return p;
+}
+
+/* The default program repeated 2^50 times. */
+static loop_prog *hanging_program(fixture *f)
+{
+	loop_prog *p = program(f, 0, false);
+	p->body = ls_for(p, loop_var_new(p, "forever"), lx_int(p, 0),
+		lx_int(p, (int64_t)1 << 50), LOOP_SERIAL, p->body);
+	return p;
+}
+
+static void expect_ok_checked(const tune_result *r)
+{
+	cr_expect_eq(r->error, TUNE_OK, "%s: %s", tune_error_name(r->error), r->msg);
+	cr_expect_str_empty(r->msg);
+	cr_expect(r->checked);
+	cr_expect_leq(r->rel_error, te_tolerance(TESSEL_F32), "rel error %g", r->rel_error);
+	cr_expect_gt(r->median_s, 0);
+	cr_expect_leq(r->min_s, r->median_s);
+	cr_expect_geq(r->runs, 3);
+}
+
+Test(measure, error_names)
+{
+	const char *want[] = { "ok", "lower", "build", "crash", "timeout", "runtime", "wrong" };
+	for (int e = 0; e < TUNE_ERR_COUNT; e++)
+		cr_expect_str_eq(tune_error_name((tune_error)e), want[e]);
+}
+
+Test(measure, defaults)
+{
+	tune_measure_opts o = tune_measure_opts_default();
+	cr_expect_eq(o.build_jobs, 0);
+	cr_expect_eq(o.threads, 0);
+	cr_expect_eq(o.timeout_s, 10);
+	cr_expect_eq(o.timer.warmup, 1);
+	cr_expect_eq(o.timer.min_repeats, 3);
+	cr_expect_eq(o.timer.min_total_s, 0.05);
+	cr_expect_not(o.timer.flush_cache);
+	cr_expect_eq(o.seed, 1);
+}
+
+Test(measure, rejects_a_timeout_that_is_not_positive)
+{
+	fixture f;
+	fixture_init(&f, "8");
+	tune_measure_opts o = quick_opts();
+	o.timeout_s = 0;
+	char err[512] = "";
+	cr_expect_null(tune_measurer_new(&f.task, &o, err, sizeof(err)));
+	cr_expect(strstr(err, "timeout"), "%s", err);
+	fixture_fini(&f);
+}
+
+Test(measure, a_correct_candidate_is_timed_and_checked)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measurer *m = new_measurer(&f, NULL);
+	loop_prog *p = program(&f, 0, false);
+	tune_result r;
+	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	expect_ok_checked(&r);
+	tune_measure_opts o = tune_measure_opts_default();
+	cr_expect(r.runs == o.timer.max_repeats || r.median_s * r.runs > 0.04,
+		"min_total_s measured: %d runs of %g s", r.runs, r.median_s);
+	loop_prog_free(p);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_batch_skips_null_programs)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { program(&f, 0, false), NULL, program(&f, 8, false),
+		program(&f, 4, true), program(&f, 16, true) };
+	int n = sizeof(progs) / sizeof(progs[0]);
+	tune_result out[5];
+	for (int i = 0; i < n; i++)
+		out[i] = (tune_result){ .error = TUNE_ERR_LOWER, .msg = "set by the caller" };
+	cr_assert_eq(tune_measure_batch(m, progs, n, out, NULL), 0, "%s", out[0].msg);
+	cr_expect_eq(out[1].error, TUNE_ERR_LOWER);
+	cr_expect_str_eq(out[1].msg, "set by the caller");
+	expect_ok_checked(&out[0]);
+	double best = out[0].median_s;
+	for (int i = 2; i < n; i++) {
+		cr_expect_eq(out[i].error, TUNE_OK, "%d: %s", i, out[i].msg);
+		cr_expect_gt(out[i].median_s, 0);
+		if (out[i].median_s < best) {
+			expect_ok_checked(&out[i]);
+			best = out[i].median_s;
+		} else {
+			cr_expect_not(out[i].checked, "%d is not the best", i);
+			cr_expect(isnan(out[i].rel_error));
+		}
+	}
+	for (int i = 0; i < n; i++)
+		loop_prog_free(progs[i]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_wrong_best_is_caught_and_not_kept)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { wrong_program(&f), program(&f, 0, false) };
+	tune_result out[2];
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	cr_expect_eq(out[0].error, TUNE_ERR_WRONG, "%s: %s", tune_error_name(out[0].error),
+		out[0].msg);
+	cr_expect(out[0].checked);
+	cr_expect_gt(out[0].rel_error, te_tolerance(TESSEL_F32));
+	cr_expect(strstr(out[0].msg, "relative error"), "%s", out[0].msg);
+	cr_expect(isnan(out[0].median_s));
+	expect_ok_checked(&out[1]);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_crash_is_classified_and_the_next_candidate_runs)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { crashing_program(&f), program(&f, 0, false) };
+	tune_result out[2];
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	cr_expect_eq(out[0].error, TUNE_ERR_CRASH, "%s: %s", tune_error_name(out[0].error),
+		out[0].msg);
+	cr_expect(strstr(out[0].msg, "signal"), "%s", out[0].msg);
+	cr_expect(isnan(out[0].median_s));
+	cr_expect_not(out[0].checked);
+	expect_ok_checked(&out[1]);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_hang_times_out)
+{
+	fixture f;
+	fixture_init(&f, "16");
+	tune_measure_opts o = quick_opts();
+	o.timeout_s = 0.5;
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { hanging_program(&f), program(&f, 0, false) };
+	tune_result out[2];
+	double start = rt_now_s();
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	cr_expect_lt(rt_now_s() - start, 5.0);
+	cr_expect_eq(out[0].error, TUNE_ERR_TIMEOUT, "%s: %s", tune_error_name(out[0].error),
+		out[0].msg);
+	cr_expect(isnan(out[0].median_s));
+	expect_ok_checked(&out[1]);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_build_error_keeps_the_compiler_message)
+{
+	fixture f;
+	fixture_init(&f, "8");
+	setenv("CC", "false", 1);
+	tune_measurer *m = new_measurer(&f, NULL);
+	loop_prog *p = program(&f, 0, false);
+	tune_result r;
+	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	cr_expect_eq(r.error, TUNE_ERR_BUILD, "%s: %s", tune_error_name(r.error), r.msg);
+	cr_expect(strstr(r.msg, "C compiler 'false' failed"), "%s", r.msg);
+	cr_expect(isnan(r.median_s));
+	loop_prog_free(p);
+	tune_measurer_free(m);
+	unsetenv("CC");
+	fixture_fini(&f);
+}
+
+Test(measure, a_program_for_another_op_is_refused)
+{
+	fixture f, g;
+	fixture_init(&g, "16");
+	loop_prog *p = program(&g, 0, false);
+	fixture_init(&f, "8");
+	tune_measurer *m = new_measurer(&f, NULL);
+	tune_result r;
+	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	cr_expect_eq(r.error, TUNE_ERR_BUILD, "%s: %s", tune_error_name(r.error), r.msg);
+	cr_expect(strstr(r.msg, "differs from the op's"), "%s", r.msg);
+	loop_prog_free(p);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+	fixture_fini(&g);
+}
+
+Test(measure, a_stop_flag_leaves_the_rest_not_run)
+{
+	fixture f;
+	fixture_init(&f, "8");
+	tune_measurer *m = new_measurer(&f, NULL);
+	loop_prog *progs[] = { program(&f, 0, false), NULL, program(&f, 4, false) };
+	tune_result out[3];
+	out[1] = (tune_result){ .error = TUNE_ERR_LOWER };
+	volatile int stop = 1;
+	cr_assert_eq(tune_measure_batch(m, progs, 3, out, &stop), 0, "%s", out[0].msg);
+	for (int i = 0; i < 3; i += 2) {
+		cr_expect_eq(out[i].error, TUNE_ERR_RUNTIME);
+		cr_expect_str_eq(out[i].msg, "not run: interrupted");
+		cr_expect_not(out[i].checked);
+	}
+	cr_expect_eq(out[1].error, TUNE_ERR_LOWER);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[2]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+Test(measure, a_known_best_leaves_slower_candidates_unchecked)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	tune_measurer *m = new_measurer(&f, &o);
+	tune_measurer_set_best(m, 1e-12);
+	loop_prog *progs[] = { program(&f, 0, false), wrong_program(&f) };
+	tune_result out[2];
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(out[i].error, TUNE_OK, "%d: %s", i, out[i].msg);
+		cr_expect_not(out[i].checked);
+		cr_expect(isnan(out[i].rel_error));
+		cr_expect_gt(out[i].median_s, 1e-12);
+	}
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
