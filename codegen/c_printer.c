@@ -1735,14 +1735,50 @@ void cg_print_for(cg_printer *pr, const loop_var *v, const loop_expr *min,
 		cg_put(pr, "; %s += %lld) {\n", name, (long long)step);
 }
 
-/* Print the pragma that unrolls the loop "s", when it asks for one. */
+/* Return how many statements one run of "s" executes, counting a loop of
+ * a non-constant extent as too many and a vector loop as one; the count
+ * saturates above "cap". */
+static int64_t stmt_steps(const loop_stmt *s, int64_t cap)
+{
+	int64_t n = 0;
+	switch (s->kind) {
+	case LS_FOR: {
+		const loop_expr *e = s->u.for_.extent;
+		if (e->kind != LX_INT)
+			return cap + 1;
+		int64_t body = stmt_steps(s->u.for_.body, cap);
+		if (s->u.for_.kind == LOOP_VECTORIZED)
+			return body;
+		return e->u.ival > 0 && body > cap / e->u.ival ? cap + 1 : e->u.ival * body;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n && n <= cap; i++)
+			n += stmt_steps(s->u.seq.items[i], cap);
+		return n;
+	case LS_IF:
+		n = stmt_steps(s->u.if_.then_, cap);
+		return s->u.if_.else_ ? n + stmt_steps(s->u.if_.else_, cap) : n;
+	case LS_ALLOC:
+		return stmt_steps(s->u.alloc.body, cap);
+	default:
+		return 1;
+	}
+}
+
+/* Print the pragma that unrolls the loop "s", when it asks for one: an
+ * unrolled loop, or a loop of constant extent whose whole run executes at
+ * most auto_unroll_max_step statements (TVM's meaning of the annotation,
+ * which holds for the annotated loop and every loop inside it). */
 static void print_unroll(cg_printer *pr, const loop_stmt *s)
 {
-	int64_t n = s->u.for_.unroll_limit;
 	const loop_expr *extent = s->u.for_.extent;
-	if (s->u.for_.kind == LOOP_UNROLLED && extent->kind == LX_INT)
+	int64_t n = 0;
+	if (extent->kind == LX_INT && s->u.for_.kind == LOOP_UNROLLED)
 		n = extent->u.ival;
-	if (n <= 0 || !pr->d->unroll_pragma)
+	else if (extent->kind == LX_INT && pr->auto_unroll > 0 &&
+		 stmt_steps(s, pr->auto_unroll) <= pr->auto_unroll)
+		n = extent->u.ival;
+	if (n <= 1 || !pr->d->unroll_pragma)
 		return;
 	cg_line(pr, pr->d->unroll_pragma, (int)(n > 65534 ? 65534 : n));
 	cg_put(pr, "\n");
@@ -1752,11 +1788,15 @@ static void print_unroll(cg_printer *pr, const loop_stmt *s)
  * it when it asks for unrolling. */
 void cg_print_serial_loop(cg_printer *pr, const loop_stmt *s)
 {
+	int64_t outer_limit = pr->auto_unroll;
+	if (s->u.for_.unroll_limit > 0)
+		pr->auto_unroll = s->u.for_.unroll_limit;
 	cg_bind_loop_range(pr, s);
 	print_unroll(pr, s);
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, s->u.for_.extent, 0, 1);
 	cg_print_block_body(pr, s->u.for_.body);
 	cg_line(pr, "}\n");
+	pr->auto_unroll = outer_limit;
 }
 
 /* Print "s" at the current indentation; loops of other kinds than serial

@@ -182,6 +182,8 @@ struct cg_printer {
 	cg_function *fn;
 	const loop_var *vector_var; /* the var of the loop printed on vectors */
 	int lanes;
+	int64_t auto_unroll;        /* auto_unroll_max_step of the nearest
+	                             * enclosing loop that has one, or 0 */
 };
 
 /* ---- shared printing (codegen/c_printer.c) ---- */

@@ -1014,9 +1014,32 @@ Test(codegen, unroll_pragmas)
 	loop_prog *p = shifted_rows(LOOP_SERIAL, LOOP_UNROLLED);
 	p->body->u.for_.unroll_limit = 8;
 	char *src = check_program(p, 0, 1, NULL);
-	expect_text(src, "#pragma GCC unroll 8\n\tfor (int64_t i = 0; i < 6; i++) {", true);
+	expect_text(src, "#pragma GCC unroll", true);
+	expect_text(src, "#pragma GCC unroll 6\n", false);
 	expect_text(src, "\t\t#pragma GCC unroll 32\n\t\tfor (int64_t j = 2; j < 34; j++) {",
 		true);
+	free(src);
+	p->body->u.for_.unroll_limit = 6 * 32;
+	src = check_program(p, 0, 1, NULL);
+	expect_text(src, "#pragma GCC unroll 6\n\tfor (int64_t i = 0; i < 6; i++) {", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* auto_unroll_max_step unrolls the loops inside the annotated one whose
+ * whole run fits, and not the annotated loop when it does not. */
+Test(codegen, auto_unroll_inner_loops)
+{
+	loop_prog *p = shifted_rows(LOOP_SERIAL, LOOP_SERIAL);
+	p->body->u.for_.unroll_limit = 32;
+	char *src = check_program(p, 0, 1, NULL);
+	expect_text(src, "\t\t#pragma GCC unroll 32\n\t\tfor (int64_t j = 2; j < 34; j++) {",
+		true);
+	expect_text(src, "#pragma GCC unroll 6\n", false);
+	free(src);
+	p->body->u.for_.unroll_limit = 31;
+	src = check_program(p, 0, 1, NULL);
+	expect_text(src, "#pragma GCC unroll", false);
 	free(src);
 	loop_prog_free(p);
 }
