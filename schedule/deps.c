@@ -69,11 +69,15 @@ static void renamed_iter_text(const sch_stage *s, int it, const char *prefix,
 	te_sb_free(&raw);
 }
 
+/* A loop made of spatial axes only (split and fuse never mix the kinds)
+ * takes equal values on a dependent pair, whose spatial axes agree, so it
+ * carries nothing: ISL is asked about loops of reduction axes only, which
+ * keeps the check off the tuner's hot path for parallel and vector loops. */
 int sch_loop_carries_dependence(sch_state *st, int stage, int pos, bool *carried)
 {
 	const sch_stage *s = &st->stages[stage];
 	*carried = false;
-	if (s->te->nraxes == 0)
+	if (s->te->nraxes == 0 || !s->iters[s->leaves[pos]].reduce)
 		return 0;
 	te_strbuf sb = { 0 };
 	te_sb_puts(&sb, "{ [");
