@@ -56,6 +56,10 @@
 #define MAX_S1 64
 #define MAX_R1 16
 static const int64_t reduce_max[2] = { 0, MAX_R1 };
+/* The auto_unroll_max_step values tried (Ansor's for CPUs but 512, whose
+ * fully unrolled register tiles cost gcc seconds per candidate). */
+#define UNROLL_CHOICES 3
+static const int64_t unroll_steps[UNROLL_CHOICES] = { 0, 16, 64 };
 /* Parallel work wanted per core before fusing stops. */
 #define PAR_PER_CORE 4
 
@@ -573,8 +577,7 @@ static int parallel_outer(const tune_space *sp, sch_state *st, int s, const int 
 
 static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
 {
-	static const int64_t steps[] = { 0, 16, 64, 512 };
-	int64_t v = steps[below(rng, 4)];
+	int64_t v = unroll_steps[below(rng, UNROLL_CHOICES)];
 	const sch_stage *ss = &st->stages[s];
 	if (v == 0 || ss->nleaves == 0)
 		return;
@@ -1023,8 +1026,7 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 	const sch_decision *pick = &d[below(rng, nd)];
 	char *arg = step->args[pick->arg];
 	if (strcmp(step->prim, "annotate") == 0) {
-		static const int64_t steps[] = { 0, 16, 64, 512 };
-		int64_t v = steps[below(rng, 4)];
+		int64_t v = unroll_steps[below(rng, UNROLL_CHOICES)];
 		if (v == pick->value)
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
