@@ -1,2 +1,738 @@
-/* Placeholder: being written. */
 #include "tuner/search.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/timer.h"
+#include "schedule/random.h"
+#include "tuner/features.h"
+#include "tuner/model.h"
+#include "tuner/sketch.h"
+
+/* The best measured traces kept as parents for mutation. */
+#define ELITES 16
+/* Attempts to make one population member before giving up on it. */
+#define MEMBER_ATTEMPTS 4
+
+tune_search_opts tune_search_opts_default(void)
+{
+	return (tune_search_opts){
+		.trials = 64,
+		.batch = 16,
+		.population = 64,
+		.generations = 2,
+		.epsilon = 0.1,
+		.early_stop = 300,
+		.min_train = 16,
+		.seed = 1,
+		.measure = tune_measure_opts_default(),
+	};
+}
+
+void tune_summary_clear(tune_summary *s)
+{
+	free(s->best_trace);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- a set of 64-bit hashes ---------------------------------------------- */
+
+typedef struct hash_set {
+	uint64_t *slots;     /* 0 marks an empty slot; hashes are never 0 */
+	size_t cap, n;
+} hash_set;
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+static bool set_has(const hash_set *s, uint64_t h)
+{
+	if (!s->cap)
+		return false;
+	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slots[i] == h)
+			return true;
+		if (!s->slots[i])
+			return false;
+	}
+}
+
+static int set_add(hash_set *s, uint64_t h);
+
+static int set_grow(hash_set *s)
+{
+	hash_set bigger = { calloc(s->cap ? s->cap * 2 : 1024, sizeof(uint64_t)),
+		s->cap ? s->cap * 2 : 1024, 0 };
+	if (!bigger.slots)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i])
+			set_add(&bigger, s->slots[i]);
+	free(s->slots);
+	*s = bigger;
+	return 0;
+}
+
+/* Add "h"; return 1 when it was new, 0 when present, -1 out of memory. */
+static int set_add(hash_set *s, uint64_t h)
+{
+	if ((s->n + 1) * 2 > s->cap && set_grow(s))
+		return -1;
+	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slots[i] == h)
+			return 0;
+		if (!s->slots[i]) {
+			s->slots[i] = h;
+			s->n++;
+			return 1;
+		}
+	}
+}
+
+/* ---- the search's state ---------------------------------------------------- */
+
+/* One candidate program: its trace, lowered program and features. */
+typedef struct candidate {
+	char *trace;
+	uint64_t trace_hash;
+	uint64_t prog_hash;
+	loop_prog *prog;
+	float *features;
+	float score;
+} candidate;
+
+/* A measured trace kept as a parent. */
+typedef struct elite {
+	double seconds;
+	sch_trace *trace;
+} elite;
+
+/* The rows the model trains on: every record of the target. */
+typedef struct train_set {
+	int n, cap;
+	float *x;             /* n * TUNE_PROGRAM_FEATURES */
+	double *seconds;      /* INFINITY for failed candidates */
+	uint32_t *task;
+} train_set;
+
+typedef struct search {
+	const tune_task *task;
+	tune_db *db;
+	const tune_search_opts *o;
+	tune_summary *sum;
+	char *err;
+	size_t errlen;
+	int64_t workload_id, target_id;
+	tune_space *space;
+	tune_measurer *measurer;
+	tune_cost_model *model;
+	int model_rows;          /* rows the model was trained on */
+	train_set train;
+	hash_set measured_traces;  /* of this task, in the store */
+	hash_set measured_progs;   /* of this task, measured in this run */
+	elite elites[ELITES];
+	int nelites;
+	uint64_t rng;
+	double start_s;
+	int since_better;        /* trials since the best improved */
+} search;
+
+static int fail(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(search *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->err, s->errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void logf_(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void logf_(search *s, const char *fmt, ...)
+{
+	if (!s->o->log)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->o->log(line, s->o->log_arg);
+}
+
+static void candidate_clear(candidate *c)
+{
+	free(c->trace);
+	loop_prog_free(c->prog);
+	free(c->features);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Keep "trace" (text) as a parent when it is among the ELITES fastest. */
+static void elite_offer(search *s, const char *trace, double seconds)
+{
+	int worst = -1;
+	if (s->nelites == ELITES) {
+		worst = 0;
+		for (int i = 1; i < ELITES; i++)
+			if (s->elites[i].seconds > s->elites[worst].seconds)
+				worst = i;
+		if (s->elites[worst].seconds <= seconds)
+			return;
+	}
+	sch_trace *t = sch_trace_parse(s->task->ctx, "record", trace);
+	if (!t)
+		return;
+	if (worst < 0)
+		worst = s->nelites++;
+	else
+		sch_trace_free(s->elites[worst].trace);
+	s->elites[worst] = (elite){ seconds, t };
+}
+
+static int train_add(train_set *t, const float *x, double seconds, uint32_t task)
+{
+	if (t->n == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 256;
+		float *nx = realloc(t->x, (size_t)cap * TUNE_PROGRAM_FEATURES * sizeof(float));
+		if (!nx)
+			return -1;
+		t->x = nx;
+		double *ns = realloc(t->seconds, (size_t)cap * sizeof(double));
+		if (!ns)
+			return -1;
+		t->seconds = ns;
+		uint32_t *nt = realloc(t->task, (size_t)cap * sizeof(uint32_t));
+		if (!nt)
+			return -1;
+		t->task = nt;
+		t->cap = cap;
+	}
+	memcpy(t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES, x,
+		TUNE_PROGRAM_FEATURES * sizeof(float));
+	t->seconds[t->n] = seconds;
+	t->task[t->n] = task;
+	t->n++;
+	return 0;
+}
+
+static void train_free(train_set *t)
+{
+	free(t->x);
+	free(t->seconds);
+	free(t->task);
+}
+
+/* ---- what the store already knows -------------------------------------------- */
+
+static int load_record(const tune_record *r, void *arg)
+{
+	search *s = arg;
+	bool ok = strcmp(r->error_class, "ok") == 0;
+	double seconds = ok ? r->cost_median_s : INFINITY;
+	if (r->nfeatures == TUNE_PROGRAM_FEATURES &&
+	    train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id))
+		return -1;
+	if (r->workload_id != s->workload_id)
+		return 0;
+	s->sum->known++;
+	if (set_add(&s->measured_traces, fnv1a(r->trace)) < 0)
+		return -1;
+	if (ok) {
+		elite_offer(s, r->trace, seconds);
+		if (!(s->sum->best_s <= seconds)) {
+			s->sum->best_s = seconds;
+			s->sum->best_record = r->id;
+			free(s->sum->best_trace);
+			s->sum->best_trace = strdup(r->trace);
+		}
+	}
+	return 0;
+}
+
+/* Read the records of the target (training rows; the task's measured
+ * traces, best and parents) and the newest saved model. */
+static int load_store(search *s)
+{
+	int r = tune_db_foreach(s->db, 0, s->target_id, load_record, s);
+	if (r)
+		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
+			r < 0 ? tune_db_error(s->db) : "out of memory");
+	tune_model saved;
+	r = tune_db_load_model(s->db, s->task->target_kind, &saved);
+	if (r < 0)
+		return fail(s, "%s", tune_db_error(s->db));
+	if (r == 0) {
+		char why[512];
+		tune_cost_model *m = tune_cost_model_load(saved.blob, saved.len,
+			TUNE_PROGRAM_FEATURES, NULL, why, sizeof(why));
+		if (m) {
+			tune_cost_model_free(s->model);
+			s->model = m;
+			s->model_rows = (int)saved.n_records;
+			logf_(s, "cost model: loaded from the store (trained on %lld records)",
+				(long long)saved.n_records);
+		} else {
+			logf_(s, "cost model: the saved one is unusable (%s); starting cold", why);
+		}
+		tune_model_clear(&saved);
+	}
+	if (isfinite(s->sum->best_s))
+		tune_measurer_set_best(s->measurer, s->sum->best_s);
+	return 0;
+}
+
+/* ---- making candidates ----------------------------------------------------- */
+
+/* Lower "st" and fill "c"; return 0, or -1 when it does not lower or
+ * repeats a program already in "seen" or measured (then "c" is empty). */
+static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->trace = sch_trace_to_text(st->trace);
+	if (!c->trace)
+		return -1;
+	c->trace_hash = fnv1a(c->trace);
+	if (set_has(&s->measured_traces, c->trace_hash))
+		goto refuse;
+	c->prog = sch_program(st);
+	if (!c->prog)
+		goto refuse;
+	char *text = loop_prog_print(c->prog);
+	if (!text)
+		goto refuse;
+	c->prog_hash = fnv1a(text);
+	free(text);
+	if (set_has(&s->measured_progs, c->prog_hash) || set_has(seen, c->prog_hash))
+		goto refuse;
+	c->features = malloc(TUNE_PROGRAM_FEATURES * sizeof(float));
+	if (!c->features ||
+	    tune_program_features(c->prog, &s->task->cpu, c->features))
+		goto refuse;
+	if (set_add(seen, c->prog_hash) < 0)
+		goto refuse;
+	return 0;
+refuse:
+	candidate_clear(c);
+	return -1;
+}
+
+/* Pick a parent: one of the elites, the faster more often. */
+static const sch_trace *pick_elite(search *s)
+{
+	if (!s->nelites)
+		return NULL;
+	int a = (int)(sch_rng_next(&s->rng) % (uint64_t)s->nelites);
+	int b = (int)(sch_rng_next(&s->rng) % (uint64_t)s->nelites);
+	return s->elites[s->elites[a].seconds <= s->elites[b].seconds ? a : b].trace;
+}
+
+/* A new state: a mutation of "parent" (NULL: of an elite, or a sample
+ * when there is none), a fresh sketch sample when mutation fails. */
+static sch_state *new_member(search *s, const sch_trace *parent)
+{
+	if (!parent)
+		parent = pick_elite(s);
+	sch_state *st = parent ? tune_space_mutate(s->space, parent, &s->rng) : NULL;
+	return st ? st : tune_space_sample(s->space, -1, &s->rng);
+}
+
+/* Fill "pop" with up to "n" new candidates: half mutations of the elites
+ * (when there are any), the rest sketch samples. */
+static int initial_population(search *s, hash_set *seen, candidate *pop, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		for (int a = 0; a < MEMBER_ATTEMPTS; a++) {
+			bool mutate = s->nelites && i < n / 2;
+			sch_state *st = mutate ? new_member(s, NULL)
+			                       : tune_space_sample(s->space, -1, &s->rng);
+			if (!st)
+				continue;
+			int r = make_candidate(s, st, seen, &pop[k]);
+			sch_state_free(st);
+			if (r == 0) {
+				k++;
+				break;
+			}
+		}
+	}
+	return k;
+}
+
+static bool model_ready(const search *s)
+{
+	return s->model && tune_cost_model_trained(s->model);
+}
+
+/* Score the "n" candidates of "pop" with the model (0 without one). */
+static void score(search *s, candidate *pop, int n)
+{
+	if (!model_ready(s) || n == 0) {
+		for (int i = 0; i < n; i++)
+			pop[i].score = 0;
+		return;
+	}
+	float *x = calloc((size_t)n * TUNE_PROGRAM_FEATURES, sizeof(float));
+	float *y = calloc((size_t)n, sizeof(float));
+	char why[512];
+	if (x && y) {
+		for (int i = 0; i < n; i++)
+			memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES, pop[i].features,
+				TUNE_PROGRAM_FEATURES * sizeof(float));
+		if (tune_cost_model_predict(s->model, x, TUNE_PROGRAM_FEATURES, n, y, why,
+			sizeof(why)) == 0)
+			for (int i = 0; i < n; i++)
+				pop[i].score = y[i];
+		else
+			logf_(s, "cost model: prediction failed (%s)", why);
+	}
+	free(x);
+	free(y);
+}
+
+/* The better of two random members of "pop". */
+static int tournament(search *s, const candidate *pop, int n)
+{
+	int a = (int)(sch_rng_next(&s->rng) % (uint64_t)n);
+	int b = (int)(sch_rng_next(&s->rng) % (uint64_t)n);
+	return pop[a].score >= pop[b].score ? a : b;
+}
+
+static int by_score_desc(const void *pa, const void *pb)
+{
+	const candidate *a = pa, *b = pb;
+	return (a->score < b->score) - (a->score > b->score);
+}
+
+/* Evolve a population for the configured generations and gather every
+ * candidate seen into "pool" (capacity "cap"), scored; return its size. */
+static int evolve(search *s, candidate *pool, int cap)
+{
+	hash_set seen = { 0 };
+	int npop = s->o->population;
+	int n = initial_population(s, &seen, pool, npop < cap ? npop : cap);
+	score(s, pool, n);
+	int gen_start = 0, gen_n = n;
+	for (int g = 0; g < s->o->generations && model_ready(s) && gen_n > 0; g++) {
+		int made = 0;
+		for (int i = 0; i < npop && n < cap; i++) {
+			int parent = gen_start + tournament(s, pool + gen_start, gen_n);
+			sch_trace *t = sch_trace_parse(s->task->ctx, "candidate", pool[parent].trace);
+			sch_state *st = t ? new_member(s, t) : NULL;
+			sch_trace_free(t);
+			if (st && make_candidate(s, st, &seen, &pool[n]) == 0) {
+				n++;
+				made++;
+			}
+			sch_state_free(st);
+		}
+		score(s, pool + n - made, made);
+		gen_start = n - made;
+		gen_n = made;
+	}
+	free(seen.slots);
+	return n;
+}
+
+/* Move the batch to measure to the front of "pool": the best-scored,
+ * with a fraction picked at random; return its size. */
+static int select_batch(search *s, candidate *pool, int n, int want)
+{
+	if (n <= want)
+		return n;
+	int random_picks = (int)lround(want * s->o->epsilon);
+	if (!model_ready(s))
+		random_picks = want;
+	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
+	int greedy = want - random_picks;
+	for (int i = greedy; i < want; i++) {
+		int j = i + (int)(sch_rng_next(&s->rng) % (uint64_t)(n - i));
+		candidate tmp = pool[i];
+		pool[i] = pool[j];
+		pool[j] = tmp;
+	}
+	return want;
+}
+
+/* ---- measuring and recording -------------------------------------------------- */
+
+static void report_progress(search *s, bool done)
+{
+	if (!s->o->progress)
+		return;
+	const tune_summary *m = s->sum;
+	double elapsed = rt_now_s() - s->start_s;
+	tune_progress p = {
+		.trials = m->trials,
+		.trials_total = s->o->trials,
+		.errors = m->errors,
+		.known = m->known,
+		.round = m->rounds,
+		.best_s = m->best_s,
+		.default_s = m->default_s,
+		.flops = s->task->flops,
+		.elapsed_s = elapsed,
+		.eta_s = m->trials ? elapsed / m->trials * (s->o->trials - m->trials) : NAN,
+		.done = done,
+	};
+	s->o->progress(&p, s->o->progress_arg);
+}
+
+/* Commit the measured "batch" ("res"[i] for batch[i]) in one transaction
+ * and update the search: best, parents, training rows. */
+static int record_batch(search *s, candidate *batch, const tune_result *res, int n)
+{
+	if (tune_db_begin(s->db))
+		return fail(s, "%s", tune_db_error(s->db));
+	for (int i = 0; i < n; i++) {
+		bool ok = res[i].error == TUNE_OK;
+		tune_record r = {
+			.workload_id = s->workload_id,
+			.target_id = s->target_id,
+			.trace = batch[i].trace,
+			.features = batch[i].features,
+			.nfeatures = TUNE_PROGRAM_FEATURES,
+			.cost_median_s = ok ? res[i].median_s : NAN,
+			.cost_min_s = ok ? res[i].min_s : NAN,
+			.error_class = tune_error_name(res[i].error),
+			.error_msg = ok ? NULL : res[i].msg,
+		};
+		if (tune_db_add_record(s->db, &r, NULL)) {
+			char why[512];
+			snprintf(why, sizeof(why), "%s", tune_db_error(s->db));
+			tune_db_rollback(s->db);
+			return fail(s, "recording a batch in %s: %s", tune_db_path(s->db), why);
+		}
+	}
+	if (tune_db_commit(s->db))
+		return fail(s, "committing a batch to %s: %s", tune_db_path(s->db),
+			tune_db_error(s->db));
+	for (int i = 0; i < n; i++) {
+		bool ok = res[i].error == TUNE_OK;
+		double seconds = ok ? res[i].median_s : INFINITY;
+		s->sum->trials++;
+		s->sum->error_counts[res[i].error]++;
+		s->sum->errors += !ok;
+		s->since_better++;
+		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
+		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
+		    train_add(&s->train, batch[i].features, seconds,
+			    (uint32_t)s->workload_id))
+			return fail(s, "out of memory");
+		if (batch[i].trace[0] == '\0' && ok)
+			s->sum->default_s = seconds;
+		if (!ok)
+			continue;
+		elite_offer(s, batch[i].trace, seconds);
+		if (!(s->sum->best_s <= seconds) && res[i].checked) {
+			s->sum->best_s = seconds;
+			free(s->sum->best_trace);
+			s->sum->best_trace = strdup(batch[i].trace);
+			s->since_better = 0;
+		}
+	}
+	return 0;
+}
+
+/* Retrain the model on every row when enough new rows came. */
+static void retrain(search *s)
+{
+	if (s->train.n < s->o->min_train || s->train.n == s->model_rows)
+		return;
+	float *y = malloc((size_t)s->train.n * sizeof(float));
+	char why[512];
+	if (!y || tune_normalize_throughput(s->train.seconds, s->train.task, s->train.n, y)) {
+		free(y);
+		return;
+	}
+	tune_cost_model_opts mo = tune_cost_model_opts_default();
+	mo.seed = s->o->seed;
+	tune_cost_model *m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, why, sizeof(why));
+	if (m && tune_cost_model_train(m, s->train.x, TUNE_PROGRAM_FEATURES, y,
+		s->train.task, s->train.n, why, sizeof(why)) == 0) {
+		tune_cost_model_free(s->model);
+		s->model = m;
+		s->model_rows = s->train.n;
+	} else {
+		logf_(s, "cost model: training failed (%s)", why);
+		tune_cost_model_free(m);
+	}
+	free(y);
+}
+
+/* Save the model in the store for later runs. */
+static void save_model(search *s)
+{
+	if (!model_ready(s))
+		return;
+	void *blob = NULL;
+	size_t len = 0;
+	char why[512];
+	if (tune_cost_model_save(s->model, &blob, &len, why, sizeof(why))) {
+		logf_(s, "cost model: not saved (%s)", why);
+		return;
+	}
+	if (!tune_db_save_model(s->db, s->task->target_kind, s->model_rows, blob, len,
+		"{\"features\": \"program\"}"))
+		logf_(s, "cost model: not saved (%s)", tune_db_error(s->db));
+	free(blob);
+}
+
+/* The default schedule as a candidate, unless it was measured before. */
+static int default_candidate(search *s, candidate *c)
+{
+	sch_state *st = sch_state_new(s->task->ctx, s->task->op);
+	if (!st)
+		return -1;
+	hash_set seen = { 0 };
+	int r = make_candidate(s, st, &seen, c);
+	free(seen.slots);
+	sch_state_free(st);
+	return r;
+}
+
+/* One round: evolve, pick a batch, measure, record, retrain. */
+static int round_(search *s, candidate *pool, int cap, tune_result *res)
+{
+	int left = s->o->trials - s->sum->trials;
+	int want = s->o->batch < left ? s->o->batch : left;
+	int n = 0, first = 0;
+	double t0 = rt_now_s();
+	if (s->sum->rounds == 0 && default_candidate(s, &pool[0]) == 0)
+		n = first = 1;
+	n += evolve(s, pool + first, cap - first);
+	double t1 = rt_now_s();
+	int picked = first + select_batch(s, pool + first, n - first, want - first);
+	if (picked == 0 || (s->o->stop && *s->o->stop)) {
+		for (int i = 0; i < n; i++)
+			candidate_clear(&pool[i]);
+		return picked == 0;
+	}
+	loop_prog *progs[picked];
+	for (int i = 0; i < picked; i++) {
+		progs[i] = pool[i].prog;
+		res[i] = (tune_result){ .error = TUNE_ERR_RUNTIME };
+	}
+	if (tune_measure_batch(s->measurer, progs, picked, res,
+		(volatile const int *)s->o->stop))
+		return fail(s, "measuring: %s", res[0].msg);
+	double t2 = rt_now_s();
+	int r = record_batch(s, pool, res, picked);
+	for (int i = 0; i < n; i++)
+		candidate_clear(&pool[i]);
+	s->sum->rounds++;
+	if (r)
+		return r;
+	retrain(s);
+	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s, "
+		"recorded and trained in %.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1,
+		rt_now_s() - t2);
+	report_progress(s, false);
+	return 0;
+}
+
+static int check_opts(search *s)
+{
+	const tune_search_opts *o = s->o;
+	if (o->trials < 1)
+		return fail(s, "the number of trials must be positive, not %d", o->trials);
+	if (o->batch < 1 || o->population < 1 || o->generations < 0)
+		return fail(s, "batch and population must be positive, generations not negative");
+	if (!(o->epsilon >= 0 && o->epsilon <= 1))
+		return fail(s, "epsilon must be in [0, 1]");
+	if (!(o->measure.timeout_s > 0))
+		return fail(s, "the timeout must be positive");
+	return 0;
+}
+
+static int search_setup(search *s)
+{
+	if (check_opts(s))
+		return -1;
+	s->target_id = tune_db_target(s->db, s->task->target_kind, s->task->target);
+	s->workload_id = s->target_id ? tune_db_workload(s->db, s->task->key,
+		s->task->op_text, s->task->flops > 0 ? s->task->flops : NAN) : 0;
+	if (!s->target_id || !s->workload_id)
+		return fail(s, "%s", tune_db_error(s->db));
+	s->space = tune_space_new(s->task);
+	if (!s->space)
+		return fail(s, "analysing the op: %s", tessel_ctx_error(s->task->ctx)->message);
+	for (int i = 0; i < tune_space_num_sketches(s->space); i++)
+		logf_(s, "sketch %d: %s", i, tune_space_sketch_name(s->space, i));
+	s->measurer = tune_measurer_new(s->task, &s->o->measure, s->err, s->errlen);
+	if (!s->measurer)
+		return -1;
+	return load_store(s);
+}
+
+static void search_teardown(search *s)
+{
+	for (int i = 0; i < s->nelites; i++)
+		sch_trace_free(s->elites[i].trace);
+	tune_space_free(s->space);
+	tune_measurer_free(s->measurer);
+	tune_cost_model_free(s->model);
+	train_free(&s->train);
+	free(s->measured_traces.slots);
+	free(s->measured_progs.slots);
+}
+
+int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
+	tune_summary *out, char *err, size_t errlen)
+{
+	tune_search_opts defaults = tune_search_opts_default();
+	memset(out, 0, sizeof(*out));
+	out->best_s = NAN;
+	out->default_s = NAN;
+	search s = {
+		.task = task, .db = db, .o = o ? o : &defaults, .sum = out,
+		.err = err, .errlen = errlen, .start_s = rt_now_s(),
+	};
+	s.rng = s.o->seed ^ 0x9e3779b97f4a7c15ull;
+	int r = search_setup(&s);
+	int cap = s.o->population * (s.o->generations + 1) + 1;
+	candidate *pool = r ? NULL : calloc((size_t)cap, sizeof(*pool));
+	tune_result *res = r ? NULL : calloc((size_t)s.o->batch + 1, sizeof(*res));
+	if (!r && (!pool || !res))
+		r = fail(&s, "out of memory");
+	while (r == 0 && out->trials < s.o->trials) {
+		if (s.o->stop && *s.o->stop) {
+			out->interrupted = true;
+			break;
+		}
+		if (s.o->early_stop > 0 && s.since_better >= s.o->early_stop) {
+			out->early_stopped = true;
+			break;
+		}
+		r = round_(&s, pool, cap, res);
+		if (r > 0) {
+			logf_(&s, "the search space has no new candidates left");
+			r = 0;
+			break;
+		}
+	}
+	if (s.o->stop && *s.o->stop)
+		out->interrupted = true;
+	save_model(&s);
+	tune_record best;
+	if (s.workload_id && tune_db_best(db, s.workload_id, s.target_id, &best) == 0) {
+		out->best_record = best.id;
+		tune_record_clear(&best);
+	}
+	report_progress(&s, true);
+	free(pool);
+	free(res);
+	search_teardown(&s);
+	return r;
+}

@@ -1,4 +1,97 @@
-/* The evolutionary search (tuner/search.c): being written. */
+/* The evolutionary search of one task (tuner/search.c; docs/tuner.md).
+ *
+ * Rounds until the trials are spent, the search stops improving, or the
+ * caller interrupts:
+ *   1. a population of candidates: samples of the sketches
+ *      (tuner/sketch.h) and mutations of the best measured traces (of this
+ *      run and of earlier ones in the record store);
+ *   2. generations of evolution guided by the cost model (tuner/model.h):
+ *      candidates are lowered, their features predicted, the fitter ones
+ *      mutated again;
+ *   3. a batch of the best-predicted programs not measured before (by
+ *      trace and by program text), a fraction of them picked at random
+ *      (epsilon-greedy), measured (tuner/measure.h) and committed to the
+ *      store in one transaction;
+ *   4. the model retrained on every record of the target kind.
+ * The default schedule is measured first, as the baseline.  The model is
+ * loaded from the store when one was saved (another shape, another run)
+ * and saved back at the end. */
 #ifndef TESSEL_TUNER_SEARCH_H
 #define TESSEL_TUNER_SEARCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tuner/db.h"
+#include "tuner/measure.h"
+#include "tuner/task.h"
+
+/* Where a search stands, for progress displays. */
+typedef struct tune_progress {
+	int trials;          /* measured in this run */
+	int trials_total;    /* asked for */
+	int errors;          /* of those, failed (any error class) */
+	int known;           /* records of the task found in the store */
+	int round;
+	double best_s;       /* best checked time of the task, NAN when none */
+	double default_s;    /* the default schedule's time, NAN when unknown */
+	double flops;        /* per run of the op (0: not a compute op) */
+	double elapsed_s;
+	double eta_s;        /* estimated time left, NAN before the first batch */
+	bool done;           /* the last call, after the search ended */
+} tune_progress;
+
+typedef struct tune_search_opts {
+	int trials;          /* candidates to measure, > 0 */
+	int batch;           /* measured per round */
+	int population;      /* candidates evolved per round */
+	int generations;     /* rounds of evolution per round */
+	double epsilon;      /* fraction of each batch picked at random */
+	int early_stop;      /* stop after this many trials without a better
+	                      * time (0: never) */
+	int min_train;       /* records of the target before the model guides */
+	uint64_t seed;
+	tune_measure_opts measure;
+	/* Called after each batch and at the end; may be NULL. */
+	void (*progress)(const tune_progress *p, void *arg);
+	void *progress_arg;
+	/* The search ends after the batch in flight when *stop becomes
+	 * nonzero (a signal handler's flag); may be NULL. */
+	volatile sig_atomic_t *stop;
+	/* Log lines (sketches, model training) go here when not NULL. */
+	void (*log)(const char *line, void *arg);
+	void *log_arg;
+} tune_search_opts;
+
+/* Return the defaults: 64 trials, batches of 16, population 64,
+ * 2 generations, epsilon 0.1, early stop after 300 trials, train from 16
+ * records, seed 1, tune_measure_opts_default(). */
+tune_search_opts tune_search_opts_default(void);
+
+/* What a search did. */
+typedef struct tune_summary {
+	int trials;          /* measured in this run */
+	int errors;
+	int known;           /* records of the task the store already had */
+	int rounds;
+	double best_s;       /* NAN when no candidate ran correctly */
+	double default_s;    /* NAN when not measured (it was known) */
+	int64_t best_record; /* id in the store, 0 when none */
+	char *best_trace;    /* text form, malloc'ed; NULL when none */
+	bool early_stopped;
+	bool interrupted;
+	int error_counts[TUNE_ERR_COUNT];
+} tune_summary;
+
+void tune_summary_clear(tune_summary *s);
+
+/* Search schedules of "task" with the options "o" (NULL: the defaults),
+ * keeping every measurement in "db".  Fill "out".  Return 0 (also when
+ * interrupted or every candidate failed: see "out"), or -1 with the reason
+ * in "err" of size "errlen" when the search itself could not go on (the
+ * store failed, invalid options); what was committed stays committed. */
+int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
+	tune_summary *out, char *err, size_t errlen);
+
 #endif

@@ -1,0 +1,315 @@
+/* The evolutionary search end to end on small ops: the best found is
+ * correct (against the interpreter) and faster than the default schedule;
+ * a re-run resumes without measuring again; a tuner killed with SIGKILL
+ * leaves a sound store holding whole batches; two tuners share a file. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ir/loop_eval.h"
+#include "runtime/timer.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tuner/db.h"
+#include "tuner/search.h"
+#include "tuner/task.h"
+
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	tune_task task;
+	char dir[64];
+	char db_path[128];
+} fixture;
+
+static void fixture_init(fixture *f, const char *name, int n, const char **keys,
+	const char **values)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	cr_assert(f->op, "instantiating %s", name);
+	char err[512];
+	cr_assert_eq(tune_task_init(&f->task, f->ctx, f->op, NULL, err, sizeof(err)), 0,
+		"%s", err);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/tessel-search-XXXXXX");
+	cr_assert(mkdtemp(f->dir));
+	snprintf(f->db_path, sizeof(f->db_path), "%s/records.db", f->dir);
+}
+
+static void fixture_fini(fixture *f)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	cr_expect_eq(system(cmd), 0);
+	tune_task_clear(&f->task);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+static void small_matmul(fixture *f)
+{
+	const char *k[] = { "M", "N", "K" }, *v[] = { "48", "64", "32" };
+	fixture_init(f, "matmul", 3, k, v);
+}
+
+static tune_search_opts quick_opts(int trials, uint64_t seed)
+{
+	tune_search_opts o = tune_search_opts_default();
+	o.trials = trials;
+	o.batch = 8;
+	o.population = 48;
+	o.generations = 2;
+	o.min_train = 8;
+	o.seed = seed;
+	o.measure.timer.min_total_s = 0.005;
+	o.measure.timer.min_repeats = 3;
+	o.measure.timeout_s = 10;
+	return o;
+}
+
+static tune_db *open_db(const fixture *f)
+{
+	char err[512];
+	tune_db *db = tune_db_open(f->db_path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	return db;
+}
+
+static int64_t count_records(const fixture *f)
+{
+	tune_db *db = open_db(f);
+	int64_t n = tune_db_count(db, 0, 0);
+	cr_expect_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
+	tune_db_close(db);
+	return n;
+}
+
+/* Replay "trace" on the op of "f", evaluate the program directly and
+ * return its largest relative error against the interpreter. */
+static double trace_error(fixture *f, const char *trace)
+{
+	sch_trace *t = sch_trace_parse(f->ctx, "best", trace);
+	cr_assert(t);
+	sch_state *st = sch_state_new(f->ctx, f->op);
+	cr_assert_eq(sch_replay(st, t, "best"), 0, "%s", tessel_ctx_error(f->ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	tessel_tensor *args[8], *want;
+	int nin = tessel_op_num_inputs(f->op);
+	for (int i = 0; i <= nin; i++) {
+		tessel_stage *s = i < nin ? tessel_op_input_at(f->op, i) : tessel_op_output_at(f->op, 0);
+		int64_t shape[TESSEL_MAX_DIMS];
+		for (int d = 0; d < tessel_stage_ndim(s); d++)
+			shape[d] = tessel_stage_dim(s, d);
+		args[i] = tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+			NULL, 0);
+		if (i < nin)
+			tessel_tensor_fill_random(args[i], 7 + (uint64_t)i);
+		else
+			want = tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+				NULL, 0);
+	}
+	cr_assert_eq(tessel_interp(f->op, args, &want), 0);
+	cr_assert_eq(loop_eval(f->ctx, p, args), 0);
+	double worst = 0;
+	for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
+		double a = tessel_tensor_get(want, k), b = tessel_tensor_get(args[nin], k);
+		worst = fmax(worst, fabs(a - b) / (1 + fabs(a)));
+	}
+	for (int i = 0; i <= nin; i++)
+		tessel_tensor_free(args[i]);
+	tessel_tensor_free(want);
+	loop_prog_free(p);
+	sch_state_free(st);
+	sch_trace_free(t);
+	return worst;
+}
+
+static void count_progress(const tune_progress *p, void *arg)
+{
+	(*(int *)arg)++;
+	cr_expect_leq(p->trials, p->trials_total);
+}
+
+Test(search, finds_a_correct_schedule_faster_than_the_default)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(32, 1);
+	int calls = 0;
+	o.progress = count_progress;
+	o.progress_arg = &calls;
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.trials, 32);
+	cr_expect(calls >= 2);
+	cr_assert(isfinite(s.best_s) && isfinite(s.default_s));
+	cr_expect_lt(s.best_s, s.default_s, "best %g s, default %g s", s.best_s, s.default_s);
+	cr_assert(s.best_trace && s.best_record > 0);
+	cr_expect_lt(trace_error(&f, s.best_trace), 1e-5);
+	tune_record best;
+	cr_assert_eq(tune_db_best(db, tune_db_find_workload(db, f.task.key),
+		tune_db_find_target(db, f.task.target), &best), 0);
+	cr_expect_str_eq(best.trace, s.best_trace);
+	tune_record_clear(&best);
+	tune_model m;
+	cr_expect_eq(tune_db_load_model(db, "cpu", &m), 0, "the model is saved");
+	tune_model_clear(&m);
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+Test(search, a_rerun_resumes_without_measuring_again)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_summary s;
+	char err[512];
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(16, 3);
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	double first_best = s.best_s;
+	tune_summary_clear(&s);
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.known, 16);
+	cr_expect_eq(s.trials, 16);
+	cr_expect(isnan(s.default_s), "the default schedule is not measured again");
+	cr_expect_leq(s.best_s, first_best);
+	cr_expect_eq(tune_db_count(db, 0, 0), 32, "nothing was measured twice");
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+Test(search, a_tuner_killed_mid_run_leaves_whole_batches)
+{
+	fixture f;
+	small_matmul(&f);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char err[512];
+		tune_db *db = tune_db_open(f.db_path, err, sizeof(err));
+		tune_search_opts o = quick_opts(100000, 5);
+		o.early_stop = 0;
+		tune_summary s;
+		tune_search(&f.task, db, &o, &s, err, sizeof(err));
+		_exit(0);
+	}
+	double deadline = rt_now_s() + 60;
+	int64_t n = 0;
+	while (rt_now_s() < deadline && n < 16) {
+		usleep(50000);
+		if (access(f.db_path, F_OK) == 0)
+			n = count_records(&f);
+	}
+	usleep(100000);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_geq(n, 16, "the tuner committed batches before it was killed");
+	n = count_records(&f);
+	cr_expect_eq(n % 8, 0, "whole batches of 8 only, got %lld", (long long)n);
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(8, 6);
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.known, n);
+	cr_expect_eq(tune_db_count(db, 0, 0), n + 8);
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+Test(search, two_tuners_share_one_store)
+{
+	fixture f;
+	small_matmul(&f);
+	pid_t pids[2];
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char err[512];
+			tune_db *db = tune_db_open(f.db_path, err, sizeof(err));
+			tune_search_opts o = quick_opts(16, 11 + (uint64_t)i);
+			tune_summary s;
+			int r = db ? tune_search(&f.task, db, &o, &s, err, sizeof(err)) : -1;
+			if (r)
+				fprintf(stderr, "tuner %d: %s\n", i, err);
+			tune_db_close(db);
+			_exit(r ? 1 : 0);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		int status;
+		waitpid(pids[i], &status, 0);
+		cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tuner %d failed", i);
+	}
+	int64_t n = count_records(&f);
+	cr_expect_geq(n, 16);
+	cr_expect_leq(n, 32);
+	fixture_fini(&f);
+}
+
+Test(search, an_interrupt_ends_the_search_cleanly)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	volatile sig_atomic_t stop = 1;
+	tune_search_opts o = quick_opts(16, 1);
+	o.stop = &stop;
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect(s.interrupted);
+	cr_expect_eq(s.trials, 0);
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+Test(search, bad_options_are_refused)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	tune_summary s;
+	char err[512];
+	tune_search_opts o = quick_opts(0, 1);
+	cr_expect_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "trials"), "%s", err);
+	tune_summary_clear(&s);
+	o = quick_opts(4, 1);
+	o.measure.timeout_s = -1;
+	cr_expect_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "timeout"), "%s", err);
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+Test(search, unknown_targets_are_refused)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	const char *k[] = { "M", "N", "K" }, *v[] = { "4", "4", "4" };
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3, k, v);
+	tune_task t;
+	char err[512];
+	cr_expect_eq(tune_task_init(&t, ctx, op, "tpu", err, sizeof(err)), -1);
+	cr_expect(strstr(err, "unknown target"), "%s", err);
+	cr_expect_eq(tune_task_init(&t, ctx, op, "cpu -cores=banana", err, sizeof(err)), -1);
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+}
