@@ -10,6 +10,7 @@ static bool parse_int(const char *text, int64_t *v);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cli_fail(const char *fmt, ...)
 {
@@ -280,3 +281,56 @@ sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
 	return st;
 }
 
+tune_db *cli_open_db(const char *path, bool create)
+{
+	char buf[4096], err[1024];
+	struct stat sb;
+	if (!path && tune_db_default_path(buf, sizeof(buf))) {
+		cli_fail("no --db given and no place for the default record store "
+			"($TESSEL_DB, $XDG_CACHE_HOME or $HOME): %s", strerror(errno));
+		return NULL;
+	}
+	if (!path)
+		path = buf;
+	if (!create && stat(path, &sb) != 0) {
+		if (errno == ENOENT)
+			cli_fail("no record store at %s (tessel tune or tessel db import "
+				"makes one)", path);
+		else
+			cli_fail("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	tune_db *db = tune_db_open(path, err, sizeof(err));
+	if (!db)
+		cli_fail("%s", err);
+	return db;
+}
+
+int cli_find_best(tune_db *db, const tune_task *task, tune_record *out)
+{
+	memset(out, 0, sizeof(*out));
+	int64_t w = tune_db_find_workload(db, task->key);
+	int64_t t = w > 0 ? tune_db_find_target(db, task->target) : w;
+	int r = t > 0 ? tune_db_best(db, w, t, out) : t == 0 ? 1 : -1;
+	if (r < 0)
+		cli_fail("%s", tune_db_error(db));
+	return r;
+}
+
+void cli_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p == '\t')
+			fputs("\\t", out);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}

@@ -5,9 +5,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tessel/ops.h"
 #include "tessel/te.h"
+#include "tuner/db.h"
+#include "tuner/task.h"
 
 #define CLI_MAX_SET 64
 #define CLI_MAX_IN 64
@@ -59,5 +62,17 @@ bool cli_is_help(const char *arg);
  * Sets *missing when the option has no value. */
 const char *cli_option(int argc, char **argv, int *i, const char *name,
 	bool *missing);
+
+/* Open the record store at "path" (NULL: tune_db_default_path).  When
+ * "create" is false a missing file is an error rather than a new, empty
+ * store.  Return NULL after printing the error (a refused file is left as
+ * it was). */
+tune_db *cli_open_db(const char *path, bool create);
+/* Fill "out" with the best "ok" record of "task" in "db".  Return 0 when
+ * found, 1 when there is none (nothing printed), -1 after printing the
+ * error.  Release "out" with tune_record_clear. */
+int cli_find_best(tune_db *db, const tune_task *task, tune_record *out);
+/* Write "s" to "out" as a JSON string, quotes included. */
+void cli_json_string(FILE *out, const char *s);
 
 #endif

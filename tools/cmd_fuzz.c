@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "codegen/cpu_kernel.h"
+#include "ir/compare.h"
 #include "ir/loop_eval.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
@@ -15,7 +16,6 @@
 #include "schedule/random.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
-#include "tools/check.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/tensors.h"
@@ -126,8 +126,8 @@ static double worst_error(fuzz_data *d)
 {
 	double worst = 0;
 	for (int i = 0; i < d->nout; i++) {
-		double tol = cli_tolerance(d->ref[i]->dtype);
-		double e = cli_rel_error(d->got[i], d->ref[i]);
+		double tol = te_tolerance(d->ref[i]->dtype);
+		double e = te_rel_error(d->got[i], d->ref[i]);
 		double r = tol > 0 ? e / tol : (e > 0 ? INFINITY : 0);
 		if (!(r <= worst))
 			worst = r;

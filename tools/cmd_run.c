@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "codegen/cpu_kernel.h"
+#include "ir/compare.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"
 #include "schedule/state.h"
-#include "tools/check.h"
+#include "schedule/trace.h"
+#include "tools/best_schedule.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/tensors.h"
@@ -18,7 +20,7 @@
 static const char run_help[] =
 	"usage: tessel run SPEC --set NAME=VALUE,... [--sched TRACE] [--in NAME=FILE.npy ...]\n"
 	"                  [--seed S] [--out DIR] [--target TARGET] [--threads N]\n"
-	"                  [--min-time S] [--flush] [--timeout S] [--json]\n"
+	"                  [--min-time S] [--flush] [--timeout S] [--json] [--db PATH]\n"
 	"\n"
 	"Compile an op under its default schedule or the trace file TRACE, run it\n"
 	"in an isolated process on the inputs (seeded random when not given), time\n"
@@ -27,10 +29,13 @@ static const char run_help[] =
 	"output with the reference interpreter (tolerance by dtype). TARGET is a CPU\n"
 	"target string (default: this machine), e.g. \"cpu -isa=avx2\". A kernel\n"
 	"that crashes or runs past --timeout (default 60 s) is an error. Exit 1 when\n"
-	"an output is wrong. --json prints one JSON object instead of the summary.\n";
+	"an output is wrong. --json prints one JSON object instead of the summary.\n"
+	"--db PATH (instead of --sched) uses the best record of the op on TARGET in\n"
+	"the record store PATH (`tessel tune` makes them), or the default schedule\n"
+	"when PATH has none or its trace no longer replays; a line says which.\n";
 
 typedef struct run_args {
-	const char *spec, *sched, *target;
+	const char *spec, *sched, *target, *db;
 	cli_set set;
 	cli_data data;
 	int threads;
@@ -106,6 +111,8 @@ static int parse_run_args(run_args *a, int argc, char **argv)
 			a->sched = v;
 		} else if ((v = cli_option(argc, argv, &i, "--target", &missing))) {
 			a->target = v;
+		} else if ((v = cli_option(argc, argv, &i, "--db", &missing))) {
+			a->db = v;
 		} else if ((v = cli_option(argc, argv, &i, "--threads", &missing))) {
 			if (cli_parse_count(v, "--threads", 0, 1024, &a->threads))
 				return -1;
@@ -130,7 +137,23 @@ static int parse_run_args(run_args *a, int argc, char **argv)
 	}
 	if (!a->spec)
 		return cli_fail("run: missing SPEC (see tessel run --help)");
+	if (a->db && a->sched)
+		return cli_fail("run: --db and --sched both give the schedule; use one");
 	return 0;
+}
+
+/* Return the schedule of "op" from the best record in the store a->db, or
+ * the default schedule, saying which (on stderr with --json, so that stdout
+ * stays one JSON object); NULL after printing the error. */
+static sch_state *load_recorded_schedule(const run_args *a, tessel_ctx *ctx,
+	tessel_op *op)
+{
+	char said[4500];
+	sch_state *st = cli_load_best_schedule(ctx, op, a->target, a->db, said,
+		sizeof(said));
+	if (st)
+		fprintf(a->json ? stderr : stdout, "schedule: %s\n", said);
+	return st;
 }
 
 /* Bytes of the C-ordered data of "t". */
@@ -192,7 +215,7 @@ static void print_json(const run_args *a, tessel_op *op, const run_result *r,
 		r->timing.median_s > 0 ? flops / r->timing.median_s * 1e-9 : 0.0, so_path);
 	for (int i = 0; i < tessel_op_num_outputs(op); i++) {
 		tessel_stage *s = tessel_op_output_at(op, i);
-		double tol = cli_tolerance(tessel_stage_dtype(s));
+		double tol = te_tolerance(tessel_stage_dtype(s));
 		printf("%s{\"name\": \"%s\", \"rel_error\": %.6g, \"tolerance\": %g, \"ok\": %s}",
 			i ? ", " : "", tessel_stage_name(s),
 			isfinite(r->error[i]) ? r->error[i] : 1e308, tol,
@@ -206,7 +229,7 @@ static void print_summary(tessel_op *op, const run_result *r)
 	double flops = tessel_op_flops(op);
 	for (int i = 0; i < tessel_op_num_outputs(op); i++) {
 		tessel_stage *s = tessel_op_output_at(op, i);
-		double tol = cli_tolerance(tessel_stage_dtype(s));
+		double tol = te_tolerance(tessel_stage_dtype(s));
 		printf("%s: relative error %.3g (tolerance %g) %s\n", tessel_stage_name(s),
 			r->error[i], tol, r->error[i] <= tol ? "ok" : "WRONG");
 	}
@@ -233,7 +256,9 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	int status = cli_make_outputs(op, out) || cli_make_outputs(op, ref);
 	if (status == 0 && tessel_interp(op, in, ref))
 		status = cli_fail_ctx(ctx);
-	sch_state *st = status ? NULL : cli_load_schedule(ctx, op, a->sched);
+	sch_state *st = status ? NULL : a->db
+		? load_recorded_schedule(a, ctx, op)
+		: cli_load_schedule(ctx, op, a->sched);
 	if (!st)
 		status = 1;
 	loop_prog *p = st ? sch_program(st) : NULL;
@@ -246,8 +271,8 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (p && status == 0)
 		status = execute(a, ctx, p, &k, op, in, out, &r.timing);
 	for (int i = 0; status == 0 && i < nout; i++) {
-		r.error[i] = cli_rel_error(out[i], ref[i]);
-		r.ok &= r.error[i] <= cli_tolerance(out[i]->dtype);
+		r.error[i] = te_rel_error(out[i], ref[i]);
+		r.ok &= r.error[i] <= te_tolerance(out[i]->dtype);
 	}
 	if (status == 0 && a->json)
 		print_json(a, op, &r, k.so_path);

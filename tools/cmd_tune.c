@@ -1,10 +1,279 @@
-/* Placeholder: being written. */
+/* `tessel tune`: search schedules of an op (tuner/search.h), keeping
+ * every measurement in the record store, with a progress bar on a
+ * terminal and one line per batch otherwise. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tuner/db.h"
+#include "tuner/search.h"
+#include "tuner/task.h"
+
+static const char tune_help[] =
+	"usage: tessel tune SPEC [--set NAME=VALUE,...] --trials N [--db PATH]\n"
+	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
+	"                   [--threads N] [--min-time S] [--flush] [--early-stop N]\n"
+	"                   [--verbose]\n"
+	"\n"
+	"Search for a fast schedule of an op on the CPU: sketches of the op's\n"
+	"stages sampled and evolved under a learned cost model, N candidates\n"
+	"compiled and measured in isolated processes (a crash or a hang past\n"
+	"--timeout S, default 10, is recorded and tuning goes on), each new best\n"
+	"checked against the reference interpreter. Every measurement is stored\n"
+	"in the record store PATH (default: $TESSEL_DB, else\n"
+	"~/.cache/tessel/records.db); a re-run resumes without measuring any\n"
+	"program twice. Ctrl-C stops after committing what was measured.\n"
+	"TARGET is a CPU target string (default: this machine). --early-stop N\n"
+	"ends the search after N trials without a better time (default 300;\n"
+	"0: never). --min-time is the measured time per candidate (default\n"
+	"0.05 s). `tessel best` and `tessel run --db` use the result.\n";
+
+typedef struct tune_args {
+	const char *spec, *db, *target;
+	cli_set set;
+	tune_search_opts o;
+	bool have_trials, verbose;
+} tune_args;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	signal(SIGINT, SIG_DFL);
+}
+
+static int parse_seed(const char *v, uint64_t *seed)
+{
+	char *end;
+	errno = 0;
+	unsigned long long s = strtoull(v, &end, 10);
+	if (!*v || *end || errno || v[0] == '-')
+		return cli_fail("--seed: '%s' is not a non-negative integer", v);
+	*seed = s;
+	return 0;
+}
+
+static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
+{
+	bool missing = false;
+	const char *v;
+	tune_search_opts *o = &a->o;
+	if ((v = cli_option(argc, argv, i, "--set", &missing)))
+		return cli_set_parse(&a->set, v);
+	if ((v = cli_option(argc, argv, i, "--db", &missing))) {
+		a->db = v;
+		return 0;
+	}
+	if ((v = cli_option(argc, argv, i, "--target", &missing))) {
+		a->target = v;
+		return 0;
+	}
+	if ((v = cli_option(argc, argv, i, "--trials", &missing))) {
+		a->have_trials = true;
+		if (cli_parse_count(v, "--trials", 1, 1000000, &o->trials))
+			return -1;
+		return 0;
+	}
+	if ((v = cli_option(argc, argv, i, "--batch", &missing)))
+		return cli_parse_count(v, "--batch", 1, 4096, &o->batch);
+	if ((v = cli_option(argc, argv, i, "--threads", &missing)))
+		return cli_parse_count(v, "--threads", 0, 1024, &o->measure.threads);
+	if ((v = cli_option(argc, argv, i, "--early-stop", &missing)))
+		return cli_parse_count(v, "--early-stop", 0, 1000000, &o->early_stop);
+	if ((v = cli_option(argc, argv, i, "--seed", &missing))) {
+		if (parse_seed(v, &o->seed))
+			return -1;
+		o->measure.seed = o->seed;
+		return 0;
+	}
+	if ((v = cli_option(argc, argv, i, "--timeout", &missing))) {
+		if (cli_parse_seconds(v, "--timeout", &o->measure.timeout_s))
+			return -1;
+		return o->measure.timeout_s > 0 ? 0 : cli_fail("--timeout must be positive");
+	}
+	if ((v = cli_option(argc, argv, i, "--min-time", &missing)))
+		return cli_parse_seconds(v, "--min-time", &o->measure.timer.min_total_s);
+	if (strcmp(argv[*i], "--flush") == 0) {
+		o->measure.timer.flush_cache = true;
+		return 0;
+	}
+	if (strcmp(argv[*i], "--verbose") == 0) {
+		a->verbose = true;
+		return 0;
+	}
+	if (missing)
+		return cli_fail("tune: %s needs a value", argv[*i]);
+	if (argv[*i][0] == '-' || a->spec)
+		return cli_fail("tune: unexpected argument '%s' (see tessel tune --help)",
+			argv[*i]);
+	a->spec = argv[*i];
+	return 0;
+}
+
+static int parse_tune_args(tune_args *a, int argc, char **argv)
+{
+	a->o = tune_search_opts_default();
+	for (int i = 0; i < argc; i++)
+		if (parse_tune_option(a, argc, argv, &i))
+			return -1;
+	if (!a->spec)
+		return cli_fail("tune: missing SPEC (see tessel tune --help)");
+	if (!a->have_trials)
+		return cli_fail("tune: missing --trials N (how many candidates to measure)");
+	return 0;
+}
+
+/* "12.3 GFLOP/s (0.456 ms)", or the time alone without flops. */
+static void format_speed(char *buf, size_t len, double seconds, double flops)
+{
+	if (!isfinite(seconds))
+		snprintf(buf, len, "none yet");
+	else if (flops > 0)
+		snprintf(buf, len, "%.1f GFLOP/s (%.4g ms)", flops / seconds * 1e-9,
+			seconds * 1e3);
+	else
+		snprintf(buf, len, "%.4g ms", seconds * 1e3);
+}
+
+static void format_duration(char *buf, size_t len, double s)
+{
+	if (!isfinite(s))
+		snprintf(buf, len, "?");
+	else if (s >= 60)
+		snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+	else
+		snprintf(buf, len, "%ds", (int)ceil(s));
+}
+
+/* The progress display: a bar redrawn in place on a terminal, a line per
+ * batch otherwise. */
+static void show_progress(const tune_progress *p, void *arg)
+{
+	bool tty = *(bool *)arg;
+	char best[64], left[32];
+	format_speed(best, sizeof(best), p->best_s, p->flops);
+	format_duration(left, sizeof(left), p->done ? 0 : p->eta_s);
+	if (tty) {
+		int width = 24;
+		int full = p->trials_total ? width * p->trials / p->trials_total : width;
+		char bar[32];
+		for (int i = 0; i < width; i++)
+			bar[i] = i < full ? '#' : '.';
+		bar[width] = '\0';
+		fprintf(stderr, "\r[%s] %d/%d trials, %d errors, best %s, %s left\033[K%s",
+			bar, p->trials, p->trials_total, p->errors, best, left,
+			p->done ? "\n" : "");
+	} else if (!p->done) {
+		fprintf(stderr, "tune: %d/%d trials, %d errors, best %s, %s left\n",
+			p->trials, p->trials_total, p->errors, best, left);
+	}
+	fflush(stderr);
+}
+
+static void show_log(const char *line, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "tune: %s\n", line);
+}
+
+static void print_summary(const tune_task *task, const tune_summary *s,
+	const char *db_path)
+{
+	char best[64], def[64];
+	format_speed(best, sizeof(best), s->best_s, task->flops);
+	format_speed(def, sizeof(def), s->default_s, task->flops);
+	printf("task: %s, workload %s, on %s\n", tessel_op_name(task->op), task->key,
+		task->target);
+	printf("trials: %d measured in %d rounds, %d errors", s->trials, s->rounds,
+		s->errors);
+	const char *sep = " (";
+	for (int e = 1; e < TUNE_ERR_COUNT; e++)
+		if (s->error_counts[e]) {
+			printf("%s%s %d", sep, tune_error_name((tune_error)e), s->error_counts[e]);
+			sep = ", ";
+		}
+	printf("%s; %d found in the store\n", sep[0] == ',' ? ")" : "", s->known);
+	if (s->interrupted)
+		printf("interrupted: every measured batch is committed\n");
+	else if (s->early_stopped)
+		printf("stopped early: no better time in the last trials\n");
+	printf("best: %s", best);
+	if (isfinite(s->default_s) && isfinite(s->best_s))
+		printf(", %.2fx the default schedule (%s)", s->default_s / s->best_s, def);
+	printf("\n");
+	if (s->best_record)
+		printf("record: #%lld in %s\n", (long long)s->best_record, db_path);
+	if (s->best_trace)
+		printf("trace:\n%s", s->best_trace[0] ? s->best_trace : "(the default schedule)\n");
+}
+
+static int tune_op(tune_args *a, tessel_ctx *ctx, tessel_op *op)
+{
+	char err[1024], path[4096];
+	tune_task task;
+	if (tune_task_init(&task, ctx, op, a->target, err, sizeof(err)))
+		return cli_fail("%s", err);
+	if (!a->db && tune_db_default_path(path, sizeof(path))) {
+		tune_task_clear(&task);
+		return cli_fail("no --db given and no cache directory for the default store");
+	}
+	tune_db *db = tune_db_open(a->db ? a->db : path, err, sizeof(err));
+	if (!db) {
+		tune_task_clear(&task);
+		return cli_fail("%s", err);
+	}
+	bool tty = isatty(STDERR_FILENO);
+	a->o.progress = show_progress;
+	a->o.progress_arg = &tty;
+	a->o.stop = &interrupted;
+	if (a->verbose)
+		a->o.log = show_log;
+	struct sigaction sa = { .sa_handler = on_sigint }, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	tune_summary s;
+	int r = tune_search(&task, db, &a->o, &s, err, sizeof(err));
+	sigaction(SIGINT, &old, NULL);
+	int status = 0;
+	if (r)
+		status = cli_fail("%s", err);
+	print_summary(&task, &s, tune_db_path(db));
+	if (status == 0 && !isfinite(s.best_s))
+		status = cli_fail("no candidate ran correctly");
+	if (status == 0 && s.interrupted)
+		status = 130;
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	tune_task_clear(&task);
+	return status;
+}
 
 int cmd_tune(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_fail("tune: not written yet");
+	for (int i = 0; i < argc; i++)
+		if (cli_is_help(argv[i])) {
+			fputs(tune_help, stdout);
+			return 0;
+		}
+	tune_args a = { 0 };
+	int status = 1;
+	tessel_ctx *ctx = tessel_ctx_new();
+	if (parse_tune_args(&a, argc, argv) == 0) {
+		tessel_op *op = cli_load_op(ctx, a.spec, &a.set, true);
+		if (op) {
+			status = tune_op(&a, ctx, op);
+			tessel_op_release(op);
+		}
+	}
+	cli_set_free(&a.set);
+	tessel_ctx_free(ctx);
+	return status;
 }

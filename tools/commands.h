@@ -14,5 +14,6 @@ int cmd_tune(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

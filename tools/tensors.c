@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ir/compare.h"
 #include "tools/cli.h"
 #include "tools/tensors.h"
 
@@ -61,13 +62,6 @@ static tessel_tensor *load_input(const char *file)
 	return t;
 }
 
-/* The random input "i" of a run with "seed": distinct per input, the same
- * on every machine. */
-static uint64_t input_seed(uint64_t seed, int i)
-{
-	return seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1;
-}
-
 int cli_make_inputs(const cli_data *a, tessel_op *op, tessel_tensor **in)
 {
 	for (int k = 0; k < a->nin; k++) {
@@ -95,7 +89,7 @@ int cli_make_inputs(const cli_data *a, tessel_op *op, tessel_tensor **in)
 			in[i] = tessel_tensor_new(tessel_stage_dtype(s),
 				tessel_stage_ndim(s), shape, err, sizeof(err));
 			if (in[i])
-				tessel_tensor_fill_random(in[i], input_seed(a->seed, i));
+				tessel_tensor_fill_random(in[i], te_input_seed(a->seed, i));
 			else
 				cli_fail("input '%s': %s", tessel_stage_name(s), err);
 		}

@@ -20,8 +20,9 @@ static const struct command {
 	{ "fuzz-sched", cmd_fuzz_sched, "check random schedules against the interpreter" },
 	{ "tune", cmd_tune, "search for a fast schedule, recording measurements" },
 	{ "best", cmd_best, "print the best recorded schedule of an op" },
-	{ "db", cmd_db, "export or import tuning records as JSON lines" },
+	{ "db", cmd_db, "export, import or describe the record store" },
 	{ "report", cmd_report, "write an HTML report of the tuning records" },
+	{ "bench", cmd_bench, "time an op against vendor libraries side by side" },
 };
 
 static void usage(FILE *out)

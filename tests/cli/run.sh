@@ -124,5 +124,131 @@ out=$(CC=/nonexistent/cc timeout 60 "$tessel" run matmul --set M=3,N=3,K=7 --min
 if [ $? -eq 1 ] && grep -q "not found" <<<"$out"; then ok; else bad "missing compiler: $out"; fi
 expect 1 'timeout' -- run matmul --set M=4,N=4,K=4 --timeout -1
 
+# the record store: best, db export/import/info, report, run --db
+# (tests/data/records/*.jsonl.in: records in the JSON-lines form, their
+# workload key left as @WORKLOAD@ and filled in with the key tessel computes)
+for c in best db report; do
+	expect 0 "usage: tessel $c" -- "$c" --help
+done
+expect 0 'db import FILE' -- db --help
+expect 0 '--db PATH' -- run --help
+fixture='cpu -arch=x86_64 -vendor=tessel -model=fixture -isa=generic -features=none -vector=16 -cores=1 -l1d=32K -l2=1M -l3=8M -line=64'
+db=$work/records.db
+mm64=(matmul --set M=64,N=64,K=64 --target "$fixture")
+mm32=(matmul --set M=32,N=32,K=32 --target "$fixture")
+expect 1 'no record store at .*records.db' -- best "${mm64[@]}" --db "$db"
+: > "$db"
+expect 1 'no record of matmul \(workload [0-9a-f]{16}\)' -- best "${mm64[@]}" --db "$db"
+workload_key() {
+	"$tessel" best "$@" --db "$db" --json 2>/dev/null |
+		sed -nE 's/.*"found": false.*"workload": "([0-9a-f]{16})".*/\1/p'
+}
+key64=$(workload_key "${mm64[@]}")
+key32=$(workload_key "${mm32[@]}")
+if [ ${#key64} -eq 16 ] && [ ${#key32} -eq 16 ] && [ "$key64" != "$key32" ]; then ok; else bad "workload keys '$key64' '$key32'"; fi
+sed "s/@WORKLOAD@/$key64/" "$root/tests/data/records/matmul.jsonl.in" > "$work/mm.jsonl"
+sed "s/@WORKLOAD@/$key32/" "$root/tests/data/records/stale.jsonl.in" > "$work/stale.jsonl"
+expect 0 'mm.jsonl: 6 lines, 6 added, 0 skipped' -- db import "$work/mm.jsonl" --db "$db"
+expect 0 'mm.jsonl: 6 lines, 0 added, 6 skipped' -- db import "$work/mm.jsonl" --db "$db"
+expect 0 'records: 6 \(5 ok, 1 failed\)' -- db info --db "$db"
+expect 0 'schema version: 1' -- db info --db "$db"
+
+# best: the record of lowest median time, its trace, and a replayable file
+expect 0 'record: #4 in .*records.db' -- best "${mm64[@]}" --db "$db"
+expect 0 'time: median 0.026329 ms, min 0.025719 ms, 19.91 GFLOP/s' -- best "${mm64[@]}" --db "$db"
+expect 0 '^reorder C.io C.jo C.ko C.ii C.ki C.ji$' -- best "${mm64[@]}" --db "$db"
+expect 0 '"found": true, .*"id": 4, "median_s": 2.6329e-05' -- best "${mm64[@]}" --db "$db" --json
+expect 0 'record: #4' -- best "${mm64[@]}" --db "$db" --out "$work/best.trace"
+expect 0 'C: relative error .* ok' -- run "${mm64[@]}" --sched "$work/best.trace" --min-time 0.01
+TESSEL_DB=$db expect 0 'record: #4' -- best "${mm64[@]}"
+expect 1 'no record of matmul' -- best matmul --set M=64,N=64,K=64 --db "$db"
+expect 1 'best: --db needs a value' -- best "${mm64[@]}" --db
+expect 1 'best: missing SPEC' -- best --db "$db"
+
+# run --db: the best record's trace, else the default schedule, said so
+expect 0 'schedule: best record #4 from .*records.db \(median 0.026329 ms\)' -- run "${mm64[@]}" --db "$db" --min-time 0.01
+expect 0 'C: relative error .* ok' -- run "${mm64[@]}" --db "$db" --min-time 0.01
+expect 0 '"ok": true' -- run "${mm64[@]}" --db "$db" --min-time 0.01 --json
+expect 0 'schedule: no record for this workload/target in .*; default schedule' -- run matmul --set M=64,N=64,K=64 --db "$db" --min-time 0.01
+expect 0 'stale.jsonl: 1 lines, 1 added, 0 skipped' -- db import "$work/stale.jsonl" --db "$db"
+expect 0 'schedule: best record #7 from .* no longer replays \(.*vectorize.*\); default schedule' -- run "${mm32[@]}" --db "$db" --min-time 0.01
+expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$db" --min-time 0.01
+expect 1 '--db and --sched' -- run "${mm64[@]}" --db "$db" --sched "$work/best.trace"
+expect 1 'no record store at .*missing.db' -- run "${mm64[@]}" --db "$work/missing.db"
+
+# export: filters, and a round trip through a new store gives the same lines
+"$tessel" db export --db "$db" --out "$work/all.jsonl" 2>/dev/null
+if [ "$(wc -l < "$work/all.jsonl")" -eq 7 ]; then ok; else bad "export wrote $(wc -l < "$work/all.jsonl") lines, expected 7"; fi
+expect 0 'exported 7 records' -- db export --db "$db" --out "$work/all.jsonl"
+n=$("$tessel" db export --db "$db" --workload "$key64" --ok-only | wc -l)
+if [ "$n" -eq 4 ]; then ok; else bad "export --workload --ok-only wrote $n lines, expected 4"; fi
+n=$("$tessel" db export --db "$db" --target "$fixture" | wc -l)
+if [ "$n" -eq 6 ]; then ok; else bad "export --target wrote $n lines, expected 6"; fi
+expect 0 '<stdin>: 7 lines, 7 added, 0 skipped' -- db import - --db "$work/copy.db" < "$work/all.jsonl"
+expect 0 'all.jsonl: 7 lines, 0 added, 7 skipped' -- db import "$work/all.jsonl" --db "$work/copy.db"
+"$tessel" db export --db "$work/copy.db" > "$work/again.jsonl"
+if cmp -s "$work/all.jsonl" "$work/again.jsonl"; then ok; else bad "export, import, export changed the lines"; fi
+expect 1 'target: .*pentium' -- db export --db "$db" --target "cpu -isa=pentium"
+printf '%s\n{"tessel_record":1}\n' "$(head -n 1 "$work/mm.jsonl")" > "$work/bad.jsonl"
+expect 1 'bad.jsonl:2: ' -- db import "$work/bad.jsonl" --db "$work/copy.db"
+expect 0 'records: 7 ' -- db info --db "$work/copy.db"
+expect 1 'missing.jsonl: No such file' -- db import "$work/missing.jsonl" --db "$work/copy.db"
+expect 1 'no FILE to import' -- db import --db "$work/copy.db"
+expect 1 'no record store at' -- db export --db "$work/missing.db"
+expect 1 'missing subcommand' -- db
+expect 1 "unknown subcommand 'frob'" -- db frob
+expect 1 "db export: unexpected argument '--frob'" -- db export --frob
+expect 1 'db info takes --db PATH only' -- db info --ok-only
+
+# report: one HTML page with a table and a curve per task, text escaped
+expect 0 'wrote .*report.html: 3 tasks, 7 records' -- report --db "$db" --out "$work/report.html"
+for want in '<svg' '<table>' "$key64" '6.29x' '19.91' '&lt;b&gt;&amp;amp;' 'default schedule'; do
+	if grep -qF -- "$want" "$work/report.html"; then ok; else bad "report.html lacks '$want'"; fi
+done
+if grep -qE '<script|<link|src=|<b>' "$work/report.html"; then bad "report.html has a script, an external asset or raw markup from the store"; else ok; fi
+expect 1 'missing --out' -- report --db "$db"
+expect 1 'no record store at' -- report --db "$work/missing.db" --out "$work/r.html"
+
+# bad stores: refused with a clear error, exit 1, and left byte for byte
+head -c 8192 /dev/urandom > "$work/random.db"
+{ printf 'SQLite format 3\0'; head -c 8176 /dev/urandom; } > "$work/damaged.db"
+printf 'key,value\nnot,a database\n' > "$work/text.db"
+cp "$db" "$work/newer.db"
+LC_ALL=C perl -pi -e 's/schema_version1/schema_version9/' "$work/newer.db"
+for f in random damaged text newer; do
+	cp "$work/$f.db" "$work/$f.orig"
+	expect 1 "$f.db" -- best "${mm64[@]}" --db "$work/$f.db"
+	expect 1 "$f.db" -- db import "$work/mm.jsonl" --db "$work/$f.db"
+	expect 1 "$f.db" -- db export --db "$work/$f.db"
+	expect 1 "$f.db" -- db info --db "$work/$f.db"
+	expect 1 "$f.db" -- report --db "$work/$f.db" --out "$work/$f.html"
+	expect 1 "$f.db" -- run "${mm64[@]}" --db "$work/$f.db"
+	if cmp -s "$work/$f.db" "$work/$f.orig"; then ok; else bad "$f.db was changed"; fi
+done
+expect 1 'random.db is not an SQLite database' -- best "${mm64[@]}" --db "$work/random.db"
+expect 1 'newer.db has schema version 9, newer than this tessel \(1\); refusing' -- db info --db "$work/newer.db"
+
+# bench: tessel beside vendor libraries loaded at run time (where OpenBLAS
+# is not installed, it must say so and exit 1 for want of any comparison)
+quick=(--rounds 1 --min-time 0.01 --settle 0)
+expect 0 'usage: tessel bench' -- bench --help
+if ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0'; then
+	expect 0 'OpenBLAS .*cblas_sgemm.* [0-9]+\.[0-9]{3}  [0-9.]+e[-+][0-9]+ ok' -- bench matmul --set M=64,N=64,K=64 --compare openblas --threads 1 "${quick[@]}"
+	expect 0 'tessel/vendor: median over rounds' -- bench matmul --set M=64,N=64,K=64 --compare openblas "${quick[@]}"
+	expect 0 'OpenBLAS .* ok' -- bench matmul --set M=48,N=40,K=24,transpose_a=1,transpose_b=1 --compare openblas "${quick[@]}"
+	expect 0 '"vendor": "openblas", .*"tessel_vs_vendor": [0-9.e+-]+, "rel_error": [0-9.e+-]+, "ok": true' -- bench dense --set batch=8,in_features=24,out_features=16 --compare openblas "${quick[@]}" --json
+	expect 0 'schedule: best record #4 from .*records.db' -- bench "${mm64[@]}" --db "$db" --compare openblas "${quick[@]}"
+	expect 0 'schedule: no record for this workload/target in .*; default schedule' -- bench matmul --set M=64,N=64,K=64 --db "$db" --compare openblas "${quick[@]}"
+else
+	expect 1 'openblas: not available \(dlopen: ' -- bench matmul --set M=64,N=64,K=64 --compare openblas "${quick[@]}"
+fi
+expect 1 'openblas: no equivalent of conv2d' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3 --compare openblas "${quick[@]}"
+expect 1 'no vendor library could run conv2d' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3 --compare openblas "${quick[@]}"
+expect 1 'onednn: no equivalent of conv2d \(groups=2; only one group\)' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3,groups=2 --compare onednn "${quick[@]}"
+expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
+expect 1 'bench: --db and --sched' -- bench "${mm64[@]}" --db "$db" --sched "$work/best.trace"
+expect 1 'bench: missing SPEC' -- bench --compare openblas
+expect 1 'bench: --compare needs a value' -- bench matmul --set M=8,N=8,K=8 --compare
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

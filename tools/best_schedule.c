@@ -1,0 +1,74 @@
+#include "tools/best_schedule.h"
+
+#include <stdio.h>
+
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tools/cli.h"
+#include "tuner/db.h"
+#include "tuner/task.h"
+
+/* Replay the trace of record "r" on a new schedule of "op"; NULL, with the
+ * error in "ctx", when it no longer replays. */
+static sch_state *replay_record(tessel_ctx *ctx, tessel_op *op,
+	const tune_record *r)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "record #%lld", (long long)r->id);
+	sch_state *st = sch_state_new(ctx, op);
+	sch_trace *t = st ? sch_trace_parse(ctx, name, r->trace) : NULL;
+	if (!t || sch_replay(st, t, name)) {
+		sch_state_free(st);
+		st = NULL;
+	}
+	sch_trace_free(t);
+	return st;
+}
+
+/* Return the schedule of "op" from record "r" of the store "where", or
+ * NULL when its trace no longer replays, saying which in "said". */
+static sch_state *schedule_of_record(tessel_ctx *ctx, tessel_op *op,
+	const tune_record *r, const char *where, char *said, size_t saidlen)
+{
+	sch_state *st = replay_record(ctx, op, r);
+	if (st)
+		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms)",
+			(long long)r->id, where, r->cost_median_s * 1e3);
+	else
+		snprintf(said, saidlen, "best record #%lld from %s no longer replays "
+			"(%s); default schedule", (long long)r->id, where,
+			tessel_ctx_error(ctx)->message);
+	return st;
+}
+
+sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
+	const char *target, const char *db_path, char *said, size_t saidlen)
+{
+	char err[1024], where[4096];
+	tune_task task;
+	if (tune_task_init(&task, ctx, op, target, err, sizeof(err))) {
+		cli_fail("%s", err);
+		return NULL;
+	}
+	if (db_path)
+		snprintf(where, sizeof(where), "%s", db_path);
+	else if (tune_db_default_path(where, sizeof(where)))
+		snprintf(where, sizeof(where), "the default record store");
+	tune_db *db = cli_open_db(db_path, false);
+	tune_record r;
+	int found = db ? cli_find_best(db, &task, &r) : -1;
+	sch_state *st = NULL;
+	if (found == 0) {
+		st = schedule_of_record(ctx, op, &r, where, said, saidlen);
+		tune_record_clear(&r);
+	} else if (found == 1) {
+		snprintf(said, saidlen, "no record for this workload/target in %s; "
+			"default schedule", where);
+	}
+	tessel_ctx_clear_error(ctx);
+	if (found >= 0 && !st)
+		st = cli_load_schedule(ctx, op, NULL);
+	tune_db_close(db);
+	tune_task_clear(&task);
+	return st;
+}

@@ -1,0 +1,24 @@
+/* The schedule an op gets from the record store: the best record of its
+ * workload on a target, replayed; the default schedule when there is none
+ * or it no longer replays.  For the commands that take --db. */
+#ifndef TESSEL_TOOLS_BEST_SCHEDULE_H
+#define TESSEL_TOOLS_BEST_SCHEDULE_H
+
+#include <stddef.h>
+
+#include "tessel/te.h"
+
+typedef struct sch_state sch_state;
+
+/* Return the schedule of the bound "op" from the best "ok" record of
+ * ("op", "target") (NULL target: this machine) in the record store
+ * "db_path" (NULL: tune_db_default_path), or the default schedule when the
+ * store has no such record or its trace no longer replays.  "said" (of
+ * size "saidlen") receives one line, without newline, that says which:
+ * "best record #4 from PATH (median 0.0263 ms)", "no record for this
+ * workload/target in PATH; default schedule", ...  Return NULL after
+ * printing the error (a missing or refused store, a bad target). */
+sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
+	const char *target, const char *db_path, char *said, size_t saidlen);
+
+#endif

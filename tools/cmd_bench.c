@@ -1,0 +1,528 @@
+/* `tessel bench`: an op through tessel and through vendor libraries side by
+ * side in this process (tools/vendor.h), outputs checked against each
+ * other, timings interleaved round by round so that the noise of a shared
+ * machine falls on every implementation alike. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/cpu_kernel.h"
+#include "ir/compare.h"
+#include "runtime/threadpool.h"
+#include "runtime/timer.h"
+#include "schedule/state.h"
+#include "tessel/ops.h"
+#include "tools/best_schedule.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/tensors.h"
+#include "tools/vendor.h"
+
+#define BENCH_MAX_ROUNDS 100
+#define BENCH_MAX_VENDORS 8
+
+static const char bench_help[] =
+	"usage: tessel bench SPEC --set NAME=VALUE,... [--sched TRACE | --db PATH]\n"
+	"                    [--compare VENDOR,...] [--target TARGET] [--threads N]\n"
+	"                    [--rounds R] [--min-time S] [--settle S] [--json]\n"
+	"\n"
+	"Run an op through tessel and through vendor libraries side by side in this\n"
+	"process on the same seeded inputs, check that every vendor's output agrees\n"
+	"with tessel's (tolerance by dtype), and time them interleaved: each of R\n"
+	"rounds (default 5) times every implementation in turn, pausing --settle\n"
+	"seconds (default 0.2) before each so that the previous library's threads\n"
+	"are idle, each timing the median of repeats over at least --min-time\n"
+	"seconds (default 0.2). The table gives per implementation the median over\n"
+	"rounds of the round medians, its GFLOP/s, and \"tessel/vendor speed\": the\n"
+	"median over rounds of the vendor's time / tessel's time in the same round\n"
+	"(above 1: tessel is faster).\n"
+	"\n"
+	"VENDOR (default: all): openblas (cblas_sgemm: matmul, batch_matmul, dense)\n"
+	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
+	"untimed: conv2d NCHW with one group; matmul primitive: matmul, batch_matmul,\n"
+	"dense), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
+	"one that is missing or has no equivalent of the op gets a line saying so.\n"
+	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"
+	"is set to SkylakeX when unset on AVX-512 CPUs, which OpenBLAS 0.3.21\n"
+	"misdetects. The tessel kernel, compiled for TARGET (default: this machine),\n"
+	"runs under the trace file TRACE, the best record of the op on TARGET in the\n"
+	"record store PATH (--db; a line says which record, or that there is none and\n"
+	"the default schedule is used), or the default schedule. Exit 1 when no\n"
+	"vendor could run the op or an output disagrees. --json prints one JSON\n"
+	"object instead of the table.\n";
+
+typedef struct bench_args {
+	const char *spec, *sched, *target, *db;
+	const vendor *vendors[BENCH_MAX_VENDORS];
+	int nvendors;
+	cli_set set;
+	int threads, rounds;
+	double min_time, settle;
+	bool json;
+} bench_args;
+
+/* The compiled tessel kernel and the arguments it is called with. */
+typedef struct tessel_job {
+	tessel_kernel_fn fn;
+	void *args[128];
+	tessel_kernel_env env;
+	int status;
+} tessel_job;
+
+/* One implementation: tessel's (the first) or a vendor's. */
+typedef struct bench_impl {
+	const char *vendor;          /* NULL: tessel */
+	vendor_run run;
+	tessel_tensor *out;
+	double error;
+	double median_s[BENCH_MAX_ROUNDS];
+	double speed[BENCH_MAX_ROUNDS];
+} bench_impl;
+
+/* Everything one bench holds: implementations, and vendors skipped with
+ * the reason. */
+typedef struct bench {
+	const bench_args *a;
+	tessel_op *op;
+	char schedule[4200];
+	int nimpls;
+	bench_impl impls[1 + BENCH_MAX_VENDORS];
+	int nskipped;
+	const char *skipped[BENCH_MAX_VENDORS];
+	char reasons[BENCH_MAX_VENDORS][512];
+} bench;
+
+/* Add the comma-separated vendor names "list" to a->vendors; 0, or -1
+ * after printing an error. */
+static int parse_vendors(bench_args *a, const char *list)
+{
+	char names[256];
+	a->nvendors = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)len, p);
+		const vendor *v = vendor_find(name);
+		vendor_names(names, sizeof(names));
+		if (!v) {
+			cli_fail("bench: unknown vendor '%s' in --compare (known: %s)", name,
+				names);
+			return -1;
+		}
+		bool seen = false;
+		for (int i = 0; i < a->nvendors; i++)
+			seen |= a->vendors[i] == v;
+		if (!seen)
+			a->vendors[a->nvendors++] = v;
+		p += len + (p[len] == ',');
+	}
+	if (a->nvendors == 0) {
+		cli_fail("bench: --compare names no vendor");
+		return -1;
+	}
+	return 0;
+}
+
+/* Consume the option at argv[*i] into "a": return 0 when it was one, 1
+ * when not (*missing set when it lacks its value), -1 after printing an
+ * error in its value. */
+static int parse_option(bench_args *a, int argc, char **argv, int *i, bool *missing)
+{
+	const char *v;
+	int r = 0;
+	if ((v = cli_option(argc, argv, i, "--set", missing)))
+		r = cli_set_parse(&a->set, v);
+	else if ((v = cli_option(argc, argv, i, "--sched", missing)))
+		a->sched = v;
+	else if ((v = cli_option(argc, argv, i, "--db", missing)))
+		a->db = v;
+	else if ((v = cli_option(argc, argv, i, "--target", missing)))
+		a->target = v;
+	else if ((v = cli_option(argc, argv, i, "--compare", missing)))
+		r = parse_vendors(a, v);
+	else if ((v = cli_option(argc, argv, i, "--threads", missing)))
+		r = cli_parse_count(v, "--threads", 1, 1024, &a->threads);
+	else if ((v = cli_option(argc, argv, i, "--rounds", missing)))
+		r = cli_parse_count(v, "--rounds", 1, BENCH_MAX_ROUNDS, &a->rounds);
+	else if ((v = cli_option(argc, argv, i, "--min-time", missing)))
+		r = cli_parse_seconds(v, "--min-time", &a->min_time);
+	else if ((v = cli_option(argc, argv, i, "--settle", missing)))
+		r = cli_parse_seconds(v, "--settle", &a->settle);
+	else if (strcmp(argv[*i], "--json") == 0)
+		a->json = true;
+	else
+		return 1;
+	return r ? -1 : 0;
+}
+
+static int parse_bench_args(bench_args *a, int argc, char **argv)
+{
+	a->threads = rt_num_cpus();
+	a->rounds = 5;
+	a->min_time = 0.2;
+	a->settle = 0.2;
+	if (parse_vendors(a, "openblas,onednn"))
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		bool missing = false;
+		int r = parse_option(a, argc, argv, &i, &missing);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			continue;
+		if (missing)
+			return cli_fail("bench: %s needs a value", argv[i]);
+		if (argv[i][0] == '-' || a->spec)
+			return cli_fail("bench: unexpected argument '%s' (see tessel bench "
+				"--help)", argv[i]);
+		a->spec = argv[i];
+	}
+	if (!a->spec)
+		return cli_fail("bench: missing SPEC (see tessel bench --help)");
+	if (a->db && a->sched)
+		return cli_fail("bench: --db and --sched both give the schedule; use one");
+	return 0;
+}
+
+/* Return the schedule of b->op that the options ask for, with what it is
+ * in b->schedule; NULL after printing the error. */
+static sch_state *load_schedule(bench *b, tessel_ctx *ctx)
+{
+	const bench_args *a = b->a;
+	if (a->db)
+		return cli_load_best_schedule(ctx, b->op, a->target, a->db, b->schedule,
+			sizeof(b->schedule));
+	if (a->sched)
+		snprintf(b->schedule, sizeof(b->schedule), "trace %s", a->sched);
+	else
+		snprintf(b->schedule, sizeof(b->schedule), "default schedule");
+	return cli_load_schedule(ctx, b->op, a->sched);
+}
+
+/* Compile b->op under its schedule for the --target CPU into "k". */
+static int build_kernel(bench *b, tessel_ctx *ctx, cg_cpu_kernel *k)
+{
+	rt_cpu_target cpu;
+	char err[512];
+	if (rt_cpu_target_parse(b->a->target ? b->a->target : "cpu", &cpu, err,
+			sizeof(err)))
+		return cli_fail("--target: %s", err);
+	sch_state *st = load_schedule(b, ctx);
+	loop_prog *p = st ? sch_program(st) : NULL;
+	int status = !st ? 1 : !p ? cli_fail_ctx(ctx) : 0;
+	if (status == 0 && cg_cpu_kernel_build(ctx, p, &cpu, NULL, k))
+		status = cli_fail_ctx(ctx);
+	loop_prog_free(p);
+	sch_state_free(st);
+	return status;
+}
+
+static void tessel_run(void *arg)
+{
+	tessel_job *j = arg;
+	j->status |= j->fn(j->args, &j->env);
+}
+
+/* Return a new zero tensor shaped as "t", or NULL after printing why. */
+static tessel_tensor *tensor_like(const tessel_tensor *t)
+{
+	char err[256];
+	tessel_tensor *r = tessel_tensor_new(t->dtype, t->ndim, t->shape, err, sizeof(err));
+	if (!r)
+		cli_fail("%s", err);
+	return r;
+}
+
+/* Note that vendor "v" is skipped, with the reason "fmt". */
+static void __attribute__((format(printf, 3, 4)))
+skip(bench *b, const vendor *v, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	b->skipped[b->nskipped] = v->name;
+	vsnprintf(b->reasons[b->nskipped], sizeof(b->reasons[0]), fmt, ap);
+	b->nskipped++;
+	va_end(ap);
+}
+
+/* Add each --compare vendor that runs the op to the implementations of
+ * "b", on the inputs "in" and an output shaped as "like"; note the others
+ * with the reason. */
+static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in,
+	const tessel_tensor *like)
+{
+	const float *data[64];
+	for (int i = 0; i < tessel_op_num_inputs(b->op); i++)
+		data[i] = in[i]->data;
+	for (int i = 0; i < b->a->nvendors; i++) {
+		const vendor *v = b->a->vendors[i];
+		char err[512] = "";
+		bench_impl *im = &b->impls[b->nimpls];
+		if (!v->supports(prob)) {
+			skip(b, v, "no equivalent of %s%s%s%s", prob->op, prob->why[0] ? " (" : "",
+				prob->why, prob->why[0] ? ")" : "");
+		} else if (v->load(b->a->threads, err, sizeof(err))) {
+			skip(b, v, "not available (%s)", err);
+		} else if (!(im->out = tensor_like(like))) {
+			skip(b, v, "no memory for its output");
+		} else if (v->prepare(prob, data, im->out->data, &im->run, err, sizeof(err))) {
+			skip(b, v, "cannot set up %s (%s)", prob->op, err);
+			tessel_tensor_free(im->out);
+			im->out = NULL;
+		} else {
+			im->vendor = v->name;
+			b->nimpls++;
+		}
+	}
+}
+
+/* Run every implementation once and measure each vendor's output against
+ * tessel's.  Return 0, or 1 after printing why tessel's kernel failed. */
+static int check_outputs(bench *b)
+{
+	for (int i = 0; i < b->nimpls; i++) {
+		bench_impl *im = &b->impls[i];
+		im->run.run(im->run.arg);
+		if (im->run.finish)
+			im->run.finish(im->run.arg);
+	}
+	if (((tessel_job *)b->impls[0].run.arg)->status)
+		return cli_fail("the tessel kernel returned an error (out of memory?)");
+	for (int i = 1; i < b->nimpls; i++)
+		b->impls[i].error = te_rel_error(b->impls[0].out, b->impls[i].out);
+	return 0;
+}
+
+/* Sleep "s" seconds. */
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	nanosleep(&ts, NULL);
+}
+
+/* Time every implementation once more, in turn (round "round"). */
+static void time_round(bench *b, int round)
+{
+	rt_timer_opts o = rt_timer_opts_default();
+	o.min_total_s = b->a->min_time;
+	for (int i = 0; i < b->nimpls; i++) {
+		rt_timing t = { 0 };
+		sleep_s(b->a->settle);
+		rt_time(b->impls[i].run.run, b->impls[i].run.arg, &o, &t);
+		b->impls[i].median_s[round] = t.median_s;
+	}
+	double tessel_s = b->impls[0].median_s[round];
+	for (int i = 0; i < b->nimpls; i++)
+		b->impls[i].speed[round] = tessel_s > 0
+			? b->impls[i].median_s[round] / tessel_s : 0;
+}
+
+static int compare_doubles(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* Return the median of the "n" values "v" (a copy is sorted), and their
+ * range in "lo", "hi" when not NULL. */
+static double median_of(const double *v, int n, double *lo, double *hi)
+{
+	double s[BENCH_MAX_ROUNDS];
+	memcpy(s, v, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), compare_doubles);
+	if (lo)
+		*lo = s[0], *hi = s[n - 1];
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Return true when vendor output "im" agrees with tessel's. */
+static bool agrees(const bench_impl *im)
+{
+	return im->error <= te_tolerance(TESSEL_F32);
+}
+
+static void print_table(const bench *b)
+{
+	const bench_args *a = b->a;
+	double flops = tessel_op_flops(b->op);
+	int width = 14;
+	for (int i = 0; i < b->nimpls; i++)
+		if ((int)strlen(b->impls[i].run.name) > width)
+			width = (int)strlen(b->impls[i].run.name);
+	printf("%s: %.4g GFLOP per run, %d thread%s, %d round%s of every implementation "
+	       "in turn (median of runs over >= %g s each)\n", tessel_op_name(b->op),
+		flops * 1e-9, a->threads, a->threads == 1 ? "" : "s", a->rounds,
+		a->rounds == 1 ? "" : "s", a->min_time);
+	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",
+		"median ms", "round medians ms", "GFLOP/s", "tessel/vendor", "error vs tessel");
+	for (int i = 0; i < b->nimpls; i++) {
+		const bench_impl *im = &b->impls[i];
+		double lo, hi, med = median_of(im->median_s, a->rounds, &lo, &hi);
+		printf("%-*s  %10.4f  %8.4f - %-8.4f  %9.2f  ", width, im->run.name,
+			med * 1e3, lo * 1e3, hi * 1e3, med > 0 ? flops / med * 1e-9 : 0.0);
+		if (!im->vendor)
+			printf("%13s  %s\n", "-", "-");
+		else
+			printf("%13.3f  %.2e %s\n", median_of(im->speed, a->rounds, NULL, NULL),
+				im->error, agrees(im) ? "ok" : "WRONG");
+	}
+	printf("tessel/vendor: median over rounds of the vendor's time / tessel's time "
+	       "in the same round; above 1: tessel is faster\n");
+}
+
+static void print_json_impl(const bench *b, const bench_impl *im)
+{
+	double flops = tessel_op_flops(b->op), lo, hi;
+	double med = median_of(im->median_s, b->a->rounds, &lo, &hi);
+	printf("{\"name\": ");
+	cli_json_string(stdout, im->run.name);
+	printf(", \"vendor\": ");
+	if (im->vendor)
+		cli_json_string(stdout, im->vendor);
+	else
+		printf("null");
+	printf(", \"median_s\": %.9g, \"round_min_s\": %.9g, \"round_max_s\": %.9g, "
+	       "\"gflops\": %.6g", med, lo, hi, med > 0 ? flops / med * 1e-9 : 0.0);
+	if (im->vendor)
+		printf(", \"tessel_vs_vendor\": %.6g, \"rel_error\": %.6g, \"ok\": %s",
+			median_of(im->speed, b->a->rounds, NULL, NULL),
+			isfinite(im->error) ? im->error : 1e308, agrees(im) ? "true" : "false");
+	printf("}");
+}
+
+static void print_json(const bench *b, bool ok)
+{
+	printf("{\"op\": ");
+	cli_json_string(stdout, tessel_op_name(b->op));
+	printf(", \"spec\": ");
+	cli_json_string(stdout, b->a->spec);
+	printf(", \"threads\": %d, \"rounds\": %d, \"flops\": %.17g, \"schedule\": ",
+		b->a->threads, b->a->rounds, tessel_op_flops(b->op));
+	cli_json_string(stdout, b->schedule);
+	printf(", \"ok\": %s, \"implementations\": [", ok ? "true" : "false");
+	for (int i = 0; i < b->nimpls; i++) {
+		printf(i ? ", " : "");
+		print_json_impl(b, &b->impls[i]);
+	}
+	printf("], \"skipped\": [");
+	for (int i = 0; i < b->nskipped; i++) {
+		printf("%s{\"vendor\": \"%s\", \"reason\": ", i ? ", " : "", b->skipped[i]);
+		cli_json_string(stdout, b->reasons[i]);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* Print the lines of the vendors skipped on "out". */
+static void print_skipped(const bench *b, FILE *out)
+{
+	for (int i = 0; i < b->nskipped; i++)
+		fprintf(out, "%s: %s\n", b->skipped[i], b->reasons[i]);
+}
+
+/* Check, time and report the implementations of "b"; the exit status. */
+static int measure(bench *b)
+{
+	if (b->nimpls == 1) {
+		print_skipped(b, stderr);
+		return cli_fail("bench: no vendor library could run %s",
+			tessel_op_name(b->op));
+	}
+	if (check_outputs(b))
+		return 1;
+	for (int r = 0; r < b->a->rounds; r++)
+		time_round(b, r);
+	bool ok = true;
+	for (int i = 1; i < b->nimpls; i++)
+		ok &= agrees(&b->impls[i]);
+	if (b->a->json) {
+		print_json(b, ok);
+	} else {
+		printf("schedule: %s\n", b->schedule);
+		print_skipped(b, stdout);
+		print_table(b);
+	}
+	if (!ok)
+		return cli_fail("bench: a vendor's output disagrees with tessel's");
+	return 0;
+}
+
+/* Set up tessel's implementation of "b" with "k" on "pool", inputs "in",
+ * outputs "out". */
+static void add_tessel(bench *b, tessel_job *job, const cg_cpu_kernel *k,
+	rt_pool *pool, tessel_tensor **in, tessel_tensor **out)
+{
+	int nin = tessel_op_num_inputs(b->op);
+	job->fn = k->fn;
+	for (int i = 0; i < nin; i++)
+		job->args[i] = in[i]->data;
+	for (int i = 0; i < tessel_op_num_outputs(b->op); i++)
+		job->args[nin + i] = out[i]->data;
+	rt_pool_env(pool, &job->env);
+	bench_impl *im = &b->impls[b->nimpls++];
+	snprintf(im->run.name, sizeof(im->run.name), "tessel");
+	im->run.run = tessel_run;
+	im->run.arg = job;
+	im->out = out[0];
+}
+
+/* Bench the bound "op" as "a" asks. */
+static int bench_op(const bench_args *a, tessel_ctx *ctx, tessel_op *op)
+{
+	int nin = tessel_op_num_inputs(op), nout = tessel_op_num_outputs(op);
+	if (nin > 64 || nout > 64)
+		return cli_fail("more than 64 inputs or outputs");
+	bench b = { .a = a, .op = op };
+	cli_data data = { 0 };
+	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 };
+	cg_cpu_kernel k = { 0 };
+	int status = cli_make_inputs(&data, op, in) || cli_make_outputs(op, out);
+	if (status == 0)
+		status = build_kernel(&b, ctx, &k);
+	rt_pool *pool = status ? NULL : rt_pool_new(a->threads);
+	if (status == 0 && !pool)
+		status = cli_fail("cannot start %d threads", a->threads);
+	tessel_job job = { 0 };
+	if (status == 0) {
+		vendor_problem prob;
+		vendor_problem_init(&prob, op, &a->set, tessel_ops_find(a->spec) >= 0);
+		add_tessel(&b, &job, &k, pool, in, out);
+		add_vendors(&b, &prob, in, out[0]);
+		status = measure(&b);
+	}
+	for (int i = 1; i < b.nimpls; i++) {
+		b.impls[i].run.release(b.impls[i].run.arg);
+		tessel_tensor_free(b.impls[i].out);
+	}
+	rt_pool_free(pool);
+	if (k.module)
+		cg_cpu_kernel_close(&k);
+	cli_free_tensors(in, nin);
+	cli_free_tensors(out, nout);
+	return status;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		if (cli_is_help(argv[i])) {
+			fputs(bench_help, stdout);
+			return 0;
+		}
+	bench_args a = { 0 };
+	int status = 1;
+	tessel_ctx *ctx = tessel_ctx_new();
+	if (parse_bench_args(&a, argc, argv) == 0) {
+		tessel_op *op = cli_load_op(ctx, a.spec, &a.set, true);
+		if (op) {
+			status = bench_op(&a, ctx, op);
+			tessel_op_release(op);
+		}
+	}
+	cli_set_free(&a.set);
+	tessel_ctx_free(ctx);
+	return status;
+}

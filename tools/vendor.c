@@ -1,0 +1,158 @@
+#include "tools/vendor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const vendor *const vendors[] = { &vendor_openblas, &vendor_onednn };
+
+const vendor *vendor_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
+		if (strcmp(vendors[i]->name, name) == 0)
+			return vendors[i];
+	return NULL;
+}
+
+void vendor_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]) && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+			vendors[i]->name);
+}
+
+/* Return the text of attribute "name" in "set", or "def". */
+static const char *attr_text(const cli_set *set, const char *name, const char *def)
+{
+	for (int i = 0; i < set->n; i++)
+		if (strcmp(set->keys[i], name) == 0)
+			return set->values[i];
+	return def;
+}
+
+/* Return the boolean attribute "name" of "set" (0/1/true/false). */
+static bool attr_bool(const cli_set *set, const char *name, bool def)
+{
+	const char *v = attr_text(set, name, NULL);
+	if (!v)
+		return def;
+	return strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
+}
+
+/* Read the attribute "name" of "set", one value or [h, w], into "hw". */
+static void attr_pair(const cli_set *set, const char *name, int64_t def,
+	int64_t hw[2])
+{
+	const char *v = attr_text(set, name, NULL);
+	hw[0] = hw[1] = def;
+	if (!v)
+		return;
+	char *end;
+	hw[0] = hw[1] = strtoll(v + (v[0] == '['), &end, 10);
+	if (*end == ',')
+		hw[1] = strtoll(end + 1, &end, 10);
+}
+
+/* Return extent "i" of input "which" of "op". */
+static int64_t in_dim(const tessel_op *op, int which, int i)
+{
+	return tessel_stage_dim(tessel_op_input_at(op, which), i);
+}
+
+static int64_t out_dim(const tessel_op *op, int i)
+{
+	return tessel_stage_dim(tessel_op_output_at(op, 0), i);
+}
+
+/* Return true when every input and output of "op" is f32. */
+static bool all_f32(const tessel_op *op)
+{
+	for (int i = 0; i < tessel_op_num_inputs(op); i++)
+		if (tessel_stage_dtype(tessel_op_input_at(op, i)) != TESSEL_F32)
+			return false;
+	for (int i = 0; i < tessel_op_num_outputs(op); i++)
+		if (tessel_stage_dtype(tessel_op_output_at(op, i)) != TESSEL_F32)
+			return false;
+	return true;
+}
+
+/* matmul and batch_matmul: C[(B,) M, N] = op(A) * op(B). */
+static void gemm_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set, int batched)
+{
+	p->kind = VENDOR_GEMM;
+	p->trans_a = attr_bool(set, "transpose_a", false);
+	p->trans_b = attr_bool(set, "transpose_b", false);
+	p->batch = batched ? out_dim(op, 0) : 1;
+	p->m = out_dim(op, batched);
+	p->n = out_dim(op, batched + 1);
+	p->k = in_dim(op, 0, batched + !p->trans_a);
+}
+
+/* dense: Y[batch, out] = X[batch, in] * W[out, in]^T (+ Bias[out]). */
+static void dense_problem(vendor_problem *p, const tessel_op *op)
+{
+	p->kind = VENDOR_GEMM;
+	p->batch = 1;
+	p->trans_b = true;
+	p->bias = tessel_op_num_inputs(op) == 3;
+	p->m = out_dim(op, 0);
+	p->n = out_dim(op, 1);
+	p->k = in_dim(op, 0, 1);
+}
+
+/* conv2d in NCHW with one group; VENDOR_NONE otherwise. */
+static void conv_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set)
+{
+	const char *layout = attr_text(set, "layout", "NCHW");
+	const char *groups = attr_text(set, "groups", "1");
+	if (strcmp(layout, "NCHW") != 0) {
+		snprintf(p->why, sizeof(p->why), "layout=%s; only NCHW", layout);
+		return;
+	}
+	if (strcmp(groups, "1") != 0) {
+		snprintf(p->why, sizeof(p->why), "groups=%s; only one group", groups);
+		return;
+	}
+	attr_pair(set, "stride", 1, p->stride);
+	attr_pair(set, "padding", 0, p->padding);
+	attr_pair(set, "dilation", 1, p->dilation);
+	for (int i = 0; i < 4; i++)
+		p->dims[CONV_N + i] = in_dim(op, 0, i);
+	p->dims[CONV_F] = in_dim(op, 1, 0);
+	p->dims[CONV_R] = in_dim(op, 1, 2);
+	p->dims[CONV_S] = in_dim(op, 1, 3);
+	p->dims[CONV_OH] = out_dim(op, 2);
+	p->dims[CONV_OW] = out_dim(op, 3);
+	for (int i = 0; i < 2; i++) {
+		int64_t extent = p->dims[CONV_H + i] + 2 * p->padding[i]
+			- p->dilation[i] * (p->dims[CONV_R + i] - 1) - 1;
+		if (p->stride[i] < 1 || extent / p->stride[i] + 1 != p->dims[CONV_OH + i]) {
+			snprintf(p->why, sizeof(p->why), "these stride/padding/dilation");
+			return;
+		}
+	}
+	p->kind = VENDOR_CONV2D;
+}
+
+void vendor_problem_init(vendor_problem *p, const tessel_op *op,
+	const cli_set *set, bool builtin)
+{
+	memset(p, 0, sizeof(*p));
+	p->op = tessel_op_name(op);
+	if (!builtin)
+		snprintf(p->why, sizeof(p->why), "an op from a .te file");
+	else if (!all_f32(op))
+		snprintf(p->why, sizeof(p->why), "a dtype other than f32");
+	else if (strcmp(p->op, "matmul") == 0)
+		gemm_problem(p, op, set, 0);
+	else if (strcmp(p->op, "batch_matmul") == 0)
+		gemm_problem(p, op, set, 1);
+	else if (strcmp(p->op, "dense") == 0)
+		dense_problem(p, op);
+	else if (strcmp(p->op, "conv2d") == 0)
+		conv_problem(p, op, set);
+}

@@ -1,0 +1,76 @@
+/* Vendor libraries that `tessel bench` runs beside a tessel kernel, one
+ * file each (tools/vendor_NAME.c).  Each is loaded with dlopen when first
+ * used: the tessel binary never links them and works without them. */
+#ifndef TESSEL_TOOLS_VENDOR_H
+#define TESSEL_TOOLS_VENDOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessel/te.h"
+#include "tools/cli.h"
+
+typedef enum vendor_kind {
+	VENDOR_NONE,   /* no vendor library computes it */
+	VENDOR_GEMM,   /* batch x (op(A) * op(B) (+ bias)), row-major */
+	VENDOR_CONV2D  /* NCHW x OIHW -> NCHW, one group */
+} vendor_kind;
+
+/* A workload in the terms vendor libraries take, f32 throughout.
+ * GEMM: for each of "batch" entries, C[M, N] = A[M, K] * B[K, N], A stored
+ * [K, M] when "trans_a", B stored [N, K] when "trans_b", plus Bias[N] on
+ * every row when "bias"; inputs A, B (Bias), output C, batches
+ * contiguous.  CONV2D: X[n, c, h, w] * Wt[f, c, r, s] -> Y[n, f, oh, ow]
+ * with "stride", "padding" (each side) and "dilation" as [h, w]. */
+typedef struct vendor_problem {
+	vendor_kind kind;
+	const char *op;
+	char why[128];               /* VENDOR_NONE: what has no equivalent */
+	int64_t batch, m, n, k;
+	bool trans_a, trans_b, bias;
+	int64_t dims[9];             /* n c h w f r s oh ow */
+	int64_t stride[2], padding[2], dilation[2];
+} vendor_problem;
+
+enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };
+
+/* One vendor implementation of a problem, ready to run on given data. */
+typedef struct vendor_run {
+	char name[160];              /* library, routine, what it chose */
+	void (*run)(void *arg);      /* compute the output once */
+	void (*finish)(void *arg);   /* after a run, make the C-ordered output
+	                                current (not timed); or NULL */
+	void (*release)(void *arg);
+	void *arg;
+} vendor_run;
+
+typedef struct vendor {
+	const char *name;            /* as --compare spells it */
+	/* Return true when the library computes "p". */
+	bool (*supports)(const vendor_problem *p);
+	/* Load the library (once) to run on "threads" threads.  Return 0, or
+	 * -1 with why in "err" of size "errlen". */
+	int (*load)(int threads, char *err, size_t errlen);
+	/* Set "r" to compute "p" from the C-ordered inputs "in" (in the op's
+	 * order) into "out".  Return 0, or -1 with why in "err". */
+	int (*prepare)(const vendor_problem *p, const float *const *in, float *out,
+		vendor_run *r, char *err, size_t errlen);
+} vendor;
+
+extern const vendor vendor_openblas;
+extern const vendor vendor_onednn;
+
+/* Return the vendor named "name", or NULL. */
+const vendor *vendor_find(const char *name);
+/* Write the names of the vendors, comma-separated, into "buf". */
+void vendor_names(char *buf, size_t len);
+
+/* Describe the bound "op", instantiated from the built-in op of its name
+ * with the attributes in "set" (when "builtin"), as a vendor problem:
+ * kind VENDOR_NONE, with the reason in p->why, when it is none that vendor
+ * libraries compute. */
+void vendor_problem_init(vendor_problem *p, const tessel_op *op,
+	const cli_set *set, bool builtin);
+
+#endif

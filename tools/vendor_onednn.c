@@ -1,0 +1,333 @@
+/* oneDNN, loaded with dlopen: forward convolution (direct algorithm) for
+ * CONV2D problems and the matmul primitive for GEMM problems, f32.  The
+ * convolution runs on the layouts oneDNN picks itself (format_tag::any):
+ * the inputs are reordered into them once when prepared, and the output
+ * back to NCHW after a run for checking; neither reorder is timed.  The
+ * matmul runs on the plain row-major data, transposes given as strides.
+ * The calls are declared from oneapi/dnnl/dnnl.h (2.x API: the library's
+ * major version must match the header's).  The Debian build threads with
+ * OpenMP: OMP_NUM_THREADS is set before loading, and since libgomp may be
+ * loaded already (by xgboost), omp_set_num_threads is called too and
+ * omp_get_max_threads read back. */
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/vendor.h"
+
+#define DNNL_FUNCTIONS(X) \
+	X(dnnl_version) X(dnnl_engine_create) X(dnnl_engine_destroy) \
+	X(dnnl_stream_create) X(dnnl_stream_destroy) X(dnnl_stream_wait) \
+	X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_desc_init_by_strides) \
+	X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy) \
+	X(dnnl_memory_get_memory_desc) X(dnnl_dilated_convolution_forward_desc_init) \
+	X(dnnl_matmul_desc_init) X(dnnl_reorder_primitive_desc_create) \
+	X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_destroy) \
+	X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_query_md) \
+	X(dnnl_primitive_create) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)
+
+#define DNNL_POINTER(f) __typeof__(f) *f;
+#define DNNL_SYMBOL(f) { #f, offsetof(struct dnnl_api, f) },
+#define STRINGIFY(x) #x
+#define LIBDNNL_SONAME(major) "libdnnl.so." STRINGIFY(major)
+
+static struct dnnl_api {
+	void *lib;
+	void (*omp_set_num_threads)(int);
+	int (*omp_get_max_threads)(void);
+	DNNL_FUNCTIONS(DNNL_POINTER)
+} dn;
+
+static const struct dnnl_symbol {
+	const char *name;
+	size_t offset;
+} dnnl_symbols[] = { DNNL_FUNCTIONS(DNNL_SYMBOL) };
+
+/* A oneDNN primitive with its memories: "user" on the caller's data (the
+ * last one the output), "mem" what the primitive takes (the same memory
+ * where the layouts agree). */
+typedef struct dnnl_job {
+	dnnl_engine_t engine;
+	dnnl_stream_t stream;
+	dnnl_primitive_desc_t pd;
+	dnnl_primitive_t prim;
+	int nargs;
+	dnnl_memory_t user[4];
+	dnnl_memory_t mem[4];
+	dnnl_exec_arg_t args[4];
+	char err[256];
+} dnnl_job;
+
+static bool onednn_supports(const vendor_problem *p)
+{
+	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D;
+}
+
+/* Find "name" in the loaded library (or what it loaded) into "*fn". */
+static int find_symbol(const char *name, void *fn, size_t size, char *err,
+	size_t errlen)
+{
+	void *sym = dlsym(dn.lib, name);
+	if (!sym) {
+		snprintf(err, errlen, "dlsym: %s", dlerror());
+		return -1;
+	}
+	memcpy(fn, &sym, size);
+	return 0;
+}
+
+/* Check that the loaded library speaks the API of the header. */
+static int check_version(char *err, size_t errlen)
+{
+	if (find_symbol("dnnl_version", &dn.dnnl_version, sizeof(dn.dnnl_version),
+			err, errlen))
+		return -1;
+	const dnnl_version_t *v = dn.dnnl_version();
+	if (v->major == DNNL_VERSION_MAJOR)
+		return 0;
+	snprintf(err, errlen, "oneDNN %d.%d.%d, but tessel was built against the "
+		"%d.x API", v->major, v->minor, v->patch, DNNL_VERSION_MAJOR);
+	return -1;
+}
+
+/* Open libdnnl and find every call; -1 with why in "err". */
+static int open_library(char *err, size_t errlen)
+{
+	static const char *const names[] = { LIBDNNL_SONAME(DNNL_VERSION_MAJOR),
+		"libdnnl.so" };
+	for (size_t i = 0; i < 2 && !dn.lib; i++)
+		if (!(dn.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) && i == 0)
+			snprintf(err, errlen, "dlopen: %s", dlerror());
+	if (!dn.lib)
+		return -1;
+	int r = check_version(err, errlen);
+	for (size_t i = 0; r == 0 && i < sizeof(dnnl_symbols) / sizeof(dnnl_symbols[0]); i++)
+		r = find_symbol(dnnl_symbols[i].name, (char *)&dn + dnnl_symbols[i].offset,
+			sizeof(void (*)(void)), err, errlen);
+	if (r == 0)
+		r = find_symbol("omp_set_num_threads", &dn.omp_set_num_threads,
+			sizeof(dn.omp_set_num_threads), err, errlen);
+	if (r == 0)
+		r = find_symbol("omp_get_max_threads", &dn.omp_get_max_threads,
+			sizeof(dn.omp_get_max_threads), err, errlen);
+	if (r) {
+		dlclose(dn.lib);
+		dn.lib = NULL;
+	}
+	return r;
+}
+
+static int onednn_load(int threads, char *err, size_t errlen)
+{
+	char n[16];
+	snprintf(n, sizeof(n), "%d", threads);
+	setenv("OMP_NUM_THREADS", n, 1);
+	if (!dn.lib && open_library(err, errlen))
+		return -1;
+	dn.omp_set_num_threads(threads);
+	return 0;
+}
+
+/* Return 0 when "s" is success, else -1 with "what" failed in j->err. */
+static int check(dnnl_job *j, dnnl_status_t s, const char *what)
+{
+	if (s == dnnl_success)
+		return 0;
+	snprintf(j->err, sizeof(j->err), "oneDNN: %s failed (status %d)", what, (int)s);
+	return -1;
+}
+
+/* Run a reorder from "from" to "to" once. */
+static int reorder_once(dnnl_job *j, dnnl_memory_t from, dnnl_memory_t to)
+{
+	const dnnl_memory_desc_t *fmd, *tmd;
+	dnnl_primitive_desc_t rpd;
+	dnnl_primitive_t r;
+	if (check(j, dn.dnnl_memory_get_memory_desc(from, &fmd), "memory desc") ||
+	    check(j, dn.dnnl_memory_get_memory_desc(to, &tmd), "memory desc") ||
+	    check(j, dn.dnnl_reorder_primitive_desc_create(&rpd, fmd, j->engine, tmd,
+			j->engine, NULL), "reorder desc"))
+		return -1;
+	int st = check(j, dn.dnnl_primitive_create(&r, rpd), "reorder");
+	dn.dnnl_primitive_desc_destroy(rpd);
+	if (st)
+		return -1;
+	dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
+	st = check(j, dn.dnnl_primitive_execute(r, j->stream, 2, a), "reorder");
+	dn.dnnl_stream_wait(j->stream);
+	dn.dnnl_primitive_destroy(r);
+	return st;
+}
+
+/* Make the engine, the stream, and the primitive of "desc" in "j". */
+static int create_primitive(dnnl_job *j, const_dnnl_op_desc_t desc)
+{
+	return check(j, dn.dnnl_engine_create(&j->engine, dnnl_cpu, 0), "engine") ||
+		check(j, dn.dnnl_stream_create(&j->stream, j->engine,
+			dnnl_stream_default_flags), "stream") ||
+		check(j, dn.dnnl_primitive_desc_create(&j->pd, desc, NULL, j->engine,
+			NULL), "primitive desc") ||
+		check(j, dn.dnnl_primitive_create(&j->prim, j->pd), "primitive") ? -1 : 0;
+}
+
+/* Make argument "i" of "j" (exec argument "arg", queried as "which"
+ * number "index") on the caller's "data" laid out as "md": the user
+ * memory, and the primitive's own where it wants another layout (inputs
+ * reordered into it now). */
+static int add_arg(dnnl_job *j, int i, int arg, dnnl_query_t which, int index,
+	const dnnl_memory_desc_t *md, const float *data, bool input)
+{
+	const dnnl_memory_desc_t *want = dn.dnnl_primitive_desc_query_md(j->pd, which,
+		index);
+	if (check(j, dn.dnnl_memory_create(&j->user[i], md, j->engine, (void *)data),
+			"memory"))
+		return -1;
+	j->mem[i] = j->user[i];
+	j->args[i] = (dnnl_exec_arg_t){ arg, j->user[i] };
+	j->nargs = i + 1;
+	if (dn.dnnl_memory_desc_equal(want, md))
+		return 0;
+	if (check(j, dn.dnnl_memory_create(&j->mem[i], want, j->engine,
+			DNNL_MEMORY_ALLOCATE), "memory"))
+		return -1;
+	j->args[i].memory = j->mem[i];
+	return input ? reorder_once(j, j->user[i], j->mem[i]) : 0;
+}
+
+/* Set up a convolution forward (direct) of "p" in "j", oneDNN choosing the
+ * layouts. */
+static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	const int64_t *d = p->dims;
+	dnnl_dims_t xd = { d[CONV_N], d[CONV_C], d[CONV_H], d[CONV_W] };
+	dnnl_dims_t wd = { d[CONV_F], d[CONV_C], d[CONV_R], d[CONV_S] };
+	dnnl_dims_t yd = { d[CONV_N], d[CONV_F], d[CONV_OH], d[CONV_OW] };
+	dnnl_dims_t stride = { p->stride[0], p->stride[1] };
+	dnnl_dims_t dilate = { p->dilation[0] - 1, p->dilation[1] - 1 };
+	dnnl_dims_t pad = { p->padding[0], p->padding[1] };
+	dnnl_memory_desc_t ux, uw, uy, cx, cw, cy;
+	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, dnnl_oihw);
+	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dnnl_f32, dnnl_format_tag_any);
+	dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dnnl_f32, dnnl_format_tag_any);
+	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dnnl_f32, dnnl_format_tag_any);
+	dnnl_convolution_desc_t cd;
+	if (check(j, dn.dnnl_dilated_convolution_forward_desc_init(&cd,
+			dnnl_forward_inference, dnnl_convolution_direct, &cx, &cw, NULL, &cy,
+			stride, dilate, pad, pad), "convolution desc") ||
+	    create_primitive(j, &cd))
+		return -1;
+	return add_arg(j, 0, DNNL_ARG_SRC, dnnl_query_src_md, 0, &ux, in[0], true) ||
+		add_arg(j, 1, DNNL_ARG_WEIGHTS, dnnl_query_weights_md, 0, &uw, in[1], true) ||
+		add_arg(j, 2, DNNL_ARG_DST, dnnl_query_dst_md, 0, &uy, out, false) ? -1 : 0;
+}
+
+/* Describe the row-major [B,] rows x cols matrix in "md" ("transposed":
+ * stored cols x rows); "nd" is 2 or 3 (batched). */
+static void matrix_desc(dnnl_memory_desc_t *md, int nd, int64_t batch,
+	int64_t rows, int64_t cols, bool transposed)
+{
+	dnnl_dims_t dims = { batch, rows, cols };
+	dnnl_dims_t strides = { rows * cols, transposed ? 1 : cols, transposed ? rows : 1 };
+	dn.dnnl_memory_desc_init_by_strides(md, nd, dims + 3 - nd, dnnl_f32,
+		strides + 3 - nd);
+}
+
+/* Set up a matmul of "p" in "j" on the plain data. */
+static int matmul_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	int nd = p->batch > 1 ? 3 : 2;
+	dnnl_memory_desc_t a, b, bias, c;
+	matrix_desc(&a, nd, p->batch, p->m, p->k, p->trans_a);
+	matrix_desc(&b, nd, p->batch, p->k, p->n, p->trans_b);
+	matrix_desc(&bias, nd, 1, 1, p->n, false);
+	matrix_desc(&c, nd, p->batch, p->m, p->n, false);
+	dnnl_matmul_desc_t md;
+	if (check(j, dn.dnnl_matmul_desc_init(&md, &a, &b, p->bias ? &bias : NULL, &c),
+			"matmul desc") ||
+	    create_primitive(j, &md))
+		return -1;
+	int i = 0;
+	if (add_arg(j, i++, DNNL_ARG_SRC, dnnl_query_src_md, 0, &a, in[0], true) ||
+	    add_arg(j, i++, DNNL_ARG_WEIGHTS, dnnl_query_weights_md, 0, &b, in[1], true) ||
+	    (p->bias && add_arg(j, i++, DNNL_ARG_BIAS, dnnl_query_weights_md, 1, &bias,
+			in[2], true)))
+		return -1;
+	return add_arg(j, i, DNNL_ARG_DST, dnnl_query_dst_md, 0, &c, out, false);
+}
+
+static void onednn_run(void *arg)
+{
+	dnnl_job *j = arg;
+	dn.dnnl_primitive_execute(j->prim, j->stream, j->nargs, j->args);
+	dn.dnnl_stream_wait(j->stream);
+}
+
+/* Bring the output of "arg" into the caller's memory when the primitive
+ * wrote it in its own layout. */
+static void onednn_finish(void *arg)
+{
+	dnnl_job *j = arg;
+	int out = j->nargs - 1;
+	if (j->mem[out] != j->user[out])
+		reorder_once(j, j->mem[out], j->user[out]);
+}
+
+static void onednn_release(void *arg)
+{
+	dnnl_job *j = arg;
+	for (int i = 0; i < j->nargs; i++) {
+		if (j->mem[i] && j->mem[i] != j->user[i])
+			dn.dnnl_memory_destroy(j->mem[i]);
+		if (j->user[i])
+			dn.dnnl_memory_destroy(j->user[i]);
+	}
+	if (j->prim)
+		dn.dnnl_primitive_destroy(j->prim);
+	if (j->pd)
+		dn.dnnl_primitive_desc_destroy(j->pd);
+	if (j->stream)
+		dn.dnnl_stream_destroy(j->stream);
+	if (j->engine)
+		dn.dnnl_engine_destroy(j->engine);
+	free(j);
+}
+
+static int onednn_prepare(const vendor_problem *p, const float *const *in,
+	float *out, vendor_run *r, char *err, size_t errlen)
+{
+	dnnl_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	bool conv = p->kind == VENDOR_CONV2D;
+	if (conv ? conv_init(j, p, in, out) : matmul_init(j, p, in, out)) {
+		snprintf(err, errlen, "%s", j->err);
+		onednn_release(j);
+		return -1;
+	}
+	const char *impl = NULL;
+	dn.dnnl_primitive_desc_query(j->pd, dnnl_query_impl_info_str, 0, &impl);
+	const dnnl_version_t *v = dn.dnnl_version();
+	int threads = dn.omp_get_max_threads();
+	snprintf(r->name, sizeof(r->name), "oneDNN %d.%d.%d %s (%s%s, %d thread%s)",
+		v->major, v->minor, v->patch, conv ? "convolution" : "matmul",
+		impl ? impl : "?", conv ? ", own layouts" : "", threads,
+		threads == 1 ? "" : "s");
+	r->run = onednn_run;
+	r->finish = onednn_finish;
+	r->release = onednn_release;
+	r->arg = j;
+	return 0;
+}
+
+const vendor vendor_onednn = {
+	"onednn", onednn_supports, onednn_load, onednn_prepare
+};

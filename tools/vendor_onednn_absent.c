@@ -1,0 +1,29 @@
+/* oneDNN where its header (oneapi/dnnl/dnnl.h, libdnnl-dev) was missing
+ * when tessel was built: never available. */
+#include <stdio.h>
+
+#include "tools/vendor.h"
+
+static bool onednn_supports(const vendor_problem *p)
+{
+	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D;
+}
+
+static int onednn_load(int threads, char *err, size_t errlen)
+{
+	(void)threads;
+	snprintf(err, errlen, "tessel was built without oneapi/dnnl/dnnl.h");
+	return -1;
+}
+
+static int onednn_prepare(const vendor_problem *p, const float *const *in,
+	float *out, vendor_run *r, char *err, size_t errlen)
+{
+	(void)p, (void)in, (void)out, (void)r;
+	snprintf(err, errlen, "not available");
+	return -1;
+}
+
+const vendor vendor_onednn = {
+	"onednn", onednn_supports, onednn_load, onednn_prepare
+};
