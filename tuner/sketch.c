@@ -833,7 +833,8 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	nest n;
 	if (nest_of(st, s, &n) || n.nreduce == 0)
 		return -1;
-	const char *name = st->stages[s].name;
+	char name[SCH_NAME_MAX];
+	snprintf(name, sizeof(name), "%s", st->stages[s].name);
 	int k = n.reduce[n.nreduce - 1];
 	int64_t m = st->stages[s].iters[k].extent;
 	int64_t lanes = lanes_of(sp, &st->stages[s]);
