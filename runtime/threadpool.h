@@ -11,7 +11,8 @@
 typedef struct rt_pool rt_pool;
 
 /* How long, by default, an idle worker (and a caller waiting for workers)
- * spins before it sleeps, in nanoseconds. */
+ * spins before it sleeps, in nanoseconds; the environment variable
+ * TESSEL_POOL_SPIN_NS overrides it for the pools a process makes. */
 #define RT_POOL_DEFAULT_SPIN_NS 100000
 
 /* Return a pool of "num_threads" threads in all, the caller of parallel_for
