@@ -1042,7 +1042,11 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 		int np = pos + (chance(rng, 50) ? 1 : -1);
 		if (np < 0 || np >= ss->nleaves)
 			return -1;
-		qname(st, s, ss->leaves[np], arg);
+		char q[QNAME];
+		qname(st, s, ss->leaves[np], q);
+		if (strlen(q) >= sizeof(step->args[0]))
+			return -1;
+		snprintf(arg, sizeof(step->args[0]), "%s", q);
 		return 0;
 	}
 	const char *loop = decision_loop(step, pick->arg);
