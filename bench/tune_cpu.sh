@@ -6,7 +6,7 @@
 # STREAM-like copy (bench/stream_copy.c).
 #
 #   bench/tune_cpu.sh [BUILDDIR]                 every group
-#   GROUPS="matmul conv" bench/tune_cpu.sh       some of them
+#   BENCH_GROUPS="matmul conv" bench/tune_cpu.sh some of them
 #   TRIALS=1000 CONV_TRIALS=300 DB=out/bench.db bench/tune_cpu.sh
 #
 # Groups: matmul (1024^3, 512^3), irregular (1000^3, 128x3072x768,
@@ -60,7 +60,7 @@ tune_and_bandwidth() {
 	}'
 }
 
-for group in ${GROUPS:-matmul irregular conv memory}; do
+for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 	case $group in
 	matmul)
 		tune_and_compare matmul M=1024,N=1024,K=1024 "$trials" openblas

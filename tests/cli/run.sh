@@ -35,7 +35,7 @@ ex=$root/examples/ops.te
 
 # help, for the command and every subcommand
 expect 0 'commands:' -- --help
-for c in check ops interp; do
+for c in check ops interp lower codegen run fuzz-sched tune best db report bench; do
 	expect 0 "usage: tessel $c" -- "$c" --help
 done
 expect 1 "unknown command 'frobnicate'" -- frobnicate
@@ -249,6 +249,73 @@ expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn\)" -- benc
 expect 1 'bench: --db and --sched' -- bench "${mm64[@]}" --db "$db" --sched "$work/best.trace"
 expect 1 'bench: missing SPEC' -- bench --compare openblas
 expect 1 'bench: --compare needs a value' -- bench matmul --set M=8,N=8,K=8 --compare
+
+# opencl: OpenCL C, runs and schedule fuzzing on the OpenCL device (PoCL
+# on the CPU; skipped, saying so, where there is no device or under ASan,
+# which PoCL is not built with: docs/gpu.md)
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$(dirname "$tessel")/../pocl-cache}
+small=(matmul --set M=9,N=7,K=5)
+printf 'split C.i 4 -> C.io C.ii\nbind C.io blockIdx.x\nbind C.ii threadIdx.x\nbind C.j threadIdx.y\n' > "$work/bound.trace"
+printf 'bind C.k threadIdx.x\n' > "$work/badbind.trace"
+expect 0 '^__kernel void matmul\(' -- codegen "${small[@]}" --target opencl
+expect 0 'get_local_id\(1\)' -- codegen "${small[@]}" --target opencl --sched "$work/bound.trace"
+expect 0 '__kernel void softmax_1\(' -- codegen softmax --set shape=[4,6] --target opencl
+expect 1 'loop bound to blockIdx.x cannot run on the CPU' -- codegen "${small[@]}" --sched "$work/bound.trace"
+expect 1 'badbind.trace:1:1: error: step 1 \(bind\): bind C.k: the loop carries a dependence' -- lower "${small[@]}" --sched "$work/badbind.trace"
+expect 1 'target: opencl takes no options yet' -- codegen "${small[@]}" --target "opencl -device=2"
+expect 1 "unknown target kind 'cuda' \(expected cpu or opencl\)" -- run "${small[@]}" --target cuda
+expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target opencl --db "$work/none.db"
+probe=$(timeout 60 "$tessel" run "${small[@]}" --target opencl --min-time 0.001 2>&1)
+if grep -q 'ERROR: AddressSanitizer\|LeakSanitizer' <<<"$probe" || [ -n "${TESSEL_SANITIZED:-}" ]; then
+	echo "skip: OpenCL runs under ASan (PoCL is not built with sanitizers)"
+elif grep -q 'OpenCL is not available\|no OpenCL' <<<"$probe"; then
+	echo "skip: OpenCL runs: $(grep -o 'OpenCL is not available.*\|no OpenCL.*' <<<"$probe" | head -1)"
+else
+	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target opencl --min-time 0.001
+	expect 0 'device: .*\(OpenCL\)' -- run "${small[@]}" --target opencl --sched "$work/bound.trace" --min-time 0.001
+	expect 0 'Y: relative error .* ok' -- run layer_norm --set shape=[4,7] --target opencl --min-time 0.001
+	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target opencl --count 10 --seed 1 --keep "$work/ff"
+	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target opencl --count 6 --seed 2 --keep "$work/ff"
+fi
+
+# tune: a short search on a small op, resumed, applied; bad options; and
+# Ctrl-C, which commits what was measured and exits 130
+mm32=(matmul --set M=32,N=32,K=32)
+tdb=$work/tune.db
+expect 0 'trials: 8 measured in [0-9]+ rounds, 0 errors; 0 found in the store' -- tune "${mm32[@]}" --trials 8 --batch 4 --min-time 0.005 --db "$tdb"
+expect 0 'best: [0-9.]+ GFLOP/s' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 2
+expect 0 '12 found in the store' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 3
+expect 0 'GFLOP/s' -- best "${mm32[@]}" --db "$tdb"
+expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$tdb"
+expect 0 'records: 16 \(16 ok' -- db info --db "$tdb"
+expect 1 "--trials expects an integer in 1..1000000, got '0'" -- tune "${mm32[@]}" --trials 0 --db "$tdb"
+expect 1 "--trials expects an integer in 1..1000000, got '-3'" -- tune "${mm32[@]}" --trials -3 --db "$tdb"
+expect 1 'missing --trials' -- tune "${mm32[@]}" --db "$tdb"
+expect 1 "--timeout expects a number of seconds, got '-1'" -- tune "${mm32[@]}" --trials 4 --timeout -1 --db "$tdb"
+expect 1 'timeout must be positive' -- tune "${mm32[@]}" --trials 4 --timeout 0 --db "$tdb"
+expect 1 "unknown target" -- tune "${mm32[@]}" --trials 4 --target tpu --db "$tdb"
+expect 1 "random.db is not an SQLite database" -- tune "${mm32[@]}" --trials 4 --db "$work/random.db"
+if cmp -s "$work/random.db" "$work/random.orig"; then ok; else bad "tune changed random.db"; fi
+idb=$work/interrupted.db
+"$tessel" tune matmul --set M=64,N=48,K=32 --trials 100000 --early-stop 0 --batch 4 \
+	--min-time 0.005 --db "$idb" >"$work/int.out" 2>&1 &
+tpid=$!
+for _ in $(seq 1 300); do
+	n=$("$tessel" db info --db "$idb" 2>/dev/null | sed -n 's/^records: \([0-9]*\).*/\1/p')
+	[ "${n:-0}" -ge 8 ] && break
+	sleep 0.1
+done
+kill -INT "$tpid"
+wait "$tpid"
+rc=$?
+if [ "$rc" -eq 130 ] && grep -q 'interrupted: every measured batch is committed' "$work/int.out"; then
+	ok
+else
+	bad "tune after SIGINT exited $rc: $(cat "$work/int.out")"
+fi
+n=$("$tessel" db info --db "$idb" 2>/dev/null | sed -n 's/^records: \([0-9]*\).*/\1/p')
+if [ "${n:-0}" -ge 8 ] && [ $((n % 4)) -eq 0 ]; then ok; else bad "interrupted store holds $n records"; fi
+expect 0 'trials: 4 measured' -- tune matmul --set M=64,N=48,K=32 --trials 4 --batch 4 --min-time 0.005 --db "$idb"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
