@@ -27,6 +27,7 @@
 
 static const cg_dialect *const dialects[CG_DIALECT_COUNT] = {
 	[CG_DIALECT_C] = &cg_dialect_cpu_c,
+	[CG_DIALECT_OPENCL] = &cg_dialect_opencl_c,
 };
 
 static const char *const dialect_names[CG_DIALECT_COUNT] = {
@@ -1853,8 +1854,9 @@ static int check_target(tessel_ctx *ctx, const loop_prog *p, const cg_target *t)
 }
 
 /* Print "p" for "t" (see c_printer.h): name everything, then let the
- * dialect lay out the file. */
-char *cg_print_c(const loop_prog *p, const cg_target *t, tessel_ctx *ctx)
+ * dialect lay out the file (and, for a GPU dialect, fill "plan"). */
+static char *print_source(const loop_prog *p, const cg_target *t,
+	cg_gpu_plan *plan, tessel_ctx *ctx)
 {
 	static const cg_target plain_c = { CG_DIALECT_C, 0 };
 	if (!t)
@@ -1864,7 +1866,7 @@ char *cg_print_c(const loop_prog *p, const cg_target *t, tessel_ctx *ctx)
 	te_strbuf out = { 0 };
 	cg_printer pr = {
 		.p = p, .d = dialects[t->dialect], .target = *t, .ctx = ctx,
-		.out = &out,
+		.out = &out, .plan = plan,
 	};
 	te_arena_init(&pr.arena);
 	pr.var_name = te_arena_alloc(&pr.arena, sizeof(char *) * (size_t)(p->nvars + 1));
@@ -1879,4 +1881,28 @@ char *cg_print_c(const loop_prog *p, const cg_target *t, tessel_ctx *ctx)
 		return NULL;
 	}
 	return te_sb_take(&out);
+}
+
+char *cg_print_c(const loop_prog *p, const cg_target *t, tessel_ctx *ctx)
+{
+	return print_source(p, t, NULL, ctx);
+}
+
+char *cg_print_gpu(const loop_prog *p, const cg_target *t, cg_gpu_plan *plan,
+	tessel_ctx *ctx)
+{
+	memset(plan, 0, sizeof(*plan));
+	if (t->dialect == CG_DIALECT_C) {
+		te_error(ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+			"kernel '%s': C is not a GPU dialect", p->name);
+		return NULL;
+	}
+	return print_source(p, t, plan, ctx);
+}
+
+void cg_gpu_plan_free(cg_gpu_plan *plan)
+{
+	free(plan->kernels);
+	free(plan->workspace_bytes);
+	memset(plan, 0, sizeof(*plan));
 }

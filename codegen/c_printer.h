@@ -1,5 +1,5 @@
 /* The C-family printer: loop programs become C source in one of the C
- * dialects (CPU C now; CUDA C and OpenCL C are further rows of the
+ * dialects (CPU C and OpenCL C now; CUDA C is a further row of the
  * dialect table).
  *
  * The first half of this header is the interface the rest of tessel
@@ -23,7 +23,7 @@
 typedef enum cg_dialect_id {
 	CG_DIALECT_C,        /* CPU C, the kernel ABI of tessel/kernel.h */
 	CG_DIALECT_CUDA,     /* CUDA C (not yet printable) */
-	CG_DIALECT_OPENCL,   /* OpenCL C (not yet printable) */
+	CG_DIALECT_OPENCL,   /* OpenCL C: kernels launched on a grid (opencl_c.c) */
 	CG_DIALECT_COUNT
 } cg_dialect_id;
 
@@ -43,6 +43,13 @@ static inline cg_target cg_target_cpu(const rt_cpu_target *cpu)
 	return t;
 }
 
+/* Return the OpenCL C target. */
+static inline cg_target cg_target_opencl(void)
+{
+	cg_target t = { CG_DIALECT_OPENCL, 0 };
+	return t;
+}
+
 /* Print "p" for the target "t" as self-contained source: standard headers,
  * the kernel ABI declarations, the helpers the kernel uses, the outlined
  * bodies of its parallel loops, and the kernel itself, exported under the
@@ -51,6 +58,34 @@ static inline cg_target cg_target_cpu(const rt_cpu_target *cpu)
  * the target (a loop bound to a GPU index on the CPU, a dialect not
  * printable yet, a bad vector width). */
 char *cg_print_c(const loop_prog *p, const cg_target *t, tessel_ctx *ctx);
+
+/* How a GPU program runs: its kernels, launched in order on one queue
+ * (a kernel boundary is the only barrier between all blocks), each on
+ * a grid of blocks of threads derived from its bound loops (the largest
+ * extent bound to each index, 1 where none is), and the global
+ * temporaries the runtime allocates ("workspaces"), passed to every
+ * kernel after the program's arguments. */
+#define CG_KERNEL_NAME_MAX 160
+
+typedef struct cg_launch {
+	char name[CG_KERNEL_NAME_MAX];
+	int64_t grid[3];     /* blocks along x, y, z */
+	int64_t block[3];    /* threads per block along x, y, z */
+} cg_launch;
+
+typedef struct cg_gpu_plan {
+	int nkernels;
+	cg_launch *kernels;          /* malloc'ed, in launch order */
+	int nworkspaces;
+	int64_t *workspace_bytes;    /* malloc'ed */
+} cg_gpu_plan;
+
+/* Print "p" like cg_print_c for the GPU dialect of "t", and describe in
+ * "plan" (freed with cg_gpu_plan_free, also after a failure) how it
+ * runs. */
+char *cg_print_gpu(const loop_prog *p, const cg_target *t, cg_gpu_plan *plan,
+	tessel_ctx *ctx);
+void cg_gpu_plan_free(cg_gpu_plan *plan);
 
 /* Write the C identifier of the kernel "p" into "buf" of size "len": its
  * name made a C identifier, with "kernel_" in front when the name is a
@@ -122,6 +157,7 @@ typedef struct cg_dialect {
 } cg_dialect;
 
 extern const cg_dialect cg_dialect_cpu_c;
+extern const cg_dialect cg_dialect_opencl_c;
 
 /* A range of integer values: "known" when every value lies in [lo, hi]. */
 typedef struct cg_range {
@@ -184,6 +220,10 @@ struct cg_printer {
 	int lanes;
 	int64_t auto_unroll;        /* auto_unroll_max_step of the nearest
 	                             * enclosing loop that has one, or 0 */
+	int64_t launch[LOOP_KIND_COUNT]; /* GPU dialects: the launch's extent
+	                             * along each bound index of the kernel
+	                             * being printed */
+	cg_gpu_plan *plan;          /* GPU dialects: where the plan goes */
 };
 
 /* ---- shared printing (codegen/c_printer.c) ---- */

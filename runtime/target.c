@@ -559,7 +559,7 @@ static int read_settings(char *text, target_settings *set, char *err,
 		return report(err, errlen, "target: empty target string");
 	if (kind_len != 3 || memcmp(p, "cpu", 3) != 0)
 		return report(err, errlen,
-			      "target: unknown target kind '%.*s' (expected cpu)",
+			      "target: unknown target kind '%.*s' (expected cpu or opencl)",
 			      (int)kind_len, p);
 	p += kind_len;
 	while (*(p = skip_spaces(p)))
@@ -873,4 +873,20 @@ int rt_cpu_target_print(const rt_cpu_target *t, char *buf, size_t len)
 	put_size(&out, "l3", t->l3_bytes);
 	put(&out, " -line=%d", t->line_bytes);
 	return (int)out.used;
+}
+
+int rt_target_kind_of(const char *s, rt_target_kind *kind, char *err,
+	size_t errlen)
+{
+	*kind = RT_TARGET_CPU;
+	if (!s)
+		return 0;
+	s += strspn(s, " \t\n\r\f\v");
+	size_t n = strcspn(s, " \t\n\r\f\v");
+	if (n != 6 || memcmp(s, "opencl", 6) != 0)
+		return 0;
+	*kind = RT_TARGET_OPENCL;
+	if (s[n + strspn(s + n, " \t\n\r\f\v")])
+		return report(err, errlen, "target: opencl takes no options yet: '%s'", s);
+	return 0;
 }

@@ -96,6 +96,20 @@ int rt_cpu_target_parse(const char *s, rt_cpu_target *t, char *err,
  * full string, as snprintf does (>= "len" means it was truncated). */
 int rt_cpu_target_print(const rt_cpu_target *t, char *buf, size_t len);
 
+/* The kinds of target: a CPU (the target strings above) or an OpenCL
+ * device (runtime/opencl.h), whose string is "opencl" alone for now: the
+ * device is the one rt_cl_open picks, its limits read at run time. */
+typedef enum rt_target_kind {
+	RT_TARGET_CPU,
+	RT_TARGET_OPENCL
+} rt_target_kind;
+
+/* Set "*kind" from the first word of the target string "s" (NULL: the
+ * host CPU).  Return 0, or -1 with a message in "err" of size "errlen"
+ * for an unknown kind or an opencl target with options. */
+int rt_target_kind_of(const char *s, rt_target_kind *kind, char *err,
+	size_t errlen);
+
 /* Return whether "a" and "b" describe the same target. */
 bool rt_cpu_target_equal(const rt_cpu_target *a, const rt_cpu_target *b);
 

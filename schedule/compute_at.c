@@ -8,6 +8,7 @@
  *   region (clamped to the producer's domain) into a buffer allocated
  *   there, before the loops inside it */
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/region.h"
 #include "schedule/trace.h"
@@ -41,6 +42,9 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	if (st->stages[c].attach == SCH_INLINE)
 		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
 			st->stages[c].name);
+	if (sch_stage_has_bound(&st->stages[p]))
+		return sch_refuse(st, "compute_at %s %s: '%s' has loops bound to GPU "
+			"indices; only stages at the root can have them", stage, loop, stage);
 	if (nested_in(st, c, p))
 		return sch_refuse(st, "compute_at %s %s: '%s' is computed inside '%s'",
 			stage, loop, st->stages[c].name, stage);

@@ -334,6 +334,14 @@ static int init_position(const sch_stage *s)
 	return chosen >= 0 && chosen < first ? chosen : first;
 }
 
+/* Return the kind of the initialization copy of a spatial loop of kind
+ * "k": vector and GPU-bound loops keep theirs (each thread initializes
+ * the elements it then updates), the others run serially. */
+static loop_kind init_kind(loop_kind k)
+{
+	return k == LOOP_PARALLEL || k == LOOP_UNROLLED ? LOOP_SERIAL : k;
+}
+
 /* Emit the initialization of the accumulators of stage "si": a nest over
  * the spatial loops inside nest position "pos". */
 static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
@@ -364,8 +372,7 @@ static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
 		if (vars[p])
 			body = ls_for(L->p, vars[p], lx_int(L->p, 0),
 				lx_int(L->p, s->iters[s->leaves[p]].extent),
-				s->iters[s->leaves[p]].kind == LOOP_VECTORIZED ? LOOP_VECTORIZED
-									      : LOOP_SERIAL, body);
+				init_kind(s->iters[s->leaves[p]].kind), body);
 	return body;
 }
 

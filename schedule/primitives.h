@@ -29,6 +29,9 @@ int sch_tile(sch_state *st, const char *x, const char *y, int64_t fx,
 int sch_parallel(sch_state *st, const char *loop);
 int sch_vectorize(sch_state *st, const char *loop);
 int sch_unroll(sch_state *st, const char *loop);
+/* Bind "loop" to the GPU index "axis": blockIdx.x|y|z, threadIdx.x|y|z or
+ * vthread (schedule/bind.c has the rules). */
+int sch_bind(sch_state *st, const char *loop, const char *axis);
 /* Attach the annotation "key" = "value" to "loop"; known keys:
  * auto_unroll_max_step. */
 int sch_annotate(sch_state *st, const char *loop, const char *key,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/te_impl.h"
+#include "schedule/gpu_default.h"
 #include "schedule/primitives.h"
 #include "schedule/random.h"
 #include "schedule/trace.h"
@@ -203,6 +204,39 @@ int sch_random_schedule(sch_state *st, uint64_t seed, int attempts)
 	int applied = 0;
 	for (int i = 0; i < attempts; i++)
 		if (sch_random_step(st, &rng) == 0)
+			applied++;
+	tessel_ctx_clear_error(st->ctx);
+	return applied;
+}
+
+/* bind of a random loop of stage "s": block and thread x most often. */
+static int try_bind(sch_state *st, int s, uint64_t *rng)
+{
+	static const char *const axes[] = {
+		"blockIdx.x", "threadIdx.x", "blockIdx.x", "threadIdx.x",
+		"blockIdx.y", "threadIdx.y", "blockIdx.z", "threadIdx.z", "vthread"
+	};
+	char loop[160];
+	if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
+		return -1;
+	return sch_bind(st, loop, axes[below(rng, sizeof(axes) / sizeof(*axes))]);
+}
+
+int sch_random_gpu_step(sch_state *st, uint64_t *rng)
+{
+	if (below(rng, 3) == 0)
+		return try_bind(st, (int)below(rng, st->nstages), rng);
+	return sch_random_step(st, rng);
+}
+
+int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
+{
+	uint64_t rng = seed;
+	int applied = 0;
+	if (below(&rng, 3) == 0 && sch_gpu_default(st, 1 << (2 + below(&rng, 5))) == 0)
+		applied++;
+	for (int i = 0; i < attempts; i++)
+		if (sch_random_gpu_step(st, &rng) == 0)
 			applied++;
 	tessel_ctx_clear_error(st->ctx);
 	return applied;

@@ -14,4 +14,12 @@ int sch_random_step(sch_state *st, uint64_t *rng);
 /* Make "attempts" random attempts from "seed"; return how many applied. */
 int sch_random_schedule(sch_state *st, uint64_t seed, int attempts);
 
+/* The same for GPU targets: sch_random_step's primitives and binds of
+ * random loops to random GPU indices.  The CPU functions above never
+ * bind (CPU C refuses bound loops). */
+int sch_random_gpu_step(sch_state *st, uint64_t *rng);
+/* Make "attempts" random GPU attempts from "seed", a third of the time
+ * on top of the default GPU schedule; return how many applied. */
+int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts);
+
 #endif

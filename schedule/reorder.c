@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -63,7 +64,8 @@ int sch_reorder(sch_state *st, int n, const char *const *loops)
 	memcpy(leaves, s->leaves, sizeof(int) * (size_t)s->nleaves);
 	for (int k = 0; k < n; k++)
 		leaves[pos[k]] = iters[k];
-	if (check_finished(st, stage, leaves)) {
+	if (check_finished(st, stage, leaves) ||
+	    sch_check_bound_nest(st, stage, leaves, "reorder")) {
 		free(leaves);
 		return -1;
 	}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -117,6 +118,15 @@ static int check_reverse(sch_state *st, int c, int p, int it, const char *stage,
 	if (cs->attach != SCH_ROOT || ps->attach != SCH_ROOT)
 		return sch_refuse(st, "reverse_compute_at %s %s: both stages must be "
 			"computed at the root", stage, loop);
+	if (sch_stage_has_bound(cs))
+		return sch_refuse(st, "reverse_compute_at %s %s: '%s' has loops bound to "
+			"GPU indices; only stages at the root can have them", stage, loop, stage);
+	for (int q = sch_leaf_pos(ps, it) + 1; q < ps->nleaves; q++)
+		if (sch_kind_is_block(ps->iters[ps->leaves[q]].kind) ||
+		    sch_kind_is_thread(ps->iters[ps->leaves[q]].kind))
+			return sch_refuse(st, "reverse_compute_at %s %s: the bound loop %s.%s "
+				"is inside it ('%s' would read what other blocks or threads "
+				"write)", stage, loop, ps->name, ps->iters[ps->leaves[q]].name, stage);
 	read_map m = { .ok = true };
 	walk(&m, cs->te->body, ps->te);
 	if (!m.seen)

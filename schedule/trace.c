@@ -254,6 +254,11 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 		return apply_one_loop(st, s, sch_vectorize);
 	if (strcmp(p, "unroll") == 0)
 		return apply_one_loop(st, s, sch_unroll);
+	if (strcmp(p, "bind") == 0) {
+		if (s->nargs != 2 || s->nouts)
+			return arity_error(st, s, "bind STAGE.LOOP blockIdx.x|...|threadIdx.z|vthread");
+		return sch_bind(st, s->args[0], s->args[1]);
+	}
 	if (strcmp(p, "annotate") == 0)
 		return apply_annotation(st, s);
 	if (strcmp(p, "compute_inline") == 0)

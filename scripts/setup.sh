@@ -9,6 +9,7 @@ packages=(
 	build-essential clang meson ninja-build pkg-config
 	libisl-dev libsqlite3-dev libxgboost-dev libcriterion-dev
 	libopenblas-dev libdnnl-dev
+	ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 )
 
 missing=()

@@ -13,7 +13,7 @@ failed=0
 run_suite() {
 	local builddir=$1
 	echo "== test suite in $builddir"
-	for t in test_te test_interp test_npy test_ops test_loop test_schedule test_runtime test_codegen test_trace test_db test_model test_sketch test_measure test_search; do
+	for t in test_te test_interp test_npy test_ops test_loop test_schedule test_runtime test_codegen test_trace test_db test_model test_sketch test_measure test_search test_opencl; do
 		if [ ! -x "$builddir/tests/$t" ]; then
 			echo "missing test binary $builddir/tests/$t"
 			failed=1
@@ -25,6 +25,6 @@ run_suite() {
 }
 
 run_suite build
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+TESSEL_SANITIZED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	run_suite build-asan
 exit $failed

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include "schedule/gpu_default.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
 
@@ -275,6 +276,17 @@ sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
 	sch_trace_free(t);
 	free(text);
 	if (r) {
+		sch_state_free(st);
+		return NULL;
+	}
+	return st;
+}
+
+sch_state *cli_load_gpu_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched)
+{
+	sch_state *st = cli_load_schedule(ctx, op, sched);
+	if (st && !sched && sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS)) {
+		cli_fail_ctx(ctx);
 		sch_state_free(st);
 		return NULL;
 	}

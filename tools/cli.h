@@ -42,6 +42,9 @@ char *cli_read_text_file(const char *path);
 /* Return the schedule of "op" given by the trace file "sched" (NULL: the
  * default schedule); NULL after printing the error. */
 sch_state *cli_load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched);
+/* The same for a GPU target: without "sched", the default GPU schedule
+ * (schedule/gpu_default.h). */
+sch_state *cli_load_gpu_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched);
 
 /* Print "tessel: error: MESSAGE" and return 1 (the exit status). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,19 +14,26 @@ static const char codegen_help[] =
 	"\n"
 	"Print the self-contained source generated for an op under its default\n"
 	"schedule or the trace file TRACE. TARGET is \"cpu\" (this machine; the\n"
-	"default) or a CPU target string such as \"cpu -isa=avx2\" or\n"
-	"\"cpu -isa=generic\" (plain C).\n";
+	"default), a CPU target string such as \"cpu -isa=avx2\" or\n"
+	"\"cpu -isa=generic\" (plain C), or \"opencl\" (OpenCL C for\n"
+	"clBuildProgram; without TRACE, the default GPU schedule: spatial loops\n"
+	"fused, split into blocks of 64 threads).\n";
 
 static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 	const char *target)
 {
 	rt_cpu_target cpu;
+	rt_target_kind kind;
 	char err[512];
-	if (rt_cpu_target_parse(target ? target : "cpu", &cpu, err, sizeof(err)))
+	if (rt_target_kind_of(target, &kind, err, sizeof(err)) ||
+	    (kind == RT_TARGET_CPU &&
+	     rt_cpu_target_parse(target ? target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
-	sch_state *st = cli_load_schedule(ctx, op, sched);
+	bool gpu = kind == RT_TARGET_OPENCL;
+	sch_state *st = gpu ? cli_load_gpu_schedule(ctx, op, sched)
+		: cli_load_schedule(ctx, op, sched);
 	loop_prog *p = st ? sch_program(st) : NULL;
-	cg_target t = cg_target_cpu(&cpu);
+	cg_target t = gpu ? cg_target_opencl() : cg_target_cpu(&cpu);
 	char *source = p ? cg_print_c(p, &t, ctx) : NULL;
 	int status = 1;
 	if (source) {

@@ -18,6 +18,7 @@
 #include "schedule/trace.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/run_opencl.h"
 #include "tools/tensors.h"
 
 static const char fuzz_help[] =
@@ -29,7 +30,10 @@ static const char fuzz_help[] =
 	"evaluated directly, then compiled for TARGET (default: this machine), run\n"
 	"in an isolated process and compared with the reference interpreter. A\n"
 	"failing schedule is saved as a replayable trace in DIR (default\n"
-	"fuzz-failures/). Ends with the line \"N passed, M failed\".\n";
+	"fuzz-failures/). Ends with the line \"N passed, M failed\". With --target\n"
+	"opencl the schedules also bind loops to GPU blocks and threads (a third\n"
+	"of them start from the default GPU schedule) and run on the OpenCL\n"
+	"device.\n";
 
 typedef struct fuzz_args {
 	const char *spec, *target, *keep;
@@ -143,10 +147,26 @@ static void poison_outputs(fuzz_data *d)
 	}
 }
 
+/* Run "p" on the OpenCL device; NULL when it matches the reference, else
+ * what went wrong. */
+static const char *check_opencl(tessel_ctx *ctx, const loop_prog *p, fuzz_data *d,
+	char *why, size_t len)
+{
+	if (cli_run_opencl(ctx, p, d->args, NULL, NULL, 60, NULL, why, len))
+		return why;
+	for (int i = 0; i < d->nout; i++)
+		memcpy(d->got[i]->data, d->shared[i], tensor_bytes(d->got[i]));
+	if (worst_error(d) > 1) {
+		snprintf(why, len, "the OpenCL kernel computes a wrong result");
+		return why;
+	}
+	return NULL;
+}
+
 /* Check one program: evaluated directly, then compiled and run.  Return
  * NULL when both match the reference, else what went wrong. */
 static const char *check_program(tessel_ctx *ctx, const rt_cpu_target *cpu,
-	const loop_prog *p, fuzz_data *d, char *why, size_t len)
+	bool gpu, const loop_prog *p, fuzz_data *d, char *why, size_t len)
 {
 	poison_outputs(d);
 	if (loop_eval(ctx, p, d->eval_args)) {
@@ -158,6 +178,8 @@ static const char *check_program(tessel_ctx *ctx, const rt_cpu_target *cpu,
 		return why;
 	}
 	poison_outputs(d);
+	if (gpu)
+		return check_opencl(ctx, p, d, why, len);
 	const char *flags[] = { "-O1", "-march=native", "-fPIC", "-shared", "-std=gnu17", NULL };
 	cg_compile_opts o = { .flags = flags };
 	cg_cpu_kernel k;
@@ -243,9 +265,13 @@ static void free_data(fuzz_data *d)
 static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 {
 	rt_cpu_target cpu;
+	rt_target_kind kind;
 	char err[512];
-	if (rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err)))
+	if (rt_target_kind_of(a->target, &kind, err, sizeof(err)) ||
+	    (kind == RT_TARGET_CPU &&
+	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
+	bool gpu = kind == RT_TARGET_OPENCL;
 	fuzz_data d = { 0 };
 	if (make_data(a, ctx, op, &d)) {
 		free_data(&d);
@@ -255,10 +281,15 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	double start = rt_now_s();
 	for (int c = 0; c < a->count; c++) {
 		sch_state *st = sch_state_new(ctx, op);
-		sch_random_schedule(st, a->seed * 1000003u + (uint64_t)c, a->steps);
+		uint64_t seed = a->seed * 1000003u + (uint64_t)c;
+		if (gpu)
+			sch_random_gpu_schedule(st, seed, a->steps);
+		else
+			sch_random_schedule(st, seed, a->steps);
 		loop_prog *p = sch_program(st);
 		char why[1024];
-		const char *bad = p ? check_program(ctx, &cpu, p, &d, why, sizeof(why)) : why;
+		const char *bad = p ? check_program(ctx, &cpu, gpu, p, &d, why, sizeof(why))
+			: why;
 		if (!p)
 			snprintf(why, sizeof(why), "lowering: %s", tessel_ctx_error(ctx)->message);
 		if (bad) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/cpu_kernel.h"
+#include "tools/run_opencl.h"
 #include "ir/compare.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
@@ -27,7 +28,10 @@ static const char run_help[] =
 	"it (median and minimum over repeats of at least --min-time seconds in all,\n"
 	"default 0.2; --flush empties the caches between repeats) and compare every\n"
 	"output with the reference interpreter (tolerance by dtype). TARGET is a CPU\n"
-	"target string (default: this machine), e.g. \"cpu -isa=avx2\". A kernel\n"
+	"target string (default: this machine), e.g. \"cpu -isa=avx2\", or\n"
+	"\"opencl\": the first OpenCL GPU, else the first OpenCL device (PoCL on\n"
+	"the CPU), with the default GPU schedule when no TRACE is given (the time\n"
+	"is the wall clock of the launches up to clFinish). A kernel\n"
 	"that crashes or runs past --timeout (default 60 s) is an error. Exit 1 when\n"
 	"an output is wrong. --json prints one JSON object instead of the summary.\n"
 	"--db PATH (instead of --sched) uses the best record of the op on TARGET in\n"
@@ -169,6 +173,32 @@ typedef struct run_result {
 	bool ok;
 } run_result;
 
+/* Run "p" on the OpenCL device in a child; outputs land in "out". */
+static int execute_opencl(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
+	tessel_op *op, tessel_tensor **in, tessel_tensor **out, rt_timing *timing)
+{
+	int nin = tessel_op_num_inputs(op), nout = tessel_op_num_outputs(op);
+	void *args[128];
+	for (int i = 0; i < nin; i++)
+		args[i] = in[i]->data;
+	for (int i = 0; i < nout; i++)
+		args[nin + i] = rt_shared_alloc(tensor_bytes(out[i]));
+	rt_timer_opts timer = rt_timer_opts_default();
+	timer.min_total_s = a->min_time;
+	timer.timeout_s = a->timeout;
+	char why[1024], device[256];
+	int status = cli_run_opencl(ctx, p, args, &timer, timing, a->timeout + 30,
+		device, why, sizeof(why)) ? cli_fail("%s", why) : 0;
+	if (status == 0 && !a->json)
+		printf("device: %s (OpenCL)\n", device);
+	for (int i = 0; i < nout; i++) {
+		if (status == 0)
+			memcpy(out[i]->data, args[nin + i], tensor_bytes(out[i]));
+		rt_shared_free(args[nin + i], tensor_bytes(out[i]));
+	}
+	return status;
+}
+
 /* Run the compiled "k" on "in" in a child; outputs land in "out". */
 static int execute(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
 	cg_cpu_kernel *k, tessel_op *op, tessel_tensor **in, tessel_tensor **out,
@@ -247,9 +277,15 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (nin > 64 || nout > 64)
 		return cli_fail("more than 64 inputs or outputs");
 	rt_cpu_target cpu;
+	rt_target_kind kind;
 	char err[512];
-	if (rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err)))
+	if (rt_target_kind_of(a->target, &kind, err, sizeof(err)) ||
+	    (kind == RT_TARGET_CPU &&
+	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
+	bool gpu = kind == RT_TARGET_OPENCL;
+	if (gpu && a->db)
+		return cli_fail("run: --db holds CPU records only; give --sched for --target opencl");
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 }, *ref[64] = { 0 };
 	if (cli_make_inputs(&a->data, op, in))
 		return 1;
@@ -258,18 +294,20 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 		status = cli_fail_ctx(ctx);
 	sch_state *st = status ? NULL : a->db
 		? load_recorded_schedule(a, ctx, op)
+		: gpu ? cli_load_gpu_schedule(ctx, op, a->sched)
 		: cli_load_schedule(ctx, op, a->sched);
 	if (!st)
 		status = 1;
 	loop_prog *p = st ? sch_program(st) : NULL;
 	if (st && !p)
 		status = cli_fail_ctx(ctx);
-	cg_cpu_kernel k;
-	if (p && cg_cpu_kernel_compile(ctx, p, &cpu, NULL, &k))
+	cg_cpu_kernel k = { .so_path = "opencl" };
+	if (p && !gpu && cg_cpu_kernel_compile(ctx, p, &cpu, NULL, &k))
 		status = cli_fail_ctx(ctx);
 	run_result r = { .ok = true };
 	if (p && status == 0)
-		status = execute(a, ctx, p, &k, op, in, out, &r.timing);
+		status = gpu ? execute_opencl(a, ctx, p, op, in, out, &r.timing)
+			: execute(a, ctx, p, &k, op, in, out, &r.timing);
 	for (int i = 0; status == 0 && i < nout; i++) {
 		r.error[i] = te_rel_error(out[i], ref[i]);
 		r.ok &= r.error[i] <= te_tolerance(out[i]->dtype);

@@ -1,0 +1,520 @@
+/* GPU-style schedules on OpenCL: the bind primitive's rules, the OpenCL C
+ * dialect and its launch plans, and kernels run on the OpenCL device
+ * (PoCL on the CPU) against the interpreter: random GPU traces over
+ * several ops, and the default GPU schedule of every op of the library.
+ *
+ * Tests that need a device skip, saying why, where there is none, and
+ * in the sanitized build (PoCL's LLVM and threads are not built with
+ * ASan; see docs/gpu.md).  POCL_CACHE_DIR defaults to the build tree, so
+ * that reruns skip PoCL's compiles.  TESSEL_OPENCL_FUZZ_SCALE multiplies
+ * the number of random traces (0 skips them), TESSEL_FUZZ_SEED shifts
+ * their seeds. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c_printer.h"
+#include "codegen/opencl_kernel.h"
+#include "ir/loop.h"
+#include "ir/loop_eval.h"
+#include "runtime/opencl.h"
+#include "schedule/gpu_default.h"
+#include "schedule/primitives.h"
+#include "schedule/random.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tessel/te.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* An op with its inputs, the interpreter's outputs, and scratch outputs. */
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	int nin, nout;
+	tessel_tensor *args[32];
+	tessel_tensor *expected[16];
+	void *data[32];
+} fixture;
+
+static tessel_tensor *tensor_like(const tessel_stage *s)
+{
+	int64_t shape[TESSEL_MAX_DIMS];
+	for (int d = 0; d < tessel_stage_ndim(s); d++)
+		shape[d] = tessel_stage_dim(s, d);
+	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
+		NULL, 0);
+}
+
+/* Instantiate "name" with the attributes "spec" ("K=V;K=V"). */
+static void fixture_init(fixture *f, const char *name, const char *spec)
+{
+	char text[256], *save = NULL;
+	const char *keys[16], *values[16];
+	int n = 0;
+	snprintf(text, sizeof(text), "%s", spec);
+	for (char *kv = strtok_r(text, ";", &save); kv && n < 16;
+	     kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		cr_assert(eq, "bad spec %s", spec);
+		*eq = 0;
+		keys[n] = kv;
+		values[n++] = eq + 1;
+	}
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	if (!f->op)
+		tessel_ctx_print_error(f->ctx, stderr);
+	cr_assert(f->op, "instantiating %s", name);
+	f->nin = tessel_op_num_inputs(f->op);
+	f->nout = tessel_op_num_outputs(f->op);
+	for (int i = 0; i < f->nin; i++) {
+		f->args[i] = tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(f->args[i], 100 + (uint64_t)i);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		f->expected[i] = tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = tensor_like(tessel_op_output_at(f->op, i));
+	}
+	for (int i = 0; i < f->nin + f->nout; i++)
+		f->data[i] = f->args[i]->data;
+	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
+}
+
+static void fixture_fini(fixture *f)
+{
+	for (int i = 0; i < f->nin + f->nout; i++)
+		tessel_tensor_free(f->args[i]);
+	for (int i = 0; i < f->nout; i++)
+		tessel_tensor_free(f->expected[i]);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+/* Return the largest relative difference between the outputs and the
+ * interpreter's. */
+static double output_error(const fixture *f)
+{
+	double worst = 0;
+	for (int i = 0; i < f->nout; i++) {
+		const tessel_tensor *got = f->args[f->nin + i], *want = f->expected[i];
+		for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
+			double a = tessel_tensor_get(want, k), b = tessel_tensor_get(got, k);
+			double e = fabs(a - b) / (1.0 + fabs(a));
+			if (isnan(a) != isnan(b))
+				e = INFINITY;
+			if (!(e <= worst))
+				worst = e;
+		}
+	}
+	return worst;
+}
+
+static void clear_outputs(fixture *f)
+{
+	for (int i = 0; i < f->nout; i++) {
+		tessel_tensor *t = f->args[f->nin + i];
+		memset(t->data, 0xff, (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype));
+	}
+}
+
+/* Return the OpenCL device, or skip the test saying why there is none. */
+static rt_cl_device *open_device(void)
+{
+	char err[512];
+	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
+		cr_skip_test("OpenCL tests skip in the sanitized build (PoCL is not "
+			"built with ASan; TESSEL_OPENCL_UNDER_ASAN=1 runs them)");
+	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
+	rt_cl_device *d = rt_cl_open(err, sizeof(err));
+	if (!d)
+		cr_skip_test("no OpenCL device: %s", err);
+	return d;
+}
+
+/* Lower "st", run it on "dev" and return the error against the
+ * interpreter (INFINITY when it did not run, with the reason logged). */
+static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
+{
+	loop_prog *p = sch_program(st);
+	cg_opencl_kernel k;
+	clear_outputs(f);
+	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
+	if (r == 0) {
+		r = cg_opencl_kernel_run(f->ctx, &k, f->data);
+		cg_opencl_kernel_free(&k);
+	}
+	if (r)
+		cr_log_error("%s", tessel_ctx_error(f->ctx)->message);
+	loop_prog_free(p);
+	return r ? INFINITY : output_error(f);
+}
+
+/* Return the scaled count of random traces. */
+static int scaled(int count)
+{
+	const char *scale = getenv("TESSEL_OPENCL_FUZZ_SCALE");
+	return scale ? count * atoi(scale) : count;
+}
+
+/* Run "count" random GPU traces of "f" on "dev"; return how many failed
+ * (with their traces logged) and count in "*bound" those that bind. */
+static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
+	uint64_t seed, int *bound)
+{
+	const char *shift = getenv("TESSEL_FUZZ_SEED");
+	if (shift)
+		seed += 1000 * (uint64_t)strtoull(shift, NULL, 10);
+	int failed = 0;
+	for (int c = 0; c < count; c++) {
+		sch_state *st = sch_state_new(f->ctx, f->op);
+		cr_assert(st);
+		sch_random_gpu_schedule(st, seed * 7919 + (uint64_t)c, 12);
+		char *t = sch_trace_to_text(st->trace);
+		*bound += strstr(t, "bind ") != NULL;
+		double err = run_on_device(f, dev, st);
+		if (err > 1e-5) {
+			cr_log_error("%s: random GPU schedule %d (seed %llu) gives error %g:\n%s",
+				what, c, (unsigned long long)seed, err, t);
+			failed++;
+		}
+		free(t);
+		sch_state_free(st);
+	}
+	return failed;
+}
+
+#define FUZZ_CASE(test, opname, count, spec)                                  \
+	Test(opencl_random, test, .timeout = 600)                             \
+	{                                                                     \
+		rt_cl_device *dev = open_device();                            \
+		fixture f;                                                    \
+		int bound = 0, n = scaled(count);                             \
+		fixture_init(&f, opname, spec);                               \
+		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound), 0);   \
+		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
+			#test, bound, n);                                     \
+		fixture_fini(&f);                                             \
+		rt_cl_close(dev);                                             \
+	}
+
+/* 108 traces in all. */
+FUZZ_CASE(matmul, "matmul", 24, "M=12;N=10;K=7")
+FUZZ_CASE(conv2d, "conv2d", 16, "N=1;C=3;H=6;W=5;F=4;R=3;S=3;padding=1")
+FUZZ_CASE(softmax, "softmax", 16, "shape=[5, 7]")
+FUZZ_CASE(layer_norm, "layer_norm", 12, "shape=[4, 9]")
+FUZZ_CASE(add_broadcast, "add", 12, "a=[2, 1, 3];b=[4, 3]")
+FUZZ_CASE(reduce_sum, "reduce_sum", 10, "shape=[3, 4, 5];axes=[0, 2]")
+FUZZ_CASE(max_pool2d, "max_pool2d", 10, "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1")
+FUZZ_CASE(gelu, "gelu", 8, "shape=[6, 5]")
+
+/* Small attributes for every op of the library (as tests/fuzz/sched_all.sh). */
+static const struct { const char *name, *spec; } op_sizes[] = {
+	{ "matmul", "M=9;N=7;K=5" },
+	{ "batch_matmul", "B=2;M=5;N=4;K=3" },
+	{ "dense", "batch=3;in_features=6;out_features=4" },
+	{ "conv2d", "N=1;C=3;H=6;W=5;F=4;R=3;S=3;padding=1" },
+	{ "max_pool2d", "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1" },
+	{ "avg_pool2d", "N=1;C=2;H=6;W=6;kernel=2" },
+	{ "global_avg_pool", "N=2;C=3;H=4;W=3" },
+	{ "softmax", "shape=[4,6]" },
+	{ "log_softmax", "shape=[3,2,5]" },
+	{ "layer_norm", "shape=[4,7]" },
+	{ "batch_norm", "shape=[2,3,3,3]" },
+	{ "reduce_sum", "shape=[3,4,5];axes=[0,2]" },
+	{ "reduce_mean", "shape=[4,5];axes=[1]" },
+	{ "reduce_max", "shape=[5,4];axes=[0];keepdims=1" },
+	{ "reduce_min", "shape=[3,6]" },
+	{ "reduce_prod", "shape=[3,4];axes=[1]" },
+	{ "transpose", "shape=[2,3,4];perm=[2,0,1]" },
+	{ "reshape", "shape=[4,6];newshape=[3,-1]" },
+	{ "pad", "shape=[3,4];pads=[1,0,2,1]" },
+	{ "concat", "shape=[5,3];sizes=[2,3];axis=0" },
+	{ "softmax_cross_entropy", "N=4;C=5" },
+};
+
+/* Return the attributes of the op "name": its entry in op_sizes, a
+ * shape for unary ops, two broadcasting shapes for binary ones. */
+static const char *spec_of(const char *name)
+{
+	static const char *const binary[] = { "add", "sub", "mul", "div", "maximum",
+		"minimum", "pow", "equal", "not_equal", "less", "less_equal", "greater",
+		"greater_equal" };
+	for (size_t i = 0; i < sizeof(op_sizes) / sizeof(*op_sizes); i++)
+		if (strcmp(op_sizes[i].name, name) == 0)
+			return op_sizes[i].spec;
+	for (size_t i = 0; i < sizeof(binary) / sizeof(*binary); i++)
+		if (strcmp(binary[i], name) == 0)
+			return "a=[2,1,3];b=[4,3]";
+	return "shape=[3,5]";
+}
+
+Test(opencl_default, every_op_of_the_library, .timeout = 600)
+{
+	rt_cl_device *dev = open_device();
+	int failed = 0;
+	for (int i = 0; i < tessel_ops_count(); i++) {
+		const char *name = tessel_ops_name(i);
+		fixture f;
+		fixture_init(&f, name, spec_of(name));
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert(st);
+		if (sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS)) {
+			cr_log_error("%s: %s", name, tessel_ctx_error(f.ctx)->message);
+			failed++;
+		} else {
+			double err = run_on_device(&f, dev, st);
+			if (err > 1e-5) {
+				cr_log_error("%s: the default GPU schedule gives error %g", name, err);
+				failed++;
+			}
+		}
+		sch_state_free(st);
+		fixture_fini(&f);
+	}
+	cr_expect_eq(failed, 0, "%d ops fail under the default GPU schedule", failed);
+	rt_cl_close(dev);
+}
+
+/* ---- bind's rules (no device needed) ------------------------------------ */
+
+/* Apply the trace "text" to a fresh schedule of "f"; the last step must be
+ * refused with a message containing "want", leaving the trace and the
+ * program as the steps before it made them. */
+static void expect_refused(fixture *f, const char *text, const char *want)
+{
+	sch_trace *t = sch_trace_parse(f->ctx, "test", text);
+	cr_assert(t);
+	sch_state *st = sch_state_new(f->ctx, f->op);
+	for (int i = 0; i + 1 < t->nsteps; i++)
+		cr_assert_eq(sch_apply_step(st, &t->steps[i]), 0, "step %d of %s: %s", i + 1,
+			text, tessel_ctx_error(f->ctx)->message);
+	char *before = sch_trace_to_text(st->trace);
+	loop_prog *p = sch_program(st);
+	char *program = loop_prog_print(p);
+	cr_assert_neq(sch_apply_step(st, &t->steps[t->nsteps - 1]), 0, "%s was accepted", text);
+	const char *msg = tessel_ctx_error(f->ctx)->message;
+	cr_expect(strstr(msg, want), "refusal of %s: '%s' lacks '%s'", text, msg, want);
+	char *after = sch_trace_to_text(st->trace);
+	loop_prog *q = sch_program(st);
+	char *program_after = loop_prog_print(q);
+	cr_expect_str_eq(after, before);
+	cr_expect_str_eq(program_after, program);
+	free(before);
+	free(after);
+	free(program);
+	free(program_after);
+	loop_prog_free(p);
+	loop_prog_free(q);
+	sch_trace_free(t);
+	sch_state_free(st);
+}
+
+Test(bind, refusals)
+{
+	fixture f;
+	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	expect_refused(&f, "bind C.k threadIdx.x\n", "the loop carries a dependence");
+	expect_refused(&f, "bind C.i blockIdx.w\n", "unknown index 'blockIdx.w'");
+	expect_refused(&f, "bind C.i threadIdx.x\nbind C.j blockIdx.x\n",
+		"threadIdx loops go inside blockIdx loops");
+	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j blockIdx.x\n",
+		"C.i is already bound to blockIdx.x");
+	expect_refused(&f, "split C.k 4 -> C.ko C.ki\nreorder C.ki C.i\n"
+		"bind C.ki threadIdx.x\n", "dependence");
+	expect_refused(&f, "parallel C.i\nbind C.i blockIdx.x\n", "already parallel");
+	expect_refused(&f, "bind C.nope blockIdx.x\n", "nope");
+	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"reorder C.j C.i\n", "threadIdx loops go inside blockIdx loops");
+	fixture_fini(&f);
+}
+
+Test(bind, refusals_across_stages)
+{
+	fixture f;
+	fixture_init(&f, "softmax", "shape=[64, 32]");
+	expect_refused(&f, "bind Y.i threadIdx.x\nbind Y.j threadIdx.y\n",
+		"2048 threads per block is more than 1024");
+	expect_refused(&f, "bind Max.i blockIdx.x\ncompute_at Max E.i\n",
+		"'Max' has loops bound to GPU indices");
+	expect_refused(&f, "compute_at Max E.i\nbind Max.i blockIdx.x\n",
+		"only loops of stages at the root can be bound");
+	fixture_fini(&f);
+}
+
+Test(bind, reverse_compute_at_outside_a_bound_loop)
+{
+	fixture f;
+	fixture_init(&f, "dense", "batch=8;in_features=6;out_features=4");
+	expect_refused(&f, "bind Z.j threadIdx.x\nreverse_compute_at Y Z.i\n",
+		"other blocks or threads write");
+	expect_refused(&f, "reverse_compute_at Y Z.i\nbind Z.j threadIdx.x\n",
+		"'Y' is computed after Z.i, outside the bound loop Z.j");
+	fixture_fini(&f);
+}
+
+Test(bind, trace_round_trip_and_lowering)
+{
+	fixture f;
+	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	const char *text = "split C.i 4 -> C.io C.ii\nbind C.io blockIdx.x\n"
+		"bind C.ii threadIdx.x\nbind C.j threadIdx.y\n";
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0, "%s", tessel_ctx_error(f.ctx)->message);
+	char *again = sch_trace_to_text(st->trace);
+	cr_expect_str_eq(again, text);
+	char *json = sch_trace_to_json(st->trace);
+	sch_trace *back = sch_trace_parse_json(f.ctx, "json", json);
+	cr_assert(back);
+	char *text2 = sch_trace_to_text(back);
+	cr_expect_str_eq(text2, text);
+	loop_prog *p = sch_program(st);
+	char *printed = loop_prog_print(p);
+	cr_expect(strstr(printed, "for io in 0..4 blockIdx.x"), "%s", printed);
+	cr_expect(strstr(printed, "for j in 0..12 threadIdx.y"), "%s", printed);
+	cr_expect(!cg_print_c(p, NULL, f.ctx), "CPU C accepted a bound loop");
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "cannot run on the CPU"), "%s",
+		tessel_ctx_error(f.ctx)->message);
+	cr_expect_eq(loop_eval(f.ctx, p, f.args), 0);
+	cr_expect_lt(output_error(&f), 1e-5);
+	free(printed);
+	free(again);
+	free(json);
+	free(text2);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_trace_free(back);
+	sch_state_free(st);
+	fixture_fini(&f);
+}
+
+/* ---- the dialect and its plans (no device needed) ----------------------- */
+
+/* Print "f"'s program under "st" as OpenCL C into "*src" with "plan". */
+static loop_prog *print_opencl(fixture *f, sch_state *st, char **src, cg_gpu_plan *plan)
+{
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f->ctx)->message);
+	cg_target t = cg_target_opencl();
+	*src = cg_print_gpu(p, &t, plan, f->ctx);
+	cr_assert(*src, "%s", tessel_ctx_error(f->ctx)->message);
+	return p;
+}
+
+Test(opencl_c, launch_plan_of_a_bound_matmul)
+{
+	fixture f;
+	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", "split C.i 4 -> C.io C.ii\n"
+		"bind C.io blockIdx.x\nbind C.ii threadIdx.x\nbind C.j threadIdx.y\n");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0);
+	char *src;
+	cg_gpu_plan plan;
+	loop_prog *p = print_opencl(&f, st, &src, &plan);
+	cr_assert_eq(plan.nkernels, 1);
+	cr_expect_eq(plan.nworkspaces, 0);
+	cr_expect_str_eq(plan.kernels[0].name, "matmul");
+	int64_t grid[3] = { 4, 1, 1 }, block[3] = { 4, 12, 1 };
+	for (int d = 0; d < 3; d++) {
+		cr_expect_eq(plan.kernels[0].grid[d], grid[d], "grid[%d]", d);
+		cr_expect_eq(plan.kernels[0].block[d], block[d], "block[%d]", d);
+	}
+	cr_expect(strstr(src, "__kernel void matmul("), "%s", src);
+	cr_expect(strstr(src, "__global const float *restrict A"), "%s", src);
+	cr_expect(strstr(src, "int64_t io = (int64_t)get_group_id(0);"), "%s", src);
+	cr_expect(strstr(src, "int64_t j = (int64_t)get_local_id(1);"), "%s", src);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	fixture_fini(&f);
+}
+
+Test(opencl_c, one_kernel_per_root_stage_with_workspaces)
+{
+	fixture f;
+	fixture_init(&f, "softmax", "shape=[4, 6]");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	int roots = st->nstages;
+	cr_assert_eq(sch_gpu_default(st, 64), 0);
+	char *src;
+	cg_gpu_plan plan;
+	loop_prog *p = print_opencl(&f, st, &src, &plan);
+	cr_expect_geq(plan.nkernels, roots);
+	cr_expect_eq(plan.nworkspaces, roots - 1);
+	for (int k = 0; k < plan.nkernels; k++)
+		cr_expect(strstr(src, plan.kernels[k].name), "kernel %s missing", plan.kernels[k].name);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_state_free(st);
+	fixture_fini(&f);
+}
+
+Test(opencl_c, refuses_f16)
+{
+	fixture f;
+	fixture_init(&f, "relu", "shape=[3, 5];dtype=f16");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	loop_prog *p = sch_program(st);
+	cg_target t = cg_target_opencl();
+	cr_expect(!cg_print_c(p, &t, f.ctx));
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "f16 and bf16 are not supported"),
+		"%s", tessel_ctx_error(f.ctx)->message);
+	loop_prog_free(p);
+	sch_state_free(st);
+	fixture_fini(&f);
+}
+
+/* ---- the device ------------------------------------------------------------ */
+
+Test(opencl_device, build_errors_show_the_log)
+{
+	char err[4096];
+	rt_cl_device *dev = open_device();
+	rt_cl_program *p = rt_cl_build(dev, "__kernel void k(__global float *x) { x[0] = y; }",
+		err, sizeof(err));
+	cr_expect(!p);
+	cr_expect(strstr(err, "clBuildProgram: CL_BUILD_PROGRAM_FAILURE"), "%s", err);
+	cr_expect(strstr(err, "y"), "no build log: %s", err);
+	rt_cl_close(dev);
+}
+
+Test(opencl_device, launch_refuses_blocks_beyond_the_device)
+{
+	char err[1024];
+	rt_cl_device *dev = open_device();
+	rt_cl_program *p = rt_cl_build(dev, "__kernel void k(__global float *x) { x[0] = 1.0f; }",
+		err, sizeof(err));
+	cr_assert(p, "%s", err);
+	rt_cl_buffer *b = rt_cl_alloc(dev, 4, err, sizeof(err));
+	cr_assert(b, "%s", err);
+	int64_t grid[3] = { 1, 1, 1 }, block[3] = { rt_cl_max_threads(dev) + 1, 1, 1 };
+	cr_expect_neq(rt_cl_launch(p, "k", 1, &b, grid, block, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "CL_DEVICE_MAX_WORK_GROUP_SIZE"), "%s", err);
+	block[0] = 1;
+	cr_expect_eq(rt_cl_launch(p, "k", 1, &b, grid, block, err, sizeof(err)), 0, "%s", err);
+	float x = 0;
+	cr_expect_eq(rt_cl_finish(dev, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(rt_cl_read(b, &x, 4, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(x, 1.0f);
+	rt_cl_free(b);
+	rt_cl_program_free(p);
+	rt_cl_close(dev);
+}
