@@ -597,6 +597,29 @@ Test(codegen, vector_extent_16)
 	loop_prog_free(p);
 }
 
+/* Inputs across the whole range of expf: overflow, underflow, the edges
+ * of the clamped range, infinities and NaN. */
+static void exp_range(tessel_tensor *const *args)
+{
+	static const double special[] = { INFINITY, -INFINITY, NAN, 88.7, 88.73, -87.3,
+		-87.4, -103.9, -104.0, 0.0, -0.0, 1e-8 };
+	int64_t n = tessel_tensor_numel(args[0]);
+	for (int64_t i = 0; i < n; i++)
+		tessel_tensor_set(args[0], i, -120.0 + 240.0 * (double)i / (double)(n - 1));
+	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
+		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+}
+
+/* The vector exp agrees with expf everywhere (within the f32 tolerance). */
+Test(codegen, vector_exp_over_its_range)
+{
+	loop_prog *p = exp_scale(1024);
+	char *src = check_program(p, 64, 1, exp_range);
+	expect_text(src, "__builtin_convertvector", true);
+	free(src);
+	loop_prog_free(p);
+}
+
 Test(codegen, vector_extent_20_remainder)
 {
 	loop_prog *p = exp_scale(20);
