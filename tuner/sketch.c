@@ -5,9 +5,9 @@
  * The rules (Ansor, Zheng et al., OSDI 2020, section 4.1), in tessel's
  * primitives:
  *   - an elementwise stage that is not an output is inlined (one whose
- *     body selects, such as a padding, is inlined or kept at the root: a
- *     decision, since a select in an inner loop can cost more than the
- *     copy);
+ *     body selects, such as a padding, or computes costly math, or that
+ *     several stages read, is inlined or kept at the root: a decision,
+ *     since recomputing it in every reader can cost more than the copy);
  *   - a reduction with data reuse (an access that does not vary with some
  *     spatial axis: matmul, convolution) gets multi-level tiling.  With
  *     "cache_write", the tiles of the stage's copy-out (or of its single
@@ -74,7 +74,9 @@ typedef struct stage_info {
 	const char *name;
 	stage_role role;
 	bool is_output;
-	bool has_select;
+	bool inline_optional;     /* a select, costly math, or several readers:
+	                           * recomputing it in every reader can cost
+	                           * more than a copy */
 	int ndim, nraxes;
 	int64_t spatial;          /* product of the spatial extents */
 	int64_t reduction;        /* product of the reduction extents */
@@ -129,6 +131,11 @@ static void spatial_vars(const tessel_expr *e, uint64_t *mask)
 	}
 }
 
+typedef struct read_scan_count {
+	const tessel_stage *producer;
+	int reads;
+} read_scan_count;
+
 typedef struct reuse_scan {
 	uint64_t all;
 	bool reuse;
@@ -154,20 +161,46 @@ static bool has_reuse(const tessel_stage *s)
 	return r.reuse;
 }
 
-static bool has_select(const tessel_expr *e)
+/* Return whether "e" selects or calls costly math (transcendentals,
+ * roots, pow), which a consumer would recompute per use if inlined. */
+static bool costly_to_recompute(const tessel_expr *e)
 {
 	switch (e->kind) {
 	case TE_SELECT: return true;
 	case TE_ACCESS:
 		for (int i = 0; i < e->u.access.n; i++)
-			if (has_select(e->u.access.index[i]))
+			if (costly_to_recompute(e->u.access.index[i]))
 				return true;
 		return false;
-	case TE_UNARY: return has_select(e->u.un.a);
-	case TE_BINARY: return has_select(e->u.bin.a) || has_select(e->u.bin.b);
-	case TE_CAST: return has_select(e->u.cast.a);
+	case TE_UNARY:
+		return (e->u.un.op >= TESSEL_EXP && e->u.un.op <= TESSEL_ERF) ||
+		       e->u.un.op == TESSEL_SIGMOID || costly_to_recompute(e->u.un.a);
+	case TE_BINARY:
+		return e->u.bin.op == TESSEL_POW || costly_to_recompute(e->u.bin.a) ||
+		       costly_to_recompute(e->u.bin.b);
+	case TE_CAST: return costly_to_recompute(e->u.cast.a);
 	default: return false;
 	}
+}
+
+static int count_reads(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	read_scan_count *r = user;
+	r->reads += access->u.access.tensor == r->producer;
+	return 0;
+}
+
+/* Return how many compute stages of "st" read stage "p". */
+static int readers_of(const sch_state *st, int p)
+{
+	int n = 0;
+	for (int c = 0; c < st->nstages; c++) {
+		read_scan_count r = { st->stages[p].te, 0 };
+		te_visit_accesses(st->stages[c].te->body, false, count_reads, &r);
+		n += r.reads > 0;
+	}
+	return n;
 }
 
 typedef struct read_scan {
@@ -215,7 +248,7 @@ static void analyse_stage(const sch_state *st, int i, stage_info *info)
 	const tessel_stage *t = st->stages[i].te;
 	info->name = t->name;
 	info->is_output = t->is_output;
-	info->has_select = has_select(t->body);
+	info->inline_optional = costly_to_recompute(t->body) || readers_of(st, i) > 1;
 	info->ndim = t->ndim;
 	info->nraxes = t->nraxes;
 	info->spatial = 1;
@@ -255,7 +288,7 @@ static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor)
 		const stage_info *in = &sp->info[i];
 		const char *rule = "parallel, vectorize";
 		if (in->role == ROLE_INLINE)
-			rule = in->has_select ? "inline or root" : "inline";
+			rule = in->inline_optional ? "inline or root" : "inline";
 		else if (in->role == ROLE_TILE && tile == TILE_CACHE)
 			rule = in->fusable_consumer >= 0 ? "SSRSRS, fused consumer" :
 			       "SSRSRS, cache_write";
@@ -899,7 +932,7 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 	int r = skip && fuse ? 0 : -1;
 	for (int i = 0; r == 0 && i < sp->nstages; i++) {
 		const stage_info *in = &sp->info[i];
-		if (in->role != ROLE_INLINE || (in->has_select && chance(rng, 50)))
+		if (in->role != ROLE_INLINE || (in->inline_optional && chance(rng, 50)))
 			continue;
 		if (sch_compute_inline(st, in->name) == 0)
 			skip[i] = true;
