@@ -6,11 +6,15 @@
  * (tune_pairwise_accuracy), overall and per workload.  Records that
  * failed count with throughput 0, as in training.
  *
- *   model_records --db PATH [--train N]
+ *   model_records --db PATH [--train N] [--workload ID] [--shuffle SEED]
+ *                 [--objective rank|reg]
  *
  * The held-out records are those the search proposed later, so this
  * measures what the tuner needs: whether the model orders the candidates
- * it has not measured yet. */
+ * it has not measured yet (candidates the model itself picked as the
+ * most promising, a harder set than random schedules).  --workload keeps
+ * the records of one workload (its id in the store); --shuffle splits at
+ * random instead of by time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +31,13 @@ typedef struct rows {
 	uint32_t *task;
 } rows;
 
+static int64_t only_workload;
+
 static int collect(const tune_record *r, void *arg)
 {
 	rows *t = arg;
-	if (r->nfeatures != TUNE_PROGRAM_FEATURES)
+	if (r->nfeatures != TUNE_PROGRAM_FEATURES ||
+	    (only_workload && r->workload_id != only_workload))
 		return 0;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? 2 * t->cap : 1024;
@@ -48,18 +55,48 @@ static int collect(const tune_record *r, void *arg)
 	return 0;
 }
 
+/* Put the rows of "t" in a random order drawn from "seed". */
+static void shuffle(rows *t, uint64_t seed)
+{
+	float tmp[TUNE_PROGRAM_FEATURES];
+	for (int i = t->n - 1; i > 0; i--) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		int j = (int)((seed >> 33) % (uint64_t)(i + 1));
+		float *a = t->x + (size_t)i * TUNE_PROGRAM_FEATURES;
+		float *b = t->x + (size_t)j * TUNE_PROGRAM_FEATURES;
+		memcpy(tmp, a, sizeof(tmp));
+		memcpy(a, b, sizeof(tmp));
+		memcpy(b, tmp, sizeof(tmp));
+		double s = t->seconds[i];
+		t->seconds[i] = t->seconds[j];
+		t->seconds[j] = s;
+		uint32_t w = t->task[i];
+		t->task[i] = t->task[j];
+		t->task[j] = w;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = NULL;
 	int ntrain = 500;
+	uint64_t shuffle_seed = 0;
+	int objective = TUNE_OBJ_RANK;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--db") == 0)
 			path = argv[i + 1];
 		else if (strcmp(argv[i], "--train") == 0)
 			ntrain = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--workload") == 0)
+			only_workload = atoll(argv[i + 1]);
+		else if (strcmp(argv[i], "--objective") == 0)
+			objective = tune_objective_parse(argv[i + 1]);
+		else if (strcmp(argv[i], "--shuffle") == 0)
+			shuffle_seed = strtoull(argv[i + 1], NULL, 10);
 	}
-	if (!path || ntrain < 1) {
-		fprintf(stderr, "usage: model_records --db PATH [--train N]\n");
+	if (!path || ntrain < 1 || objective < 0) {
+		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
+			"[--shuffle SEED] [--objective rank|reg]\n");
 		return 1;
 	}
 	char err[1024];
@@ -77,6 +114,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "model_records: %d records, not more than --train %d\n", t.n, ntrain);
 		return 1;
 	}
+	if (shuffle_seed)
+		shuffle(&t, shuffle_seed);
 	float *y = malloc((size_t)t.n * sizeof(float));
 	float *pred = malloc((size_t)t.n * sizeof(float));
 	if (!y || !pred || tune_normalize_throughput(t.seconds, t.task, t.n, y)) {
@@ -86,7 +125,9 @@ int main(int argc, char **argv)
 	float *ytrain = malloc((size_t)ntrain * sizeof(float));
 	if (!ytrain || tune_normalize_throughput(t.seconds, t.task, ntrain, ytrain))
 		return 1;
-	tune_cost_model *m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, NULL, err, sizeof(err));
+	tune_cost_model_opts mo = tune_cost_model_opts_default();
+	mo.objective = (tune_objective)objective;
+	tune_cost_model *m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, err, sizeof(err));
 	if (!m || tune_cost_model_train(m, t.x, TUNE_PROGRAM_FEATURES, ytrain, t.task, ntrain,
 		err, sizeof(err)) ||
 	    tune_cost_model_predict(m, t.x + (size_t)ntrain * TUNE_PROGRAM_FEATURES,
