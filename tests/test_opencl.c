@@ -27,6 +27,7 @@
 #include "schedule/trace.h"
 #include "tessel/ops.h"
 #include "tessel/te.h"
+#include "tests/support.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -48,15 +49,6 @@ typedef struct fixture {
 	tessel_tensor *expected[16];
 	void *data[32];
 } fixture;
-
-static tessel_tensor *tensor_like(const tessel_stage *s)
-{
-	int64_t shape[TESSEL_MAX_DIMS];
-	for (int d = 0; d < tessel_stage_ndim(s); d++)
-		shape[d] = tessel_stage_dim(s, d);
-	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
-		NULL, 0);
-}
 
 /* Instantiate "name" with the attributes "spec" ("K=V;K=V"). */
 static void fixture_init(fixture *f, const char *name, const char *spec)
@@ -82,12 +74,12 @@ static void fixture_init(fixture *f, const char *name, const char *spec)
 	f->nin = tessel_op_num_inputs(f->op);
 	f->nout = tessel_op_num_outputs(f->op);
 	for (int i = 0; i < f->nin; i++) {
-		f->args[i] = tensor_like(tessel_op_input_at(f->op, i));
+		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
 		tessel_tensor_fill_random(f->args[i], 100 + (uint64_t)i);
 	}
 	for (int i = 0; i < f->nout; i++) {
-		f->expected[i] = tensor_like(tessel_op_output_at(f->op, i));
-		f->args[f->nin + i] = tensor_like(tessel_op_output_at(f->op, i));
+		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
 	}
 	for (int i = 0; i < f->nin + f->nout; i++)
 		f->data[i] = f->args[i]->data;
@@ -105,22 +97,10 @@ static void fixture_fini(fixture *f)
 }
 
 /* Return the largest relative difference between the outputs and the
- * interpreter's. */
+ * interpreter's (tests/support.h). */
 static double output_error(const fixture *f)
 {
-	double worst = 0;
-	for (int i = 0; i < f->nout; i++) {
-		const tessel_tensor *got = f->args[f->nin + i], *want = f->expected[i];
-		for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
-			double a = tessel_tensor_get(want, k), b = tessel_tensor_get(got, k);
-			double e = fabs(a - b) / (1.0 + fabs(a));
-			if (isnan(a) != isnan(b))
-				e = INFINITY;
-			if (!(e <= worst))
-				worst = e;
-		}
-	}
-	return worst;
+	return test_outputs_error(f->args + f->nin, f->expected, f->nout);
 }
 
 static void clear_outputs(fixture *f)

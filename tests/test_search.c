@@ -19,6 +19,7 @@
 #include "tuner/db.h"
 #include "tuner/search.h"
 #include "tuner/task.h"
+#include "tests/support.h"
 
 typedef struct fixture {
 	tessel_ctx *ctx;
@@ -103,26 +104,15 @@ static double trace_error(fixture *f, const char *trace)
 	cr_assert(p);
 	tessel_tensor *args[8], *want;
 	int nin = tessel_op_num_inputs(f->op);
-	for (int i = 0; i <= nin; i++) {
-		tessel_stage *s = i < nin ? tessel_op_input_at(f->op, i) : tessel_op_output_at(f->op, 0);
-		int64_t shape[TESSEL_MAX_DIMS];
-		for (int d = 0; d < tessel_stage_ndim(s); d++)
-			shape[d] = tessel_stage_dim(s, d);
-		args[i] = tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
-			NULL, 0);
-		if (i < nin)
-			tessel_tensor_fill_random(args[i], 7 + (uint64_t)i);
-		else
-			want = tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
-				NULL, 0);
+	for (int i = 0; i < nin; i++) {
+		args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(args[i], 7 + (uint64_t)i);
 	}
+	args[nin] = test_tensor_like(tessel_op_output_at(f->op, 0));
+	want = test_tensor_like(tessel_op_output_at(f->op, 0));
 	cr_assert_eq(tessel_interp(f->op, args, &want), 0);
 	cr_assert_eq(loop_eval(f->ctx, p, args), 0);
-	double worst = 0;
-	for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
-		double a = tessel_tensor_get(want, k), b = tessel_tensor_get(args[nin], k);
-		worst = fmax(worst, fabs(a - b) / (1 + fabs(a)));
-	}
+	double worst = test_outputs_error(args + nin, &want, 1);
 	for (int i = 0; i <= nin; i++)
 		tessel_tensor_free(args[i]);
 	tessel_tensor_free(want);

@@ -16,6 +16,7 @@
 #include "tessel/ops.h"
 #include "tuner/sketch.h"
 #include "tuner/task.h"
+#include "tests/support.h"
 
 typedef struct fixture {
 	tessel_ctx *ctx;
@@ -27,15 +28,6 @@ typedef struct fixture {
 	tessel_tensor *expected[16];
 } fixture;
 
-static tessel_tensor *tensor_like(const tessel_stage *s)
-{
-	int64_t shape[TESSEL_MAX_DIMS];
-	for (int d = 0; d < tessel_stage_ndim(s); d++)
-		shape[d] = tessel_stage_dim(s, d);
-	return tessel_tensor_new(tessel_stage_dtype(s), tessel_stage_ndim(s), shape,
-		NULL, 0);
-}
-
 static void fixture_start(fixture *f)
 {
 	char err[512];
@@ -46,12 +38,12 @@ static void fixture_start(fixture *f)
 	f->nin = tessel_op_num_inputs(f->op);
 	f->nout = tessel_op_num_outputs(f->op);
 	for (int i = 0; i < f->nin; i++) {
-		f->args[i] = tensor_like(tessel_op_input_at(f->op, i));
+		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
 		tessel_tensor_fill_random(f->args[i], 7 + (uint64_t)i);
 	}
 	for (int i = 0; i < f->nout; i++) {
-		f->expected[i] = tensor_like(tessel_op_output_at(f->op, i));
-		f->args[f->nin + i] = tensor_like(tessel_op_output_at(f->op, i));
+		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
 	}
 	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
 }
@@ -100,21 +92,11 @@ static void fixture_fini(fixture *f)
 	tessel_ctx_free(f->ctx);
 }
 
+/* Return the largest relative difference between the outputs and the
+ * interpreter's (tests/support.h). */
 static double output_error(const fixture *f)
 {
-	double worst = 0;
-	for (int i = 0; i < f->nout; i++) {
-		const tessel_tensor *got = f->args[f->nin + i], *want = f->expected[i];
-		for (int64_t k = 0; k < tessel_tensor_numel(want); k++) {
-			double a = tessel_tensor_get(want, k), b = tessel_tensor_get(got, k);
-			double e = fabs(a - b) / (1.0 + fabs(a));
-			if (isnan(a) || isnan(b))
-				e = isnan(a) == isnan(b) ? 0 : INFINITY;
-			if (e > worst)
-				worst = e;
-		}
-	}
-	return worst;
+	return test_outputs_error(f->args + f->nin, f->expected, f->nout);
 }
 
 /* Check that "st" replays from its text, lowers and computes the right
