@@ -1,12 +1,17 @@
 /* compute_at: compute a producer inside a loop of its consumer.
  *
- * requires: the producer is not an output; the consumer reads it (directly
- *   or through inlined stages) and no other stage does; the consumer is not
- *   computed inside the producer; the region the consumer needs under the
- *   loop is affine and bounded (ISL)
+ * requires: the producer is not an output; every stage that reads it
+ *   (directly or through inlined stages) is the consumer or is computed at
+ *   the same loop, and one does; the consumer is not computed inside the
+ *   producer; the region needed under the loop is affine and bounded (ISL)
  * guarantees: per iteration of the loop, lowering computes exactly that
  *   region (clamped to the producer's domain) into a buffer allocated
- *   there, before the loops inside it */
+ *   there, before the loops inside it and before the stages computed
+ *   there that read it
+ *
+ * A stage whose readers are all computed at one loop (softmax's
+ * exponentials, read by the row sum and by the output) is computed there
+ * once, for all of them: rows then run as one pass over data in cache. */
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
 #include "schedule/primitives.h"
@@ -27,7 +32,14 @@ static bool nested_in(const sch_state *st, int s, int outer)
 	return false;
 }
 
-static int check_consumers(sch_state *st, int p, int c, const char *stage,
+/* Return whether stage "k" is computed at loop "it" of stage "c". */
+static bool colocated(const sch_state *st, int k, int c, int it)
+{
+	const sch_stage *ks = &st->stages[k];
+	return ks->attach == SCH_AT && ks->attach_stage == c && ks->attach_iter == it;
+}
+
+static int check_consumers(sch_state *st, int p, int c, int it, const char *stage,
 	const char *loop)
 {
 	if (p == c)
@@ -36,9 +48,6 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	if (st->stages[p].te->is_output)
 		return sch_refuse(st, "compute_at %s %s: '%s' is an output of the op",
 			stage, loop, stage);
-	if (!sch_reads(st, c, p))
-		return sch_refuse(st, "compute_at %s %s: '%s' does not read '%s'",
-			stage, loop, st->stages[c].name, stage);
 	if (st->stages[c].attach == SCH_INLINE)
 		return sch_refuse(st, "compute_at %s %s: '%s' is inlined", stage, loop,
 			st->stages[c].name);
@@ -52,11 +61,25 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	if (after >= 0)
 		return sch_refuse(st, "compute_at %s %s: '%s' is computed after a loop of "
 			"'%s'; move it first", stage, loop, st->stages[after].name, stage);
-	for (int k = 0; k < st->nstages; k++)
-		if (k != c && k != p && st->stages[k].attach != SCH_INLINE &&
-		    sch_reads(st, k, p))
-			return sch_refuse(st, "compute_at %s %s: '%s' is also read by '%s'",
-				stage, loop, stage, st->stages[k].name);
+	bool read = sch_reads(st, c, p);
+	for (int k = 0; k < st->nstages && !read; k++)
+		read = k != p && k != c && colocated(st, k, c, it) && sch_reads(st, k, p);
+	if (!read)
+		return sch_refuse(st, "compute_at %s %s: '%s' does not read '%s'",
+			stage, loop, st->stages[c].name, stage);
+	for (int k = 0; k < st->nstages; k++) {
+		const sch_stage *ks = &st->stages[k];
+		if (k == c || k == p || ks->attach == SCH_INLINE || !sch_reads(st, k, p))
+			continue;
+		if (!colocated(st, k, c, it))
+			return sch_refuse(st, "compute_at %s %s: '%s' is also read by '%s', "
+				"which is not computed at %s", stage, loop, stage, ks->name, loop);
+	}
+	int producer = sch_colocated_producer(st, p);
+	if (producer >= 0 && !colocated(st, p, c, it))
+		return sch_refuse(st, "compute_at %s %s: '%s' reads '%s', computed at the "
+			"same loop for it; move '%s' first", stage, loop, stage,
+			st->stages[producer].name, st->stages[producer].name);
 	return 0;
 }
 
@@ -65,7 +88,7 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop)
 	int p = sch_find_stage(st, stage);
 	int c, it;
 	if (p < 0 || sch_find_loop(st, loop, &c, &it) ||
-	    check_consumers(st, p, c, stage, loop))
+	    check_consumers(st, p, c, it, stage, loop))
 		return -1;
 	sch_region r;
 	if (st->stages[c].attach == SCH_ROOT) {

@@ -1,6 +1,7 @@
 /* compute_root: compute a stage in its own nest at the top level.
  *
- * requires: a compute stage
+ * requires: a compute stage that does not read a stage computed at its
+ *   loop for it (compute_at)
  * guarantees: the stage has a global buffer and runs before its consumers */
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
@@ -11,6 +12,11 @@ int sch_compute_root(sch_state *st, const char *stage)
 	if (s < 0)
 		return -1;
 	sch_stage *ss = &st->stages[s];
+	int colocated = sch_colocated_producer(st, s);
+	if (colocated >= 0)
+		return sch_refuse(st, "compute_root %s: '%s' reads '%s', computed at the "
+			"same loop for it; move '%s' first", stage, stage,
+			st->stages[colocated].name, st->stages[colocated].name);
 	ss->attach = SCH_ROOT;
 	ss->attach_stage = ss->attach_iter = -1;
 	sch_step step;

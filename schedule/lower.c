@@ -590,8 +590,37 @@ static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *
 
 static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf);
 
+/* Write into "order" the stages that have a buffer in "bufs" (those
+ * computed at one loop), each after the ones it reads; return how many. */
+static int producers_first(const sch_state *st, loop_buffer *const *bufs, int *order)
+{
+	int n = 0, total = 0;
+	bool *done = calloc((size_t)st->nstages + 1, sizeof(bool));
+	for (int k = 0; k < st->nstages; k++)
+		total += bufs[k] != NULL;
+	while (n < total) {
+		int before = n;
+		for (int k = 0; k < st->nstages; k++) {
+			if (!bufs[k] || done[k])
+				continue;
+			bool ready = true;
+			for (int j = 0; j < st->nstages && ready; j++)
+				ready = !bufs[j] || done[j] || j == k || !sch_reads(st, k, j);
+			if (ready) {
+				done[k] = true;
+				order[n++] = k;
+			}
+		}
+		if (n == before)
+			break;
+	}
+	free(done);
+	return n;
+}
+
 /* Emit the body of the loop at nest position "pos": the consumer's inner
- * loops, preceded by the stages computed at this loop. */
+ * loops, preceded by the stages computed at this loop (producers before
+ * the stages there that read them). */
 static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf)
 {
 	const sch_stage *s = &L->eff[si];
@@ -603,9 +632,11 @@ static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf)
 			bufs[k] = prepare_attached(L, k, si, pos, leaf);
 	}
 	loop_stmt *rest = L->failed ? ls_seq(L->p, 0, NULL) : emit_level(L, si, pos + 1, leaf);
-	for (int k = L->st->nstages - 1; k >= 0 && !L->failed; k--)
-		if (bufs[k])
-			rest = wrap_attached(L, k, bufs[k], rest);
+	int *order = malloc(sizeof(int) * ((size_t)L->st->nstages + 1));
+	int n = producers_first(L->st, bufs, order);
+	for (int k = n - 1; k >= 0 && !L->failed; k--)
+		rest = wrap_attached(L, order[k], bufs[order[k]], rest);
+	free(order);
 	free(bufs);
 	for (int k = 0; k < L->st->nstages && !L->failed; k++) {
 		const sch_stage *a = &L->st->stages[k];
@@ -721,6 +752,31 @@ static loop_stmt *emit_program(lowering *L)
 	return body;
 }
 
+/* Check that every stage computed at a loop (compute_at) is read only by
+ * the stage of that loop and by stages computed at the same loop: its
+ * buffer exists just there.  Return 0, or -1 with the error in "L". */
+static int check_readers(lowering *L)
+{
+	const sch_state *st = L->st;
+	for (int p = 0; p < st->nstages; p++) {
+		const sch_stage *ps = &st->stages[p];
+		if (ps->attach != SCH_AT)
+			continue;
+		for (int k = 0; k < st->nstages; k++) {
+			const sch_stage *ks = &st->stages[k];
+			if (k == p || k == ps->attach_stage || ks->attach == SCH_INLINE ||
+			    !sch_reads(st, k, p))
+				continue;
+			if (ks->attach != SCH_AT || ks->attach_stage != ps->attach_stage ||
+			    ks->attach_iter != ps->attach_iter)
+				return fail(L, "cannot lower: '%s' is computed inside a loop of "
+					"another stage but also read by '%s', computed elsewhere",
+					ps->name, ks->name);
+		}
+	}
+	return 0;
+}
+
 loop_prog *sch_lower(sch_state *st)
 {
 	tessel_op *op = st->op;
@@ -741,7 +797,8 @@ loop_prog *sch_lower(sch_state *st)
 				t->extent, LOOP_GLOBAL);
 	}
 	copy_effective_stages(&L);
-	L.p->body = emit_program(&L);
+	if (check_readers(&L) == 0)
+		L.p->body = emit_program(&L);
 	for (int i = 0; i < st->nstages; i++)
 		free(L.eff[i].iters);
 	free(L.eff);

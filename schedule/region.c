@@ -4,6 +4,9 @@
  *
  *   R(q, o) = { p : exists a : a in domain(consumer), leaf_j(a) = q_j for
  *               j <= pos, p = index(a) for some read of the producer }
+ *             union, for each stage S computed at the same loop that reads
+ *             the producer, { p : exists s in box(R_S(q, o)), p read by
+ *             computing S[s] }
  *                 intersected with the producer's domain
  *   lo_d = min_d R, hi_d = max_d R, shape_d = max over q, o of hi - lo + 1 */
 #include <stdio.h>
@@ -12,6 +15,8 @@
 
 #include <isl/ctx.h>
 #include <isl/ilp.h>
+#include <isl/map.h>
+#include <isl/space.h>
 #include <isl/set.h>
 #include <isl/val.h>
 
@@ -28,7 +33,10 @@ typedef struct text_env {
 typedef struct region_walk {
 	sch_state *st;
 	const tessel_stage *producer;
-	const char *context;       /* "[params] -> { [p..] : exists (a.. : " */
+	const char *context;       /* "[params] -> { [p..] : exists (a.. : ", or
+	                            * "{ [a..] -> [p..] : exists (r.. : " */
+	bool map;                  /* the context is a map's: the region is a
+	                            * wrapped map from reader to producer */
 	isl_set *region;
 	const char *failure;       /* why a read is not affine, or NULL */
 } region_walk;
@@ -116,7 +124,9 @@ static void add_read(region_walk *w, const text_env *env, const tessel_expr *e)
 		}
 	}
 	te_sb_puts(&sb, ") }");
-	isl_set *s = isl_set_read_from_str(te_isl(w->st->ctx), te_sb_str(&sb));
+	isl_ctx *ctx = te_isl(w->st->ctx);
+	isl_set *s = w->map ? isl_map_wrap(isl_map_read_from_str(ctx, te_sb_str(&sb))) :
+		isl_set_read_from_str(ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	if (!s) {
 		w->failure = "ISL rejected the read";
@@ -357,36 +367,163 @@ static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
 	return 0;
 }
 
-int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
-	bool attached, int pos, sch_region *r)
+/* Return the set of elements of "producer" that the body of "consumer"
+ * reads (directly or through inlined stages) in one iteration of its nest
+ * position "pos", or NULL with "*failure" set when a read is not affine or
+ * (failure NULL) when it reads none. */
+static isl_set *direct_reads(sch_state *st, int producer, const sch_stage *consumer,
+	bool attached, int pos, const char **failure)
 {
-	memset(r, 0, sizeof(*r));
 	const tessel_stage *p = st->stages[producer].te;
 	te_strbuf ctx = { 0 };
 	context_text(consumer, attached, pos, p->ndim, &ctx);
 	text_env *env = calloc(1, sizeof(*env));
 	consumer_env(consumer, attached, env);
-	region_walk w = { st, p, te_sb_str(&ctx), NULL, NULL };
+	region_walk w = { st, p, te_sb_str(&ctx), false, NULL, NULL };
 	walk_reads(&w, env, consumer->te->body);
 	free(env);
 	te_sb_free(&ctx);
-	if (w.failure || !w.region) {
+	*failure = w.failure;
+	if (w.failure) {
 		isl_set_free(w.region);
-		return sch_refuse(st, "cannot compute the region of '%s' that '%s' needs: %s",
-			p->name, consumer->name, w.failure ? w.failure : "it reads none");
+		return NULL;
 	}
+	return w.region;
+}
+
+/* Return the map from the elements of stage "reader" (its spatial axes)
+ * to the elements of "producer" that computing them reads, over all of
+ * its reduction, or NULL with "*failure" set. */
+static isl_map *reader_map(sch_state *st, int reader, int producer,
+	const char **failure)
+{
+	const sch_stage *rs = &st->stages[reader];
+	const tessel_stage *t = rs->te, *p = st->stages[producer].te;
+	te_strbuf ctx = { 0 };
+	te_sb_puts(&ctx, "{ [");
+	for (int d = 0; d < t->ndim; d++)
+		te_sb_printf(&ctx, "%sa%d", d ? ", " : "", d);
+	te_sb_puts(&ctx, "] -> [");
+	for (int d = 0; d < p->ndim; d++)
+		te_sb_printf(&ctx, "%sp%d", d ? ", " : "", d);
+	te_sb_puts(&ctx, "] : exists (z");
+	for (int k = 0; k < t->nraxes; k++)
+		te_sb_printf(&ctx, ", r%d", k);
+	te_sb_puts(&ctx, " : z = 0");
+	text_env *env = calloc(1, sizeof(*env));
+	env->te = t;
+	for (int d = 0; d < t->ndim; d++)
+		snprintf(env->vars[d], sizeof(env->vars[d]), "a%d", d);
+	for (int k = 0; k < t->nraxes; k++) {
+		int64_t lo = 0;
+		te_expr_const_int(t->raxes[k]->lo, &lo);
+		te_sb_printf(&ctx, " and 0 <= r%d < %lld", k,
+			(long long)rs->iters[t->ndim + k].extent);
+		snprintf(env->vars[t->ndim + k], sizeof(env->vars[0]), "%lld + r%d",
+			(long long)lo, k);
+	}
+	region_walk w = { st, p, te_sb_str(&ctx), true, NULL, NULL };
+	walk_reads(&w, env, t->body);
+	free(env);
+	te_sb_free(&ctx);
+	*failure = w.failure ? w.failure : w.region ? NULL : "it reads none";
+	if (*failure) {
+		isl_set_free(w.region);
+		return NULL;
+	}
+	return isl_set_unwrap(w.region);
+}
+
+/* Return the set of the elements of stage "t" as an ISL set over p0.. */
+static isl_set *domain_set(sch_state *st, const tessel_stage *t)
+{
 	te_strbuf dom = { 0 };
 	te_sb_puts(&dom, "{ [");
-	for (int d = 0; d < p->ndim; d++)
+	for (int d = 0; d < t->ndim; d++)
 		te_sb_printf(&dom, "%sp%d", d ? ", " : "", d);
 	te_sb_puts(&dom, "] : (0 = 0)");
-	for (int d = 0; d < p->ndim; d++)
-		te_sb_printf(&dom, " and 0 <= p%d < %lld", d, (long long)p->extent[d]);
+	for (int d = 0; d < t->ndim; d++)
+		te_sb_printf(&dom, " and 0 <= p%d < %lld", d, (long long)t->extent[d]);
 	te_sb_puts(&dom, " }");
 	isl_set *domain = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&dom));
 	te_sb_free(&dom);
-	isl_set *region = isl_set_intersect(w.region,
-		isl_set_align_params(domain, isl_set_get_space(w.region)));
+	return domain;
+}
+
+/* Return the box [min, max] per dimension that holds the set "s" (taken),
+ * as a set over the same parameters. */
+static isl_set *bounding_box(isl_set *s)
+{
+	int n = (int)isl_set_dim(s, isl_dim_set);
+	isl_set *box = NULL;
+	for (int d = 0; d < n; d++) {
+		isl_set *one = isl_set_project_out(isl_set_copy(s), isl_dim_set, d + 1,
+			(unsigned)(n - d - 1));
+		one = isl_set_project_out(one, isl_dim_set, 0, (unsigned)d);
+		isl_space *space = isl_set_get_space(one);
+		isl_set *above = isl_set_apply(isl_set_copy(one),
+			isl_map_lex_le(isl_space_copy(space)));
+		isl_set *below = isl_set_apply(one, isl_map_lex_ge(space));
+		isl_set *hull = isl_set_intersect(above, below);
+		box = box ? isl_set_flat_product(box, hull) : hull;
+	}
+	isl_set_free(s);
+	return box;
+}
+
+/* Return the elements of "producer" (within its domain) that one
+ * iteration of nest position "pos" of "consumer" needs: those the
+ * consumer reads, and those that the stages computed at that loop read
+ * over their whole boxes (lowering computes such a stage over the box of
+ * what it is needed for).  NULL with a refusal. */
+static isl_set *needed_set(sch_state *st, int producer, const sch_stage *consumer,
+	bool attached, int pos, int depth)
+{
+	const tessel_stage *p = st->stages[producer].te;
+	const char *failure = NULL;
+	isl_set *region = direct_reads(st, producer, consumer, attached, pos, &failure);
+	int ci = sch_stage_of(st, consumer->te);
+	for (int k = 0; k < st->nstages && !failure; k++) {
+		const sch_stage *ks = &st->stages[k];
+		if (k == producer || k == ci || ks->attach != SCH_AT ||
+		    ks->attach_stage != ci || ks->attach_iter != consumer->leaves[pos] ||
+		    !sch_reads(st, k, producer))
+			continue;
+		if (depth > st->nstages) {
+			failure = "the stages computed there read each other";
+			break;
+		}
+		isl_set *reader = needed_set(st, k, consumer, attached, pos, depth + 1);
+		if (!reader) {
+			isl_set_free(region);
+			return NULL;
+		}
+		isl_map *m = reader_map(st, k, producer, &failure);
+		if (!m) {
+			isl_set_free(reader);
+			break;
+		}
+		isl_set *reads = isl_set_apply(bounding_box(reader), m);
+		region = region ? isl_set_union(region, reads) : reads;
+	}
+	if (failure || !region) {
+		isl_set_free(region);
+		sch_refuse(st, "cannot compute the region of '%s' that '%s' needs: %s",
+			p->name, consumer->name, failure ? failure : "it reads none");
+		return NULL;
+	}
+	return isl_set_intersect(region,
+		isl_set_align_params(domain_set(st, p), isl_set_get_space(region)));
+}
+
+int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
+	bool attached, int pos, sch_region *r)
+{
+	memset(r, 0, sizeof(*r));
+	isl_set *region = needed_set(st, producer, consumer, attached, pos, 0);
+	if (!region)
+		return -1;
+	const tessel_stage *p = st->stages[producer].te;
 	isl_set *box = loop_box(st, consumer, pos, isl_set_get_space(region));
 	int rc = box_of(st, region, p->ndim, r, p->name, box);
 	r->box = box;

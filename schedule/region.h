@@ -25,6 +25,8 @@ typedef struct sch_region {
 /* Compute the region of stage "producer" read by "consumer" (a stage
  * whose iter extents are the effective ones: a region's shape when it is
  * attached, "attached" true) in one iteration of its nest position "pos".
+ * The region also holds what the other stages computed at that loop read
+ * of the producer, over the whole boxes they compute there.
  * Return 0, or -1 with a refusal naming why the region is unknown. */
 int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	bool attached, int pos, sch_region *r);

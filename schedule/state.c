@@ -230,6 +230,20 @@ int sch_stage_after(const sch_state *st, int s)
 	return -1;
 }
 
+int sch_colocated_producer(const sch_state *st, int s)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->attach != SCH_AT)
+		return -1;
+	for (int k = 0; k < st->nstages; k++) {
+		const sch_stage *ks = &st->stages[k];
+		if (k != s && ks->attach == SCH_AT && ks->attach_stage == ss->attach_stage &&
+		    ks->attach_iter == ss->attach_iter && sch_reads(st, s, k))
+			return k;
+	}
+	return -1;
+}
+
 bool sch_name_used(const sch_stage *s, const char *name)
 {
 	return find_iter(s, name) >= 0;

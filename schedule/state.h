@@ -120,6 +120,11 @@ static inline bool sch_is_attached(const sch_stage *s)
  * or -1. */
 int sch_stage_after(const sch_state *st, int s);
 
+/* Return a stage that stage "s" reads and that is computed at the same
+ * loop as "s" (to serve it, compute_at): "s" cannot move before it does;
+ * -1 when there is none. */
+int sch_colocated_producer(const sch_state *st, int s);
+
 /* Return true when "name" names an iter of "s" (live or not). */
 bool sch_name_used(const sch_stage *s, const char *name);
 /* Return true when stage "consumer" reads stage "producer" (both indices),
