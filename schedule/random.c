@@ -131,11 +131,23 @@ static int try_annotation(sch_state *st, int s, uint64_t *rng, int which)
 	return sch_annotate(st, loop, "auto_unroll_max_step", 16 << below(rng, 4));
 }
 
+/* compute_at at a random loop, or (mostly) at the loop where a
+ * stage that reads "s" is computed, to serve it and the stage there. */
 static int try_compute_at(sch_state *st, int s, uint64_t *rng)
 {
-	int c = (int)below(rng, st->nstages);
 	char loop[160];
-	if (random_loop(st, c, rng, loop, sizeof(loop)) < 0)
+	int readers[64], n = 0;
+	for (int k = 0; k < st->nstages && n < 64; k++)
+		if (k != s && st->stages[k].attach == SCH_AT && sch_reads(st, k, s))
+			readers[n++] = k;
+	if (n > 0 && below(rng, 4)) {
+		const sch_stage *ks = &st->stages[readers[below(rng, (uint64_t)n)]];
+		const sch_stage *cs = &st->stages[ks->attach_stage];
+		snprintf(loop, sizeof(loop), "%s.%s", cs->name, cs->iters[ks->attach_iter].name);
+		return sch_compute_at(st, st->stages[s].name, loop);
+	}
+	int k = (int)below(rng, st->nstages);
+	if (random_loop(st, k, rng, loop, sizeof(loop)) < 0)
 		return -1;
 	return sch_compute_at(st, st->stages[s].name, loop);
 }
@@ -168,7 +180,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 19)) {
+	switch (below(rng, 21)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);

@@ -73,10 +73,23 @@ static void clear_outputs(fixture *f)
 	}
 }
 
+/* Return whether a stage of "st" reads another computed at the same loop
+ * (compute_at of a stage for several readers). */
+static bool has_shared_location(const sch_state *st)
+{
+	for (int s = 0; s < st->nstages; s++)
+		if (sch_colocated_producer(st, s) >= 0)
+			return true;
+	return false;
+}
+
 /* Run "count" random schedules of "f" from "seed"; return how many failed
- * (each failure's trace is printed).  TESSEL_FUZZ_SCALE multiplies the
- * count and TESSEL_FUZZ_SEED shifts the seeds, for longer runs by hand. */
-static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
+ * (each failure's trace is printed), and in "*shared" (when not NULL) how
+ * many computed a stage at one loop for several readers.
+ * TESSEL_FUZZ_SCALE multiplies the count and TESSEL_FUZZ_SEED shifts the
+ * seeds, for longer runs by hand. */
+static int fuzz_counting(fixture *f, const char *what, int count, uint64_t seed,
+	int *shared)
 {
 	const char *scale = getenv("TESSEL_FUZZ_SCALE");
 	const char *shift = getenv("TESSEL_FUZZ_SEED");
@@ -89,6 +102,8 @@ static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
 		sch_state *st = sch_state_new(f->ctx, f->op);
 		cr_assert(st);
 		sch_random_schedule(st, seed * 7919 + (uint64_t)c, 12);
+		if (shared)
+			*shared += has_shared_location(st);
 		loop_prog *p = sch_program(st);
 		clear_outputs(f);
 		bool ran = p && loop_eval(f->ctx, p, f->args) == 0;
@@ -105,6 +120,11 @@ static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
 		sch_state_free(st);
 	}
 	return failed;
+}
+
+static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
+{
+	return fuzz_counting(f, what, count, seed, NULL);
 }
 
 #define FUZZ_CASE(test, opname, count, ...)                                   \
@@ -154,6 +174,24 @@ FUZZ_CASE(reshape, "reshape", 15, "shape", "[4, 6]", "newshape", "[3, -1]")
 FUZZ_CASE(pad, "pad", 15, "shape", "[3, 4]", "pads", "[1, 0, 2, 1]")
 FUZZ_CASE(concat, "concat", 15, "shape", "[5, 3]", "sizes", "[2, 3]", "axis", "0")
 FUZZ_CASE(cross_entropy, "softmax_cross_entropy", 20, "N", "4", "C", "5")
+
+/* Stages computed at one loop for several readers (softmax's E for Total
+ * and Y, Max for E) come up in random schedules and compute the op. */
+Test(random_schedules, shared_locations)
+{
+	const char *keys[] = { "shape" }, *values[] = { "[5, 37]" };
+	const char *ops[] = { "softmax", "log_softmax", "layer_norm" };
+	for (int i = 0; i < 3; i++) {
+		fixture f;
+		fixture_init(&f, ops[i], 1, keys, values);
+		int shared = 0;
+		cr_expect_eq(fuzz_counting(&f, ops[i], 400, 77 + (uint64_t)i, &shared), 0);
+		cr_log_info("%s: %d of 400 share a loop", ops[i], shared);
+		cr_expect_geq(shared, 6, "%s: %d of 400 random schedules share a loop",
+			ops[i], shared);
+		fixture_fini(&f);
+	}
+}
 
 Test(trace, text_round_trip_and_replay)
 {
