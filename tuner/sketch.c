@@ -41,6 +41,7 @@
 #include "ir/te_impl.h"
 #include "schedule/primitives.h"
 #include "schedule/random.h"
+#include "schedule/region.h"
 
 #define SAMPLE_ATTEMPTS 16
 #define MUTATE_ATTEMPTS 8
@@ -777,26 +778,60 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 
 /* ---- stages without reuse ------------------------------------------------------------- */
 
-/* Try to compute stage "s" inside one of the outer half of the loops of a
- * stage that reads it; return 0 when it is computed there. */
+/* Return in "*c" and "*it" the loop where every stage that reads "s" is
+ * computed (compute_at) or whose stage is the only other reader: the one
+ * place "s" can be computed once for all of them.  Return 0, or -1 when
+ * the readers are elsewhere. */
+static int shared_location(const sch_state *st, int s, int *c, int *it)
+{
+	*c = *it = -1;
+	for (int k = 0; k < st->nstages; k++) {
+		const sch_stage *ks = &st->stages[k];
+		if (k == s || ks->attach == SCH_INLINE || !sch_reads(st, k, s))
+			continue;
+		if (ks->attach != SCH_AT)
+			continue;
+		if (*it >= 0 && (ks->attach_stage != *c || ks->attach_iter != *it))
+			return -1;
+		*c = ks->attach_stage;
+		*it = ks->attach_iter;
+	}
+	for (int k = 0; k < st->nstages && *it >= 0; k++) {
+		const sch_stage *ks = &st->stages[k];
+		if (k != s && k != *c && ks->attach != SCH_INLINE && ks->attach != SCH_AT &&
+		    sch_reads(st, k, s))
+			return -1;
+	}
+	return *it >= 0 ? 0 : -1;
+}
+
+/* Try to compute stage "s" inside one of the outer half of the loops of
+ * the one stage that reads it, or at the loop where all its readers are
+ * computed (then once per iteration for all of them); return 0 when it
+ * is computed there. */
 static int try_compute_at_consumer(sch_state *st, int s, uint64_t *rng)
 {
-	int readers[64], nr = 0;
-	for (int c = 0; c < st->nstages && nr < 64; c++)
-		if (c != s && st->stages[c].attach != SCH_INLINE && sch_reads(st, c, s))
-			readers[nr++] = c;
-	if (nr != 1)
-		return -1;
-	const sch_stage *cs = &st->stages[readers[0]];
-	int spatial = 0;
-	while (spatial < cs->nleaves && !cs->iters[cs->leaves[spatial]].reduce &&
-	       cs->iters[cs->leaves[spatial]].kind != LOOP_VECTORIZED)
-		spatial++;
-	if (spatial == 0)
-		return -1;
-	int pos = (int)below(rng, (spatial + 1) / 2);
+	int readers[64], nr = 0, c, it;
+	for (int k = 0; k < st->nstages && nr < 64; k++)
+		if (k != s && st->stages[k].attach != SCH_INLINE && sch_reads(st, k, s))
+			readers[nr++] = k;
 	char q[QNAME];
-	qname(st, readers[0], cs->leaves[pos], q);
+	bool shared = shared_location(st, s, &c, &it) == 0;
+	if (shared && (nr > 1 || chance(rng, 50))) {
+		qname(st, c, it, q);
+	} else {
+		if (nr != 1)
+			return -1;
+		const sch_stage *cs = &st->stages[readers[0]];
+		int spatial = 0;
+		while (spatial < cs->nleaves && !cs->iters[cs->leaves[spatial]].reduce &&
+		       cs->iters[cs->leaves[spatial]].kind != LOOP_VECTORIZED)
+			spatial++;
+		if (spatial == 0)
+			return -1;
+		int pos = (int)below(rng, (spatial + 1) / 2);
+		qname(st, readers[0], cs->leaves[pos], q);
+	}
 	if (sch_compute_at(st, st->stages[s].name, q) == 0)
 		return 0;
 	tessel_ctx_clear_error(st->ctx);
@@ -824,6 +859,32 @@ static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, ui
 	return 0;
 }
 
+/* Vectorize the innermost loop of the elementwise stage "s", computed at
+ * a loop of a stage at the root, when the region it computes there spans
+ * at least a vector along that axis. */
+static void vectorize_attached(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	nest n;
+	if (ss->te->nraxes > 0 || ss->attach != SCH_AT || nest_of(st, s, &n) ||
+	    n.nspatial == 0 || st->stages[ss->attach_stage].attach != SCH_ROOT)
+		return;
+	const sch_stage *cs = &st->stages[ss->attach_stage];
+	int iter = n.spatial[n.nspatial - 1];
+	if (ss->iters[iter].origin != SCH_AXIS)
+		return;
+	sch_region r;
+	if (sch_region_compute(st, s, cs, false, sch_leaf_pos(cs, ss->attach_iter), &r)) {
+		tessel_ctx_clear_error(st->ctx);
+		return;
+	}
+	int64_t extent = r.shape[ss->iters[iter].axis];
+	sch_region_free(&r);
+	int outer, inner;
+	if (extent >= lanes_of(sp, ss) && extent == ss->iters[iter].extent)
+		vector_split(sp, st, s, iter, rng, &outer, &inner);
+}
+
 /* Rule for elementwise stages and reductions without reuse: at a loop of
  * the consumer, or at the root with the outer spatial loops parallel and
  * the innermost spatial loop vectorized (for a reduction, sometimes moved
@@ -831,8 +892,10 @@ static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, ui
 static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
 	if (!st->stages[s].te->is_output && chance(rng, 60) &&
-	    try_compute_at_consumer(st, s, rng) == 0)
+	    try_compute_at_consumer(st, s, rng) == 0) {
+		vectorize_attached(sp, st, s, rng);
 		return 0;
+	}
 	nest n;
 	if (nest_of(st, s, &n))
 		return -1;
@@ -905,6 +968,14 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	nest o;
 	if (s < 0 || nest_of(st, s, &o) || o.nspatial == 0)
 		return 0;
+	if (!st->stages[s].te->is_output && chance(rng, 50) &&
+	    try_compute_at_consumer(st, s, rng) == 0) {
+		char at[QNAME];
+		qname(st, st->stages[s].attach_stage, st->stages[s].attach_iter, at);
+		if (sch_compute_at(st, st->stages[rf].name, at))
+			tessel_ctx_clear_error(st->ctx);
+		return 0;
+	}
 	if (chance(rng, 50)) {
 		char at[QNAME];
 		qname(st, s, o.spatial[o.nspatial - 1], at);
