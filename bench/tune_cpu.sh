@@ -8,9 +8,12 @@
 #   bench/tune_cpu.sh [BUILDDIR]                 every group
 #   BENCH_GROUPS="matmul conv" bench/tune_cpu.sh some of them
 #   TRIALS=1000 CONV_TRIALS=300 DB=out/bench.db bench/tune_cpu.sh
+#   CONV_LAYOUT=NHWC BENCH_GROUPS=conv bench/tune_cpu.sh   channels last
 #
 # Groups: matmul (1024^3, 512^3), irregular (1000^3, 128x3072x768,
-# 1x4096x4096), conv (ResNet-50 layers, batch 1), memory (softmax and
+# 1x4096x4096), conv (ResNet-50 layers, batch 1, in CONV_LAYOUT: NCHW,
+# the default, or NHWC with HWIO weights; oneDNN runs on the layouts it
+# picks itself either way, reorders untimed), memory (softmax and
 # layer_norm over [4096, 1024]).  Trials per workload: TRIALS (default
 # 1000, the issue's budget) and CONV_TRIALS (default TRIALS).  A re-run on
 # the same DB resumes: records already there count as known and are not
@@ -25,6 +28,7 @@ db=${DB:-out/bench-records.db}
 trials=${TRIALS:-1000}
 conv_trials=${CONV_TRIALS:-$trials}
 rounds=${ROUNDS:-7}
+conv_layout=${CONV_LAYOUT:-NCHW}
 mkdir -p "$(dirname "$db")"
 if grep -qw avx512f /proc/cpuinfo; then
 	export OPENBLAS_CORETYPE=SkylakeX
@@ -79,7 +83,7 @@ for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 			C=512,H=28,W=28,F=128,R=1,S=1 \
 			C=256,H=14,W=14,F=256,R=3,S=3,padding=1 \
 			C=512,H=7,W=7,F=512,R=3,S=3,padding=1; do
-			tune_and_compare conv2d "N=1,$layer" "$conv_trials" onednn
+			tune_and_compare conv2d "N=1,$layer,layout=$conv_layout" "$conv_trials" onednn
 		done
 		;;
 	memory)

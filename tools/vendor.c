@@ -103,16 +103,17 @@ static void dense_problem(vendor_problem *p, const tessel_op *op)
 	p->k = in_dim(op, 0, 1);
 }
 
-/* conv2d in NCHW with one group; VENDOR_NONE otherwise. */
+/* conv2d in NCHW or NHWC with one group; VENDOR_NONE otherwise. */
 static void conv_problem(vendor_problem *p, const tessel_op *op,
 	const cli_set *set)
 {
 	const char *layout = attr_text(set, "layout", "NCHW");
 	const char *groups = attr_text(set, "groups", "1");
-	if (strcmp(layout, "NCHW") != 0) {
-		snprintf(p->why, sizeof(p->why), "layout=%s; only NCHW", layout);
+	if (strcmp(layout, "NCHW") != 0 && strcmp(layout, "NHWC") != 0) {
+		snprintf(p->why, sizeof(p->why), "layout=%s; only NCHW and NHWC", layout);
 		return;
 	}
+	p->channels_last = strcmp(layout, "NHWC") == 0;
 	if (strcmp(groups, "1") != 0) {
 		snprintf(p->why, sizeof(p->why), "groups=%s; only one group", groups);
 		return;
@@ -120,13 +121,16 @@ static void conv_problem(vendor_problem *p, const tessel_op *op,
 	attr_pair(set, "stride", 1, p->stride);
 	attr_pair(set, "padding", 0, p->padding);
 	attr_pair(set, "dilation", 1, p->dilation);
-	for (int i = 0; i < 4; i++)
-		p->dims[CONV_N + i] = in_dim(op, 0, i);
-	p->dims[CONV_F] = in_dim(op, 1, 0);
-	p->dims[CONV_R] = in_dim(op, 1, 2);
-	p->dims[CONV_S] = in_dim(op, 1, 3);
-	p->dims[CONV_OH] = out_dim(op, 2);
-	p->dims[CONV_OW] = out_dim(op, 3);
+	bool cl = p->channels_last;
+	p->dims[CONV_N] = in_dim(op, 0, 0);
+	p->dims[CONV_C] = in_dim(op, 0, cl ? 3 : 1);
+	p->dims[CONV_H] = in_dim(op, 0, cl ? 1 : 2);
+	p->dims[CONV_W] = in_dim(op, 0, cl ? 2 : 3);
+	p->dims[CONV_F] = in_dim(op, 1, cl ? 3 : 0);
+	p->dims[CONV_R] = in_dim(op, 1, cl ? 0 : 2);
+	p->dims[CONV_S] = in_dim(op, 1, cl ? 1 : 3);
+	p->dims[CONV_OH] = out_dim(op, cl ? 1 : 2);
+	p->dims[CONV_OW] = out_dim(op, cl ? 2 : 3);
 	for (int i = 0; i < 2; i++) {
 		int64_t extent = p->dims[CONV_H + i] + 2 * p->padding[i]
 			- p->dilation[i] * (p->dims[CONV_R + i] - 1) - 1;

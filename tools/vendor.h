@@ -22,13 +22,16 @@ typedef enum vendor_kind {
  * [K, M] when "trans_a", B stored [N, K] when "trans_b", plus Bias[N] on
  * every row when "bias"; inputs A, B (Bias), output C, batches
  * contiguous.  CONV2D: X[n, c, h, w] * Wt[f, c, r, s] -> Y[n, f, oh, ow]
- * with "stride", "padding" (each side) and "dilation" as [h, w]. */
+ * with "stride", "padding" (each side) and "dilation" as [h, w]; when
+ * "channels_last", the data are laid out X[n, h, w, c], Wt[r, s, c, f]
+ * and Y[n, oh, ow, f] (the dims keep their meaning). */
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
 	char why[128];               /* VENDOR_NONE: what has no equivalent */
 	int64_t batch, m, n, k;
 	bool trans_a, trans_b, bias;
+	bool channels_last;          /* CONV2D: NHWC data, HWIO weights */
 	int64_t dims[9];             /* n c h w f r s oh ow */
 	int64_t stride[2], padding[2], dilation[2];
 } vendor_problem;

@@ -210,9 +210,10 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 	dnnl_dims_t dilate = { p->dilation[0] - 1, p->dilation[1] - 1 };
 	dnnl_dims_t pad = { p->padding[0], p->padding[1] };
 	dnnl_memory_desc_t ux, uw, uy, cx, cw, cy;
-	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, dnnl_oihw);
-	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, dnnl_nchw);
+	bool cl = p->channels_last;
+	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, cl ? dnnl_hwio : dnnl_oihw);
+	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
 	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dnnl_f32, dnnl_format_tag_any);
 	dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dnnl_f32, dnnl_format_tag_any);
 	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dnnl_f32, dnnl_format_tag_any);

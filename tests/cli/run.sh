@@ -244,6 +244,10 @@ else
 fi
 expect 1 'openblas: no equivalent of conv2d' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3 --compare openblas "${quick[@]}"
 expect 1 'no vendor library could run conv2d' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3 --compare openblas "${quick[@]}"
+if ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
+	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3,padding=1 --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=3,H=9,W=8,F=5,R=3,S=2,stride=2,padding=1,layout=NHWC --compare onednn "${quick[@]}"
+fi
 expect 1 'onednn: no equivalent of conv2d \(groups=2; only one group\)' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3,groups=2 --compare onednn "${quick[@]}"
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: --db and --sched' -- bench "${mm64[@]}" --db "$db" --sched "$work/best.trace"
