@@ -29,7 +29,9 @@ static int read_shape_axis(const ops_args *a, const char *attr,
 	return ops_axis(a, attr, ops_int(a, attr), (*shape)->n, axis);
 }
 
-/* Write the text of softmax ("log" false) or log_softmax ("log" true). */
+/* Write the text of softmax ("log" false) or log_softmax ("log" true).
+ * Softmax multiplies by the reciprocal of the row's sum: one division a
+ * row, hoisted out of the loops over the row, instead of one an element. */
 static int gen_softmax_common(const ops_args *a, textbuf *tb, bool log)
 {
 	const ops_value *shape;
@@ -56,8 +58,8 @@ static int gen_softmax_common(const ops_args *a, textbuf *tb, bool log)
 	textbuf_printf(tb, "  %s = exp(%s - %s)\n", e.text, x.text, max.text);
 	emit_reduce_head(tb, "Total", n, mask, "sum");
 	textbuf_printf(tb, "%s\n", e.text);
-	textbuf_printf(tb, "  %s = %s / %s\n}\n", ref_vars("Y", n).text, e.text,
-		total.text);
+	textbuf_printf(tb, "  %s = %s * (1.0 / %s)\n}\n", ref_vars("Y", n).text,
+		e.text, total.text);
 	return 0;
 }
 
