@@ -17,6 +17,7 @@
 #include <sys/auxv.h>
 #endif
 
+#include "runtime/gpu_target.h"
 #include "runtime/target.h"
 
 #define BIT(f) (UINT64_C(1) << (f))
@@ -883,6 +884,11 @@ int rt_target_kind_of(const char *s, rt_target_kind *kind, char *err,
 		return 0;
 	s += strspn(s, " \t\n\r\f\v");
 	size_t n = strcspn(s, " \t\n\r\f\v");
+	int sm = 0;
+	if (n >= 4 && memcmp(s, "cuda", 4) == 0 && (n == 4 || s[4] == ':')) {
+		*kind = RT_TARGET_CUDA;
+		return rt_cuda_target_parse(s, &sm, err, errlen);
+	}
 	if (n != 6 || memcmp(s, "opencl", 6) != 0)
 		return 0;
 	*kind = RT_TARGET_OPENCL;

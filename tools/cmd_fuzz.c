@@ -271,6 +271,9 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
+	if (kind == RT_TARGET_CUDA)
+		return cli_fail("fuzz-sched: --target cuda is not supported yet; "
+			"--target opencl runs random GPU schedules");
 	bool gpu = kind == RT_TARGET_OPENCL;
 	fuzz_data d = { 0 };
 	if (make_data(a, ctx, op, &d)) {
