@@ -560,7 +560,7 @@ static int read_settings(char *text, target_settings *set, char *err,
 		return report(err, errlen, "target: empty target string");
 	if (kind_len != 3 || memcmp(p, "cpu", 3) != 0)
 		return report(err, errlen,
-			      "target: unknown target kind '%.*s' (expected cpu or opencl)",
+			      "target: unknown target kind '%.*s' (expected cpu, opencl or cuda)",
 			      (int)kind_len, p);
 	p += kind_len;
 	while (*(p = skip_spaces(p)))
