@@ -288,7 +288,7 @@ expect 1 'unknown CUDA architecture sm_1000 \(known: .*sm_90' -- codegen "${smal
 expect 1 "'foo' is not an architecture sm_NN" -- codegen "${small[@]}" --target cuda:foo
 expect 1 'cuda takes no options' -- run "${small[@]}" --target "cuda -arch=sm_90"
 expect 1 'codegen: --cubin needs --target cuda' -- codegen "${small[@]}" --cubin "$work/m.cubin"
-expect 1 'fuzz-sched: --target cuda is not supported yet' -- fuzz-sched "${small[@]}" --target cuda --count 1 --seed 1
+expect 1 "'sm_7' is not an architecture sm_NN" -- fuzz-sched "${small[@]}" --target cuda:sm_7 --count 1 --seed 1
 expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target cuda --db "$work/none.db"
 probe=$(timeout 60 "$tessel" codegen "${small[@]}" --target cuda --cubin "$work/probe.cubin" 2>&1)
 if [ -n "${TESSEL_SANITIZED:-}" ]; then
@@ -300,6 +300,8 @@ else
 	if [ -s "$work/m.cubin" ]; then ok; else bad "codegen --cubin wrote no cubin"; fi
 	expect 0 'kernel softmax_4: .*: fits sm_80' -- codegen softmax --set shape=[4,6] --target cuda:sm_80 --cubin "$work/s.cubin"
 	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --cubin "$work/old.cubin"
+	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target cuda --count 10 --seed 1 --keep "$work/ff"
+	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target cuda:sm_80 --count 6 --seed 2 --keep "$work/ff"
 fi
 probe=$(timeout 120 "$tessel" run "${small[@]}" --target cuda --min-time 0.001 2>&1)
 if grep -q 'CUDA driver not found' <<<"$probe"; then
