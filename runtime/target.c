@@ -558,6 +558,12 @@ static int read_settings(char *text, target_settings *set, char *err,
 	size_t kind_len = strcspn(p, " \t\n\r\f\v");
 	if (kind_len == 0)
 		return report(err, errlen, "target: empty target string");
+	bool gpu = (kind_len == 6 && memcmp(p, "opencl", 6) == 0) ||
+		(kind_len >= 4 && memcmp(p, "cuda", 4) == 0 &&
+		 (kind_len == 4 || p[4] == ':'));
+	if (gpu)
+		return report(err, errlen, "target: '%.*s' is a GPU target; this needs "
+			"a CPU target (cpu ...)", (int)kind_len, p);
 	if (kind_len != 3 || memcmp(p, "cpu", 3) != 0)
 		return report(err, errlen,
 			      "target: unknown target kind '%.*s' (expected cpu, opencl or cuda)",

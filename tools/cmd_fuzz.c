@@ -38,7 +38,8 @@ static const char fuzz_help[] =
 	"device. With --target cuda or cuda:sm_NN they are compiled by NVRTC,\n"
 	"their launches checked against the architecture's limits (sm_90 for\n"
 	"cuda), and run on the CUDA device; without a CUDA driver, a line says\n"
-	"so and the schedules are only compiled and checked.\n";
+	"so and the schedules are only compiled and checked. Schedules whose\n"
+	"launches are over the limits are counted as refused, not failed.\n";
 
 typedef struct fuzz_args {
 	const char *spec, *target, *keep;
@@ -169,16 +170,20 @@ static const char *check_opencl(tessel_ctx *ctx, const loop_prog *p, fuzz_data *
 }
 
 /* The CUDA architecture schedules are compiled for (0: the device's),
- * and whether there is no driver to run them on. */
+ * whether there is no driver to run them on, and whether the launch
+ * checks refused the last one. */
 typedef struct cuda_fuzz {
 	int sm;
 	bool no_driver;
+	bool refused;
 } cuda_fuzz;
 
 /* Compile "p" with NVRTC and check its launches against the limits of
- * cf->sm (sm_90 for 0); return NULL when it fits, else why not. */
+ * cf->sm (sm_90 for 0); return NULL when it fits or the launch checks
+ * refuse it (cf->refused set, the reason on stderr: a legal schedule
+ * over the limits is no compiler bug), else what went wrong. */
 static const char *compile_cuda(tessel_ctx *ctx, const loop_prog *p,
-	const cuda_fuzz *cf, char *why, size_t len)
+	cuda_fuzz *cf, char *why, size_t len)
 {
 	rt_gpu_target t;
 	cg_cuda_program c;
@@ -189,8 +194,12 @@ static const char *compile_cuda(tessel_ctx *ctx, const loop_prog *p,
 		return why;
 	}
 	int r = cg_cuda_compile(ctx, p, t.sm, &c);
-	if (r == 0)
-		r = cg_cuda_check_launch(ctx, &c, &t);
+	if (r == 0 && cg_cuda_check_launch(ctx, &c, &t)) {
+		r = tessel_ctx_error(ctx)->kind == TESSEL_ERR_LIMIT ? 0 : -1;
+		cf->refused = r == 0;
+		if (cf->refused)
+			fprintf(stderr, "fuzz-sched: refused: %s\n", tessel_ctx_error(ctx)->message);
+	}
 	cg_cuda_program_free(&c);
 	if (r == 0)
 		return NULL;
@@ -204,9 +213,10 @@ static const char *compile_cuda(tessel_ctx *ctx, const loop_prog *p,
 static const char *check_cuda(tessel_ctx *ctx, const loop_prog *p, fuzz_data *d,
 	cuda_fuzz *cf, char *why, size_t len)
 {
+	cf->refused = false;
 	if (compile_cuda(ctx, p, cf, why, len))
 		return why;
-	if (cf->no_driver)
+	if (cf->no_driver || cf->refused)
 		return NULL;
 	if (cli_run_cuda(ctx, p, cf->sm, d->args, NULL, NULL, NULL, 60, NULL, why, len)) {
 		const char *missing = strstr(why, "CUDA driver not found");
@@ -338,7 +348,7 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
-	cuda_fuzz cf = { 0, false };
+	cuda_fuzz cf = { 0, false, false };
 	if (kind == RT_TARGET_CUDA && rt_cuda_target_parse(a->target, &cf.sm, err,
 			sizeof(err)))
 		return cli_fail("--target: %s", err);
@@ -348,7 +358,7 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 		free_data(&d);
 		return 1;
 	}
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, refused = 0;
 	double start = rt_now_s();
 	for (int c = 0; c < a->count; c++) {
 		sch_state *st = sch_state_new(ctx, op);
@@ -366,6 +376,8 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 		if (bad) {
 			failed++;
 			save_failure(a, op, st, c, bad);
+		} else if (cf.refused) {
+			refused++;
 		} else {
 			passed++;
 		}
@@ -374,7 +386,10 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	}
 	free_data(&d);
 	fprintf(stderr, "fuzz-sched: %d schedules in %.1f s\n", a->count, rt_now_s() - start);
-	printf("%d passed, %d failed%s\n", passed, failed, cf.no_driver
+	printf("%d passed, %d failed", passed, failed);
+	if (refused)
+		printf(", %d refused by the launch checks", refused);
+	printf("%s\n", cf.no_driver
 		? " (compiled by NVRTC and checked, not run: no CUDA driver)" : "");
 	return failed ? 1 : 0;
 }
