@@ -41,16 +41,21 @@ static pthread_once_t api_once = PTHREAD_ONCE_INIT;
  * the places tried and the last loader error in api.error. */
 static void *open_library(void)
 {
-	const char *names[] = { "libnvrtc.so.13", "libnvrtc.so" };
-	char paths[8][512];
+	static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12",
+		"libnvrtc.so" };
+	enum { NNAMES = sizeof(names) / sizeof(*names) };
+	char paths[4 + 4 * NNAMES][512];
 	int n = 0;
+	const char *explicit = getenv("TESSEL_NVRTC");
+	if (explicit && explicit[0])
+		snprintf(paths[n++], sizeof(paths[0]), "%s", explicit);
 	const char *homes[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH") };
 	for (int h = 0; h < 2; h++)
-		for (int k = 0; homes[h] && homes[h][0] && k < 2; k++)
+		for (int k = 0; homes[h] && homes[h][0] && k < NNAMES; k++)
 			snprintf(paths[n++], sizeof(paths[0]), "%s/lib64/%s", homes[h], names[k]);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < NNAMES; k++)
 		snprintf(paths[n++], sizeof(paths[0]), "%s", names[k]);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < NNAMES; k++)
 		snprintf(paths[n++], sizeof(paths[0]), "/usr/local/cuda/lib64/%s", names[k]);
 	const char *last = "";
 	for (int i = 0; i < n; i++) {
@@ -60,8 +65,8 @@ static void *open_library(void)
 		last = dlerror();
 	}
 	snprintf(api.error, sizeof(api.error), "NVRTC not found (libnvrtc.so.13 "
-		"in $CUDA_HOME/lib64, $CUDA_PATH/lib64, the loader's path or "
-		"/usr/local/cuda/lib64): %s", last ? last : "");
+		"or .12 in $TESSEL_NVRTC, $CUDA_HOME/lib64, $CUDA_PATH/lib64, the "
+		"loader's path or /usr/local/cuda/lib64): %s", last ? last : "");
 	return NULL;
 }
 

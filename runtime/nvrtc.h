@@ -4,9 +4,10 @@
  * each kernel uses (registers, shared memory, stack, spills).  NVRTC
  * needs no GPU.
  *
- * The library is the first of $CUDA_HOME/lib64 and $CUDA_PATH/lib64
- * (libnvrtc.so.13, libnvrtc.so), libnvrtc.so.13 and libnvrtc.so on the
- * loader's path, and /usr/local/cuda/lib64 that loads.  Functions that
+ * The library is the first that loads of: the file $TESSEL_NVRTC;
+ * libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so in $CUDA_HOME/lib64,
+ * in $CUDA_PATH/lib64, on the loader's path, in /usr/local/cuda/lib64
+ * (the calls tessel makes are the same in NVRTC 12 and 13).  Functions that
  * can fail return 0, or -1 with a message in "err" of size "len" naming
  * the NVRTC call and its error ("nvrtcCompileProgram:
  * NVRTC_ERROR_COMPILATION"), followed by the compile log. */
