@@ -60,7 +60,6 @@ typedef struct cu_api {
 	CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 	CUresult (*DevicePrimaryCtxRelease)(CUdevice);
 	CUresult (*CtxSetCurrent)(CUcontext);
-	CUresult (*CtxSynchronize)(void);
 	CUresult (*ModuleLoadData)(CUmodule *, const void *);
 	CUresult (*ModuleUnload)(CUmodule);
 	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -112,7 +111,7 @@ static void load_api(void)
 		FN(DeviceGetCount, plain), FN(DeviceGet, plain), FN(DeviceGetName, plain),
 		FN(DeviceGetAttribute, plain), FN(DeviceTotalMem, v2),
 		FN(DevicePrimaryCtxRetain, plain), FN(DevicePrimaryCtxRelease, v2),
-		FN(CtxSetCurrent, plain), FN(CtxSynchronize, plain),
+		FN(CtxSetCurrent, plain),
 		FN(ModuleLoadData, plain), FN(ModuleUnload, plain),
 		FN(ModuleGetFunction, plain), FN(MemAlloc, v2), FN(MemFree, v2),
 		FN(MemcpyHtoD, v2), FN(MemcpyDtoH, v2), FN(LaunchKernel, plain),
@@ -158,9 +157,14 @@ struct rt_cuda_device {
 	rt_gpu_target target;
 };
 
+#define MAX_KERNELS 256
+
 struct rt_cuda_module {
 	rt_cuda_device *dev;
 	CUmodule module;
+	int nkernels;
+	char *names[MAX_KERNELS];
+	CUfunction kernels[MAX_KERNELS];
 };
 
 struct rt_cuda_buffer {
@@ -287,8 +291,29 @@ void rt_cuda_module_free(rt_cuda_module *m)
 {
 	if (!m)
 		return;
+	for (int i = 0; i < m->nkernels; i++)
+		free(m->names[i]);
 	api.ModuleUnload(m->module);
 	free(m);
+}
+
+/* Set "*f" to the kernel "name" of "m", looked up on first use. */
+static int find_kernel(rt_cuda_module *m, const char *name, CUfunction *f,
+	char *err, size_t len)
+{
+	for (int i = 0; i < m->nkernels; i++)
+		if (strcmp(m->names[i], name) == 0) {
+			*f = m->kernels[i];
+			return 0;
+		}
+	if (m->nkernels == MAX_KERNELS) {
+		snprintf(err, len, "more than %d kernels in one module", MAX_KERNELS);
+		return -1;
+	}
+	CHECK(ModuleGetFunction, (f, m->module, name), err, len);
+	m->names[m->nkernels] = strdup(name);
+	m->kernels[m->nkernels++] = *f;
+	return 0;
 }
 
 rt_cuda_buffer *rt_cuda_alloc(rt_cuda_device *d, size_t bytes, char *err,
@@ -347,7 +372,8 @@ int rt_cuda_launch(rt_cuda_module *m, const char *name, int n,
 			return -1;
 		}
 	CUfunction f = NULL;
-	CHECK(ModuleGetFunction, (&f, m->module, name), err, len);
+	if (find_kernel(m, name, &f, err, len))
+		return -1;
 	void *params[MAX_PARAMS + 1];
 	for (int i = 0; i < n; i++)
 		params[i] = (void *)&bufs[i]->ptr;
