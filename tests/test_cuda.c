@@ -77,8 +77,12 @@ static int compile_and_check(test_fixture *f, sch_state *st, int sm, const char 
 		}
 	}
 	rt_gpu_target t = target_of(sm);
-	if (r == 0 && c.cubin.size == 0) {
-		cr_log_error("%s (sm_%d): empty cubin", what, sm);
+	if (r == 0 && (c.cubin.size < 4 || memcmp(c.cubin.image, "\177ELF", 4) != 0)) {
+		cr_log_error("%s (sm_%d): the cubin is not an ELF file", what, sm);
+		r = -1;
+	}
+	if (r == 0 && strstr(c.source, "#include")) {
+		cr_log_error("%s: the source includes a header NVRTC lacks", what);
 		r = -1;
 	}
 	if (r == 0 && cg_cuda_check_launch(f->ctx, &c, &t)) {
