@@ -27,6 +27,7 @@
 
 static const cg_dialect *const dialects[CG_DIALECT_COUNT] = {
 	[CG_DIALECT_C] = &cg_dialect_cpu_c,
+	[CG_DIALECT_CUDA] = &cg_dialect_cuda_c,
 	[CG_DIALECT_OPENCL] = &cg_dialect_opencl_c,
 };
 
@@ -1858,7 +1859,7 @@ static int check_target(tessel_ctx *ctx, const loop_prog *p, const cg_target *t)
 static char *print_source(const loop_prog *p, const cg_target *t,
 	cg_gpu_plan *plan, tessel_ctx *ctx)
 {
-	static const cg_target plain_c = { CG_DIALECT_C, 0 };
+	static const cg_target plain_c = { CG_DIALECT_C, 0, 0 };
 	if (!t)
 		t = &plain_c;
 	if (check_target(ctx, p, t) < 0)

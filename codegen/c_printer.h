@@ -1,11 +1,11 @@
 /* The C-family printer: loop programs become C source in one of the C
- * dialects (CPU C and OpenCL C now; CUDA C is a further row of the
- * dialect table).
+ * dialects (CPU C, CUDA C and OpenCL C: rows of the dialect table).
  *
  * The first half of this header is the interface the rest of tessel
  * uses (cg_target, cg_print_c, cg_kernel_name).  The second half is the
- * printer's own machinery, shared by the dialect files (codegen/cpu_c.c
- * and, later, the GPU dialects): the dialect table, the printer state and
+ * printer's own machinery, shared by the dialect files (codegen/cpu_c.c,
+ * codegen/cuda_c.c, codegen/opencl_c.c, and the layout of the GPU
+ * dialects in codegen/gpu_c.c): the dialect table, the printer state and
  * the shared printing functions. */
 #ifndef TESSEL_CG_C_PRINTER_H
 #define TESSEL_CG_C_PRINTER_H
@@ -22,31 +22,41 @@
 
 typedef enum cg_dialect_id {
 	CG_DIALECT_C,        /* CPU C, the kernel ABI of tessel/kernel.h */
-	CG_DIALECT_CUDA,     /* CUDA C (not yet printable) */
+	CG_DIALECT_CUDA,     /* CUDA C for NVRTC: kernels on a grid (cuda_c.c) */
 	CG_DIALECT_OPENCL,   /* OpenCL C: kernels launched on a grid (opencl_c.c) */
 	CG_DIALECT_COUNT
 } cg_dialect_id;
 
 /* What the printed source is for.  "vector_bytes" is the SIMD register
  * width of the CPU (64 for AVX-512, 32 for AVX2, 16 for SSE or NEON);
- * 0 prints plain scalar C. */
+ * 0 prints plain scalar C.  "sm" is the CUDA architecture (90 for
+ * sm_90), which the source does not depend on: it says what NVRTC
+ * compiles it for. */
 typedef struct cg_target {
 	cg_dialect_id dialect;
 	int vector_bytes;
+	int sm;
 } cg_target;
 
 /* Return the CPU C target for the CPU "cpu" (its vector width); NULL
  * gives plain scalar C. */
 static inline cg_target cg_target_cpu(const rt_cpu_target *cpu)
 {
-	cg_target t = { CG_DIALECT_C, cpu ? cpu->vector_bytes : 0 };
+	cg_target t = { CG_DIALECT_C, cpu ? cpu->vector_bytes : 0, 0 };
 	return t;
 }
 
 /* Return the OpenCL C target. */
 static inline cg_target cg_target_opencl(void)
 {
-	cg_target t = { CG_DIALECT_OPENCL, 0 };
+	cg_target t = { CG_DIALECT_OPENCL, 0, 0 };
+	return t;
+}
+
+/* Return the CUDA C target for the architecture sm_"sm" (90: sm_90). */
+static inline cg_target cg_target_cuda(int sm)
+{
+	cg_target t = { CG_DIALECT_CUDA, 0, sm };
 	return t;
 }
 
@@ -127,6 +137,9 @@ typedef struct cg_dialect {
 	/* Qualifier of pointers and arrays of each loop_scope, or "". */
 	const char *scope_qualifier[3];
 	const char *restrict_kw;
+	/* What comes before a GPU kernel's name ("__kernel void"), NULL for
+	 * CPU C. */
+	const char *kernel_qualifier;
 	/* Storage class of the helper functions ("static inline"). */
 	const char *helper_qualifier;
 	/* The index a loop of each kind is bound to ("blockIdx.x"), NULL for
@@ -158,6 +171,7 @@ typedef struct cg_dialect {
 
 extern const cg_dialect cg_dialect_cpu_c;
 extern const cg_dialect cg_dialect_opencl_c;
+extern const cg_dialect cg_dialect_cuda_c;
 
 /* A range of integer values: "known" when every value lies in [lo, hi]. */
 typedef struct cg_range {
@@ -306,5 +320,18 @@ void cg_print_for(cg_printer *pr, const loop_var *v, const loop_expr *min,
 	int64_t lo_add, const loop_expr *extent, int64_t hi_add, int64_t step);
 /* Print the serial or unrolled loop "s" (with its unrolling pragma). */
 void cg_print_serial_loop(cg_printer *pr, const loop_stmt *s);
+
+/* ---- the layout of GPU dialects (codegen/gpu_c.c) ---- */
+
+/* Print the loop "s" of a kind other than serial and unrolled: a loop
+ * bound to a block or thread index as that index of the dialect (with a
+ * guard when the launch is larger), the others as serial loops. */
+void cg_gpu_print_loop(cg_printer *pr, const loop_stmt *s);
+/* Print the file of "pr" as GPU kernels, one per statement at the top of
+ * the program: a comment, "prelude", the helpers, the kernels; fill
+ * pr->plan.  "check" (or NULL) runs after the kernels are printed and
+ * may refuse what they use with cg_error.  Return 0, or -1 on error. */
+int cg_gpu_print_file(cg_printer *pr, const char *prelude,
+	void (*check)(cg_printer *pr));
 
 #endif

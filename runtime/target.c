@@ -17,6 +17,7 @@
 #include <sys/auxv.h>
 #endif
 
+#include "runtime/gpu_target.h"
 #include "runtime/target.h"
 
 #define BIT(f) (UINT64_C(1) << (f))
@@ -557,9 +558,15 @@ static int read_settings(char *text, target_settings *set, char *err,
 	size_t kind_len = strcspn(p, " \t\n\r\f\v");
 	if (kind_len == 0)
 		return report(err, errlen, "target: empty target string");
+	bool gpu = (kind_len == 6 && memcmp(p, "opencl", 6) == 0) ||
+		(kind_len >= 4 && memcmp(p, "cuda", 4) == 0 &&
+		 (kind_len == 4 || p[4] == ':'));
+	if (gpu)
+		return report(err, errlen, "target: '%.*s' is a GPU target; this needs "
+			"a CPU target (cpu ...)", (int)kind_len, p);
 	if (kind_len != 3 || memcmp(p, "cpu", 3) != 0)
 		return report(err, errlen,
-			      "target: unknown target kind '%.*s' (expected cpu or opencl)",
+			      "target: unknown target kind '%.*s' (expected cpu, opencl or cuda)",
 			      (int)kind_len, p);
 	p += kind_len;
 	while (*(p = skip_spaces(p)))
@@ -883,6 +890,11 @@ int rt_target_kind_of(const char *s, rt_target_kind *kind, char *err,
 		return 0;
 	s += strspn(s, " \t\n\r\f\v");
 	size_t n = strcspn(s, " \t\n\r\f\v");
+	int sm = 0;
+	if (n >= 4 && memcmp(s, "cuda", 4) == 0 && (n == 4 || s[4] == ':')) {
+		*kind = RT_TARGET_CUDA;
+		return rt_cuda_target_parse(s, &sm, err, errlen);
+	}
 	if (n != 6 || memcmp(s, "opencl", 6) != 0)
 		return 0;
 	*kind = RT_TARGET_OPENCL;

@@ -96,17 +96,20 @@ int rt_cpu_target_parse(const char *s, rt_cpu_target *t, char *err,
  * full string, as snprintf does (>= "len" means it was truncated). */
 int rt_cpu_target_print(const rt_cpu_target *t, char *buf, size_t len);
 
-/* The kinds of target: a CPU (the target strings above) or an OpenCL
+/* The kinds of target: a CPU (the target strings above), an OpenCL
  * device (runtime/opencl.h), whose string is "opencl" alone for now: the
- * device is the one rt_cl_open picks, its limits read at run time. */
+ * device is the one rt_cl_open picks, its limits read at run time; or a
+ * CUDA GPU, "cuda" or "cuda:sm_NN" (runtime/gpu_target.h). */
 typedef enum rt_target_kind {
 	RT_TARGET_CPU,
-	RT_TARGET_OPENCL
+	RT_TARGET_OPENCL,
+	RT_TARGET_CUDA
 } rt_target_kind;
 
 /* Set "*kind" from the first word of the target string "s" (NULL: the
  * host CPU).  Return 0, or -1 with a message in "err" of size "errlen"
- * for an unknown kind or an opencl target with options. */
+ * for an unknown kind, an opencl target with options, or a cuda target
+ * that rt_cuda_target_parse refuses. */
 int rt_target_kind_of(const char *s, rt_target_kind *kind, char *err,
 	size_t errlen);
 

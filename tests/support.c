@@ -1,5 +1,10 @@
 /* Helpers shared by the Criterion suites. */
+#include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tessel/ops.h"
 
 #include "tests/support.h"
 
@@ -25,4 +30,101 @@ double test_outputs_error(tessel_tensor *const *got, tessel_tensor *const *want,
 				worst = e;
 		}
 	return worst;
+}
+
+/* Small attributes for every op of the library (as tests/fuzz/sched_all.sh). */
+static const struct { const char *name, *spec; } op_sizes[] = {
+	{ "matmul", "M=9;N=7;K=5" },
+	{ "batch_matmul", "B=2;M=5;N=4;K=3" },
+	{ "dense", "batch=3;in_features=6;out_features=4" },
+	{ "conv2d", "N=1;C=3;H=6;W=5;F=4;R=3;S=3;padding=1" },
+	{ "max_pool2d", "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1" },
+	{ "avg_pool2d", "N=1;C=2;H=6;W=6;kernel=2" },
+	{ "global_avg_pool", "N=2;C=3;H=4;W=3" },
+	{ "softmax", "shape=[4,6]" },
+	{ "log_softmax", "shape=[3,2,5]" },
+	{ "layer_norm", "shape=[4,7]" },
+	{ "batch_norm", "shape=[2,3,3,3]" },
+	{ "reduce_sum", "shape=[3,4,5];axes=[0,2]" },
+	{ "reduce_mean", "shape=[4,5];axes=[1]" },
+	{ "reduce_max", "shape=[5,4];axes=[0];keepdims=1" },
+	{ "reduce_min", "shape=[3,6]" },
+	{ "reduce_prod", "shape=[3,4];axes=[1]" },
+	{ "transpose", "shape=[2,3,4];perm=[2,0,1]" },
+	{ "reshape", "shape=[4,6];newshape=[3,-1]" },
+	{ "pad", "shape=[3,4];pads=[1,0,2,1]" },
+	{ "concat", "shape=[5,3];sizes=[2,3];axis=0" },
+	{ "softmax_cross_entropy", "N=4;C=5" },
+};
+
+const char *test_library_spec(const char *name)
+{
+	static const char *const binary[] = { "add", "sub", "mul", "div", "maximum",
+		"minimum", "pow", "equal", "not_equal", "less", "less_equal", "greater",
+		"greater_equal" };
+	for (size_t i = 0; i < sizeof(op_sizes) / sizeof(*op_sizes); i++)
+		if (strcmp(op_sizes[i].name, name) == 0)
+			return op_sizes[i].spec;
+	for (size_t i = 0; i < sizeof(binary) / sizeof(*binary); i++)
+		if (strcmp(binary[i], name) == 0)
+			return "a=[2,1,3];b=[4,3]";
+	return "shape=[3,5]";
+}
+
+void test_fixture_init(test_fixture *f, const char *name, const char *spec)
+{
+	char text[256], *save = NULL;
+	const char *keys[16], *values[16];
+	int n = 0;
+	snprintf(text, sizeof(text), "%s", spec);
+	for (char *kv = strtok_r(text, ";", &save); kv && n < 16;
+	     kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		cr_assert(eq, "bad spec %s", spec);
+		*eq = 0;
+		keys[n] = kv;
+		values[n++] = eq + 1;
+	}
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	if (!f->op)
+		tessel_ctx_print_error(f->ctx, stderr);
+	cr_assert(f->op, "instantiating %s", name);
+	f->nin = tessel_op_num_inputs(f->op);
+	f->nout = tessel_op_num_outputs(f->op);
+	for (int i = 0; i < f->nin; i++) {
+		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(f->args[i], 100 + (uint64_t)i);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
+	}
+	for (int i = 0; i < f->nin + f->nout; i++)
+		f->data[i] = f->args[i]->data;
+	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
+}
+
+void test_fixture_fini(test_fixture *f)
+{
+	for (int i = 0; i < f->nin + f->nout; i++)
+		tessel_tensor_free(f->args[i]);
+	for (int i = 0; i < f->nout; i++)
+		tessel_tensor_free(f->expected[i]);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+double test_fixture_error(const test_fixture *f)
+{
+	return test_outputs_error(f->args + f->nin, f->expected, f->nout);
+}
+
+void test_fixture_clear_outputs(test_fixture *f)
+{
+	for (int i = 0; i < f->nout; i++) {
+		tessel_tensor *t = f->args[f->nin + i];
+		memset(t->data, 0xff, (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype));
+	}
 }

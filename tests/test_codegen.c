@@ -141,7 +141,7 @@ typedef struct kernel {
 static char *print_or_fail(const loop_prog *p, int vector_bytes)
 {
 	tessel_ctx *ctx = tessel_ctx_new();
-	cg_target t = { CG_DIALECT_C, vector_bytes };
+	cg_target t = { CG_DIALECT_C, vector_bytes, 0 };
 	char *src = cg_print_c(p, &t, ctx);
 	if (!src)
 		tessel_ctx_print_error(ctx, stderr);
@@ -975,14 +975,17 @@ Test(codegen, gpu_loops_refused_on_the_cpu)
 {
 	loop_prog *p = shifted_rows(LOOP_BLOCK_X, LOOP_THREAD_X);
 	tessel_ctx *ctx = tessel_ctx_new();
-	cg_target t = { CG_DIALECT_C, 64 };
+	cg_target t = { CG_DIALECT_C, 64, 0 };
 	cr_assert_null(cg_print_c(p, &t, ctx));
 	cr_assert(strstr(tessel_ctx_error(ctx)->message,
 		"loop bound to blockIdx.x cannot run on the CPU"),
 		"%s", tessel_ctx_error(ctx)->message);
 	t.dialect = CG_DIALECT_CUDA;
-	cr_assert_null(cg_print_c(p, &t, ctx));
-	t = (cg_target){ CG_DIALECT_C, 24 };
+	char *cuda = cg_print_c(p, &t, ctx);
+	cr_assert(cuda, "%s", tessel_ctx_error(ctx)->message);
+	cr_expect(strstr(cuda, "(int64_t)blockIdx.x"), "%s", cuda);
+	free(cuda);
+	t = (cg_target){ CG_DIALECT_C, 24, 0 };
 	cr_assert_null(cg_print_c(p, &t, ctx));
 	cr_assert(strstr(tessel_ctx_error(ctx)->message, "vector width 24"));
 	tessel_ctx_free(ctx);

@@ -40,77 +40,6 @@
 #define SANITIZED 0
 #endif
 
-/* An op with its inputs, the interpreter's outputs, and scratch outputs. */
-typedef struct fixture {
-	tessel_ctx *ctx;
-	tessel_op *op;
-	int nin, nout;
-	tessel_tensor *args[32];
-	tessel_tensor *expected[16];
-	void *data[32];
-} fixture;
-
-/* Instantiate "name" with the attributes "spec" ("K=V;K=V"). */
-static void fixture_init(fixture *f, const char *name, const char *spec)
-{
-	char text[256], *save = NULL;
-	const char *keys[16], *values[16];
-	int n = 0;
-	snprintf(text, sizeof(text), "%s", spec);
-	for (char *kv = strtok_r(text, ";", &save); kv && n < 16;
-	     kv = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(kv, '=');
-		cr_assert(eq, "bad spec %s", spec);
-		*eq = 0;
-		keys[n] = kv;
-		values[n++] = eq + 1;
-	}
-	memset(f, 0, sizeof(*f));
-	f->ctx = tessel_ctx_new();
-	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
-	if (!f->op)
-		tessel_ctx_print_error(f->ctx, stderr);
-	cr_assert(f->op, "instantiating %s", name);
-	f->nin = tessel_op_num_inputs(f->op);
-	f->nout = tessel_op_num_outputs(f->op);
-	for (int i = 0; i < f->nin; i++) {
-		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
-		tessel_tensor_fill_random(f->args[i], 100 + (uint64_t)i);
-	}
-	for (int i = 0; i < f->nout; i++) {
-		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
-		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
-	}
-	for (int i = 0; i < f->nin + f->nout; i++)
-		f->data[i] = f->args[i]->data;
-	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
-}
-
-static void fixture_fini(fixture *f)
-{
-	for (int i = 0; i < f->nin + f->nout; i++)
-		tessel_tensor_free(f->args[i]);
-	for (int i = 0; i < f->nout; i++)
-		tessel_tensor_free(f->expected[i]);
-	tessel_op_release(f->op);
-	tessel_ctx_free(f->ctx);
-}
-
-/* Return the largest relative difference between the outputs and the
- * interpreter's (tests/support.h). */
-static double output_error(const fixture *f)
-{
-	return test_outputs_error(f->args + f->nin, f->expected, f->nout);
-}
-
-static void clear_outputs(fixture *f)
-{
-	for (int i = 0; i < f->nout; i++) {
-		tessel_tensor *t = f->args[f->nin + i];
-		memset(t->data, 0xff, (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype));
-	}
-}
-
 /* Return the OpenCL device, or skip the test saying why there is none. */
 static rt_cl_device *open_device(void)
 {
@@ -127,11 +56,11 @@ static rt_cl_device *open_device(void)
 
 /* Lower "st", run it on "dev" and return the error against the
  * interpreter (INFINITY when it did not run, with the reason logged). */
-static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
+static double run_on_device(test_fixture *f, rt_cl_device *dev, sch_state *st)
 {
 	loop_prog *p = sch_program(st);
 	cg_opencl_kernel k;
-	clear_outputs(f);
+	test_fixture_clear_outputs(f);
 	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
 	if (r == 0) {
 		r = cg_opencl_kernel_run(f->ctx, &k, f->data);
@@ -140,7 +69,7 @@ static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
 	if (r)
 		cr_log_error("%s", tessel_ctx_error(f->ctx)->message);
 	loop_prog_free(p);
-	return r ? INFINITY : output_error(f);
+	return r ? INFINITY : test_fixture_error(f);
 }
 
 /* Return the scaled count of random traces. */
@@ -152,7 +81,7 @@ static int scaled(int count)
 
 /* Run "count" random GPU traces of "f" on "dev"; return how many failed
  * (with their traces logged) and count in "*bound" those that bind. */
-static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
+static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
 	uint64_t seed, int *bound)
 {
 	const char *shift = getenv("TESSEL_FUZZ_SEED");
@@ -181,13 +110,13 @@ static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
 	Test(opencl_random, test, .timeout = 600)                             \
 	{                                                                     \
 		rt_cl_device *dev = open_device();                            \
-		fixture f;                                                    \
+		test_fixture f;                                               \
 		int bound = 0, n = scaled(count);                             \
-		fixture_init(&f, opname, spec);                               \
+		test_fixture_init(&f, opname, spec);                          \
 		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound), 0);   \
 		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
 			#test, bound, n);                                     \
-		fixture_fini(&f);                                             \
+		test_fixture_fini(&f);                                        \
 		rt_cl_close(dev);                                             \
 	}
 
@@ -201,55 +130,14 @@ FUZZ_CASE(reduce_sum, "reduce_sum", 10, "shape=[3, 4, 5];axes=[0, 2]")
 FUZZ_CASE(max_pool2d, "max_pool2d", 10, "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1")
 FUZZ_CASE(gelu, "gelu", 8, "shape=[6, 5]")
 
-/* Small attributes for every op of the library (as tests/fuzz/sched_all.sh). */
-static const struct { const char *name, *spec; } op_sizes[] = {
-	{ "matmul", "M=9;N=7;K=5" },
-	{ "batch_matmul", "B=2;M=5;N=4;K=3" },
-	{ "dense", "batch=3;in_features=6;out_features=4" },
-	{ "conv2d", "N=1;C=3;H=6;W=5;F=4;R=3;S=3;padding=1" },
-	{ "max_pool2d", "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1" },
-	{ "avg_pool2d", "N=1;C=2;H=6;W=6;kernel=2" },
-	{ "global_avg_pool", "N=2;C=3;H=4;W=3" },
-	{ "softmax", "shape=[4,6]" },
-	{ "log_softmax", "shape=[3,2,5]" },
-	{ "layer_norm", "shape=[4,7]" },
-	{ "batch_norm", "shape=[2,3,3,3]" },
-	{ "reduce_sum", "shape=[3,4,5];axes=[0,2]" },
-	{ "reduce_mean", "shape=[4,5];axes=[1]" },
-	{ "reduce_max", "shape=[5,4];axes=[0];keepdims=1" },
-	{ "reduce_min", "shape=[3,6]" },
-	{ "reduce_prod", "shape=[3,4];axes=[1]" },
-	{ "transpose", "shape=[2,3,4];perm=[2,0,1]" },
-	{ "reshape", "shape=[4,6];newshape=[3,-1]" },
-	{ "pad", "shape=[3,4];pads=[1,0,2,1]" },
-	{ "concat", "shape=[5,3];sizes=[2,3];axis=0" },
-	{ "softmax_cross_entropy", "N=4;C=5" },
-};
-
-/* Return the attributes of the op "name": its entry in op_sizes, a
- * shape for unary ops, two broadcasting shapes for binary ones. */
-static const char *spec_of(const char *name)
-{
-	static const char *const binary[] = { "add", "sub", "mul", "div", "maximum",
-		"minimum", "pow", "equal", "not_equal", "less", "less_equal", "greater",
-		"greater_equal" };
-	for (size_t i = 0; i < sizeof(op_sizes) / sizeof(*op_sizes); i++)
-		if (strcmp(op_sizes[i].name, name) == 0)
-			return op_sizes[i].spec;
-	for (size_t i = 0; i < sizeof(binary) / sizeof(*binary); i++)
-		if (strcmp(binary[i], name) == 0)
-			return "a=[2,1,3];b=[4,3]";
-	return "shape=[3,5]";
-}
-
 Test(opencl_default, every_op_of_the_library, .timeout = 600)
 {
 	rt_cl_device *dev = open_device();
 	int failed = 0;
 	for (int i = 0; i < tessel_ops_count(); i++) {
 		const char *name = tessel_ops_name(i);
-		fixture f;
-		fixture_init(&f, name, spec_of(name));
+		test_fixture f;
+		test_fixture_init(&f, name, test_library_spec(name));
 		sch_state *st = sch_state_new(f.ctx, f.op);
 		cr_assert(st);
 		if (sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS)) {
@@ -263,7 +151,7 @@ Test(opencl_default, every_op_of_the_library, .timeout = 600)
 			}
 		}
 		sch_state_free(st);
-		fixture_fini(&f);
+		test_fixture_fini(&f);
 	}
 	cr_expect_eq(failed, 0, "%d ops fail under the default GPU schedule", failed);
 	rt_cl_close(dev);
@@ -274,7 +162,7 @@ Test(opencl_default, every_op_of_the_library, .timeout = 600)
 /* Apply the trace "text" to a fresh schedule of "f"; the last step must be
  * refused with a message containing "want", leaving the trace and the
  * program as the steps before it made them. */
-static void expect_refused(fixture *f, const char *text, const char *want)
+static void expect_refused(test_fixture *f, const char *text, const char *want)
 {
 	sch_trace *t = sch_trace_parse(f->ctx, "test", text);
 	cr_assert(t);
@@ -305,8 +193,8 @@ static void expect_refused(fixture *f, const char *text, const char *want)
 
 Test(bind, refusals)
 {
-	fixture f;
-	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
 	expect_refused(&f, "bind C.k threadIdx.x\n", "the loop carries a dependence");
 	expect_refused(&f, "bind C.i blockIdx.w\n", "unknown index 'blockIdx.w'");
 	expect_refused(&f, "bind C.i threadIdx.x\nbind C.j blockIdx.x\n",
@@ -319,37 +207,37 @@ Test(bind, refusals)
 	expect_refused(&f, "bind C.nope blockIdx.x\n", "nope");
 	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j threadIdx.x\n"
 		"reorder C.j C.i\n", "threadIdx loops go inside blockIdx loops");
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 Test(bind, refusals_across_stages)
 {
-	fixture f;
-	fixture_init(&f, "softmax", "shape=[64, 32]");
+	test_fixture f;
+	test_fixture_init(&f, "softmax", "shape=[64, 32]");
 	expect_refused(&f, "bind Y.i threadIdx.x\nbind Y.j threadIdx.y\n",
 		"2048 threads per block is more than 1024");
 	expect_refused(&f, "bind Max.i blockIdx.x\ncompute_at Max E.i\n",
 		"'Max' has loops bound to GPU indices");
 	expect_refused(&f, "compute_at Max E.i\nbind Max.i blockIdx.x\n",
 		"only loops of stages at the root can be bound");
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 Test(bind, reverse_compute_at_outside_a_bound_loop)
 {
-	fixture f;
-	fixture_init(&f, "dense", "batch=8;in_features=6;out_features=4");
+	test_fixture f;
+	test_fixture_init(&f, "dense", "batch=8;in_features=6;out_features=4");
 	expect_refused(&f, "bind Z.j threadIdx.x\nreverse_compute_at Y Z.i\n",
 		"other blocks or threads write");
 	expect_refused(&f, "reverse_compute_at Y Z.i\nbind Z.j threadIdx.x\n",
 		"'Y' is computed after Z.i, outside the bound loop Z.j");
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 Test(bind, trace_round_trip_and_lowering)
 {
-	fixture f;
-	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
 	const char *text = "split C.i 4 -> C.io C.ii\nbind C.io blockIdx.x\n"
 		"bind C.ii threadIdx.x\nbind C.j threadIdx.y\n";
 	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
@@ -370,7 +258,7 @@ Test(bind, trace_round_trip_and_lowering)
 	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "cannot run on the CPU"), "%s",
 		tessel_ctx_error(f.ctx)->message);
 	cr_expect_eq(loop_eval(f.ctx, p, f.args), 0);
-	cr_expect_lt(output_error(&f), 1e-5);
+	cr_expect_lt(test_fixture_error(&f), 1e-5);
 	free(printed);
 	free(again);
 	free(json);
@@ -379,13 +267,13 @@ Test(bind, trace_round_trip_and_lowering)
 	sch_trace_free(t);
 	sch_trace_free(back);
 	sch_state_free(st);
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 /* ---- the dialect and its plans (no device needed) ----------------------- */
 
 /* Print "f"'s program under "st" as OpenCL C into "*src" with "plan". */
-static loop_prog *print_opencl(fixture *f, sch_state *st, char **src, cg_gpu_plan *plan)
+static loop_prog *print_opencl(test_fixture *f, sch_state *st, char **src, cg_gpu_plan *plan)
 {
 	loop_prog *p = sch_program(st);
 	cr_assert(p, "%s", tessel_ctx_error(f->ctx)->message);
@@ -397,8 +285,8 @@ static loop_prog *print_opencl(fixture *f, sch_state *st, char **src, cg_gpu_pla
 
 Test(opencl_c, launch_plan_of_a_bound_matmul)
 {
-	fixture f;
-	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
 	sch_trace *t = sch_trace_parse(f.ctx, "test", "split C.i 4 -> C.io C.ii\n"
 		"bind C.io blockIdx.x\nbind C.ii threadIdx.x\nbind C.j threadIdx.y\n");
 	sch_state *st = sch_state_new(f.ctx, f.op);
@@ -423,13 +311,13 @@ Test(opencl_c, launch_plan_of_a_bound_matmul)
 	loop_prog_free(p);
 	sch_trace_free(t);
 	sch_state_free(st);
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 Test(opencl_c, one_kernel_per_root_stage_with_workspaces)
 {
-	fixture f;
-	fixture_init(&f, "softmax", "shape=[4, 6]");
+	test_fixture f;
+	test_fixture_init(&f, "softmax", "shape=[4, 6]");
 	sch_state *st = sch_state_new(f.ctx, f.op);
 	int roots = st->nstages;
 	cr_assert_eq(sch_gpu_default(st, 64), 0);
@@ -444,13 +332,13 @@ Test(opencl_c, one_kernel_per_root_stage_with_workspaces)
 	cg_gpu_plan_free(&plan);
 	loop_prog_free(p);
 	sch_state_free(st);
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 Test(opencl_c, refuses_f16)
 {
-	fixture f;
-	fixture_init(&f, "relu", "shape=[3, 5];dtype=f16");
+	test_fixture f;
+	test_fixture_init(&f, "relu", "shape=[3, 5];dtype=f16");
 	sch_state *st = sch_state_new(f.ctx, f.op);
 	loop_prog *p = sch_program(st);
 	cg_target t = cg_target_opencl();
@@ -459,7 +347,7 @@ Test(opencl_c, refuses_f16)
 		"%s", tessel_ctx_error(f.ctx)->message);
 	loop_prog_free(p);
 	sch_state_free(st);
-	fixture_fini(&f);
+	test_fixture_fini(&f);
 }
 
 /* ---- the device ------------------------------------------------------------ */

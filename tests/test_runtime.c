@@ -559,6 +559,8 @@ Test(target, parse_errors_name_the_problem)
 		{ "   ", "empty target string" },
 		{ "gpu -isa=avx2", "unknown target kind 'gpu'" },
 		{ "cpux", "unknown target kind 'cpux'" },
+		{ "cuda:sm_90", "'cuda:sm_90' is a GPU target; this needs a CPU target" },
+		{ "opencl", "'opencl' is a GPU target" },
 		{ "cpu isa=avx2", "expected -key=value, got 'isa=avx2'" },
 		{ "cpu -foo=1", "unknown key '-foo'" },
 		{ "cpu -isa", "key '-isa' needs a value" },

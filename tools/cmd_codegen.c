@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "codegen/c_printer.h"
+#include "codegen/cuda_kernel.h"
+#include "runtime/gpu_target.h"
+#include "runtime/nvrtc.h"
 #include "runtime/target.h"
 #include "schedule/state.h"
 #include "tools/cli.h"
@@ -11,16 +14,97 @@
 
 static const char codegen_help[] =
 	"usage: tessel codegen SPEC --set NAME=VALUE,... [--sched TRACE] [--target TARGET]\n"
+	"                      [--cubin FILE]\n"
 	"\n"
 	"Print the self-contained source generated for an op under its default\n"
 	"schedule or the trace file TRACE. TARGET is \"cpu\" (this machine; the\n"
 	"default), a CPU target string such as \"cpu -isa=avx2\" or\n"
-	"\"cpu -isa=generic\" (plain C), or \"opencl\" (OpenCL C for\n"
-	"clBuildProgram; without TRACE, the default GPU schedule: spatial loops\n"
-	"fused, split into blocks of 64 threads).\n";
+	"\"cpu -isa=generic\" (plain C), \"opencl\" (OpenCL C for\n"
+	"clBuildProgram), or \"cuda\" or \"cuda:sm_NN\" (CUDA C for NVRTC; sm_90\n"
+	"when not given). For GPU targets without TRACE, the default GPU\n"
+	"schedule: spatial loops fused, split into blocks of 64 threads.\n"
+	"\n"
+	"With --cubin FILE (CUDA only), compile the source with NVRTC into the\n"
+	"cubin FILE instead, and print for each kernel its launch and what ptxas\n"
+	"reports it uses (registers, shared memory, stack, spills), and whether\n"
+	"it can launch within the limits of the architecture; exit 1 when one\n"
+	"cannot. No GPU is needed.\n";
+
+/* Write the "size" bytes of "data" into the file "path". */
+static int write_file(const char *path, const void *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return cli_fail("--cubin: cannot write %s", path);
+	bool ok = fwrite(data, 1, size, f) == size;
+	ok &= fclose(f) == 0;
+	return ok ? 0 : cli_fail("--cubin: cannot write %s", path);
+}
+
+/* Print the launch of "l" and what it uses from "c", and whether it
+ * fits "t"; return whether it does. */
+static bool print_kernel_usage(const cg_cuda_program *c, const cg_launch *l,
+	const rt_gpu_target *t)
+{
+	const rt_kernel_usage *use = rt_cubin_kernel(&c->cubin, l->name);
+	char why[512] = "ptxas did not report it";
+	printf("kernel %s: grid %lld x %lld x %lld, block %lld x %lld x %lld", l->name,
+		(long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2],
+		(long long)l->block[0], (long long)l->block[1], (long long)l->block[2]);
+	if (use)
+		printf("; %d registers, %lld bytes shared, %lld bytes stack, %lld bytes "
+			"spill stores, %lld bytes spill loads", use->registers,
+			(long long)use->shared_bytes, (long long)use->stack_bytes,
+			(long long)use->spill_store_bytes, (long long)use->spill_load_bytes);
+	bool fits = use && rt_gpu_launch_check(t, use, l->grid, l->block, false, why,
+		sizeof(why)) == 0;
+	if (fits)
+		printf(": fits %s\n", t->name);
+	else
+		printf(": cannot launch on %s: %s\n", t->name, why);
+	return fits;
+}
+
+/* Compile "p" for the CUDA target "target" into the cubin "path" and
+ * print what its kernels use. */
+static int compile_cubin(tessel_ctx *ctx, const loop_prog *p, const char *target,
+	const char *path)
+{
+	int sm = 0, major = 0, minor = 0;
+	char err[512];
+	rt_gpu_target t;
+	if (rt_cuda_target_parse(target, &sm, err, sizeof(err)) ||
+	    rt_gpu_target_for_sm(sm ? sm : RT_CUDA_DEFAULT_SM, &t, err, sizeof(err)))
+		return cli_fail("--target: %s", err);
+	cg_cuda_program c;
+	if (cg_cuda_compile(ctx, p, t.sm, &c)) {
+		cg_cuda_program_free(&c);
+		return cli_fail_ctx(ctx);
+	}
+	int status = write_file(path, c.cubin.image, c.cubin.size);
+	rt_nvrtc_version(&major, &minor, err, sizeof(err));
+	if (status == 0)
+		printf("cubin: %s (%s, %zu bytes, NVRTC %d.%d)\n", path, t.name,
+			c.cubin.size, major, minor);
+	for (int i = 0; status == 0 && i < c.plan.nkernels; i++)
+		if (!print_kernel_usage(&c, &c.plan.kernels[i], &t))
+			status = 1;
+	cg_cuda_program_free(&c);
+	return status;
+}
+
+/* Return the target of the dialect for "kind" (CPU C for "cpu"). */
+static cg_target dialect_target(rt_target_kind kind, const rt_cpu_target *cpu)
+{
+	if (kind == RT_TARGET_OPENCL)
+		return cg_target_opencl();
+	if (kind == RT_TARGET_CUDA)
+		return cg_target_cuda(RT_CUDA_DEFAULT_SM);
+	return cg_target_cpu(cpu);
+}
 
 static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
-	const char *target)
+	const char *target, const char *cubin)
 {
 	rt_cpu_target cpu;
 	rt_target_kind kind;
@@ -29,11 +113,23 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(target ? target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
-	bool gpu = kind == RT_TARGET_OPENCL;
+	if (cubin && kind != RT_TARGET_CUDA)
+		return cli_fail("codegen: --cubin needs --target cuda or cuda:sm_NN");
+	bool gpu = kind != RT_TARGET_CPU;
 	sch_state *st = gpu ? cli_load_gpu_schedule(ctx, op, sched)
 		: cli_load_schedule(ctx, op, sched);
 	loop_prog *p = st ? sch_program(st) : NULL;
-	cg_target t = gpu ? cg_target_opencl() : cg_target_cpu(&cpu);
+	if (st && !p) {
+		sch_state_free(st);
+		return cli_fail_ctx(ctx);
+	}
+	if (p && cubin) {
+		int status = compile_cubin(ctx, p, target, cubin);
+		loop_prog_free(p);
+		sch_state_free(st);
+		return status;
+	}
+	cg_target t = dialect_target(kind, &cpu);
 	char *source = p ? cg_print_c(p, &t, ctx) : NULL;
 	int status = 1;
 	if (source) {
@@ -51,7 +147,7 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 int cmd_codegen(int argc, char **argv)
 {
 	cli_set set = { 0 };
-	const char *spec = NULL, *sched = NULL, *target = NULL;
+	const char *spec = NULL, *sched = NULL, *target = NULL, *cubin = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
@@ -65,6 +161,8 @@ int cmd_codegen(int argc, char **argv)
 			sched = v;
 		} else if ((v = cli_option(argc, argv, &i, "--target", &missing))) {
 			target = v;
+		} else if ((v = cli_option(argc, argv, &i, "--cubin", &missing))) {
+			cubin = v;
 		} else if (missing || argv[i][0] == '-' || spec) {
 			cli_set_free(&set);
 			return cli_fail("codegen: unexpected argument '%s' (see tessel codegen --help)",
@@ -77,7 +175,7 @@ int cmd_codegen(int argc, char **argv)
 		return cli_fail("codegen: missing SPEC (see tessel codegen --help)");
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_op *op = cli_load_op(ctx, spec, &set, true);
-	int status = op ? print_source(ctx, op, sched, target) : 1;
+	int status = op ? print_source(ctx, op, sched, target, cubin) : 1;
 	tessel_op_release(op);
 	cli_set_free(&set);
 	tessel_ctx_free(ctx);

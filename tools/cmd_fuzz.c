@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "codegen/cpu_kernel.h"
+#include "codegen/cuda_kernel.h"
 #include "ir/compare.h"
 #include "ir/loop_eval.h"
 #include "runtime/isolate.h"
@@ -18,6 +19,7 @@
 #include "schedule/trace.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/run_cuda.h"
 #include "tools/run_opencl.h"
 #include "tools/tensors.h"
 
@@ -33,7 +35,11 @@ static const char fuzz_help[] =
 	"fuzz-failures/). Ends with the line \"N passed, M failed\". With --target\n"
 	"opencl the schedules also bind loops to GPU blocks and threads (a third\n"
 	"of them start from the default GPU schedule) and run on the OpenCL\n"
-	"device.\n";
+	"device. With --target cuda or cuda:sm_NN they are compiled by NVRTC,\n"
+	"their launches checked against the architecture's limits (sm_90 for\n"
+	"cuda), and run on the CUDA device; without a CUDA driver, a line says\n"
+	"so and the schedules are only compiled and checked. Schedules whose\n"
+	"launches are over the limits are counted as refused, not failed.\n";
 
 typedef struct fuzz_args {
 	const char *spec, *target, *keep;
@@ -163,10 +169,79 @@ static const char *check_opencl(tessel_ctx *ctx, const loop_prog *p, fuzz_data *
 	return NULL;
 }
 
-/* Check one program: evaluated directly, then compiled and run.  Return
- * NULL when both match the reference, else what went wrong. */
+/* The CUDA architecture schedules are compiled for (0: the device's),
+ * whether there is no driver to run them on, and whether the launch
+ * checks refused the last one. */
+typedef struct cuda_fuzz {
+	int sm;
+	bool no_driver;
+	bool refused;
+} cuda_fuzz;
+
+/* Compile "p" with NVRTC and check its launches against the limits of
+ * cf->sm (sm_90 for 0); return NULL when it fits or the launch checks
+ * refuse it (cf->refused set, the reason on stderr: a legal schedule
+ * over the limits is no compiler bug), else what went wrong. */
+static const char *compile_cuda(tessel_ctx *ctx, const loop_prog *p,
+	cuda_fuzz *cf, char *why, size_t len)
+{
+	rt_gpu_target t;
+	cg_cuda_program c;
+	char err[512];
+	if (rt_gpu_target_for_sm(cf->sm ? cf->sm : RT_CUDA_DEFAULT_SM, &t, err,
+			sizeof(err))) {
+		snprintf(why, len, "%s", err);
+		return why;
+	}
+	int r = cg_cuda_compile(ctx, p, t.sm, &c);
+	if (r == 0 && cg_cuda_check_launch(ctx, &c, &t)) {
+		r = tessel_ctx_error(ctx)->kind == TESSEL_ERR_LIMIT ? 0 : -1;
+		cf->refused = r == 0;
+		if (cf->refused)
+			fprintf(stderr, "fuzz-sched: refused: %s\n", tessel_ctx_error(ctx)->message);
+	}
+	cg_cuda_program_free(&c);
+	if (r == 0)
+		return NULL;
+	snprintf(why, len, "compiling: %s", tessel_ctx_error(ctx)->message);
+	return why;
+}
+
+/* Compile "p" for CUDA, then run it on the device unless there is no
+ * driver (then, the first time, say so and set cf->no_driver); NULL when
+ * it fits and matches the reference, else what went wrong. */
+static const char *check_cuda(tessel_ctx *ctx, const loop_prog *p, fuzz_data *d,
+	cuda_fuzz *cf, char *why, size_t len)
+{
+	cf->refused = false;
+	if (compile_cuda(ctx, p, cf, why, len))
+		return why;
+	if (cf->no_driver || cf->refused)
+		return NULL;
+	if (cli_run_cuda(ctx, p, cf->sm, d->args, NULL, NULL, NULL, 60, NULL, why, len)) {
+		const char *missing = strstr(why, "CUDA driver not found");
+		if (!missing)
+			return why;
+		fprintf(stderr, "fuzz-sched: %s; the schedules are compiled with NVRTC "
+			"and their launches checked, not run\n", missing);
+		cf->no_driver = true;
+		return NULL;
+	}
+	for (int i = 0; i < d->nout; i++)
+		memcpy(d->got[i]->data, d->shared[i], tensor_bytes(d->got[i]));
+	if (worst_error(d) > 1) {
+		snprintf(why, len, "the CUDA kernel computes a wrong result");
+		return why;
+	}
+	return NULL;
+}
+
+/* Check one program: evaluated directly, then compiled and run (for
+ * "kind"; "cf" for CUDA).  Return NULL when both match the reference,
+ * else what went wrong. */
 static const char *check_program(tessel_ctx *ctx, const rt_cpu_target *cpu,
-	bool gpu, const loop_prog *p, fuzz_data *d, char *why, size_t len)
+	rt_target_kind kind, cuda_fuzz *cf, const loop_prog *p, fuzz_data *d,
+	char *why, size_t len)
 {
 	poison_outputs(d);
 	if (loop_eval(ctx, p, d->eval_args)) {
@@ -178,7 +253,9 @@ static const char *check_program(tessel_ctx *ctx, const rt_cpu_target *cpu,
 		return why;
 	}
 	poison_outputs(d);
-	if (gpu)
+	if (kind == RT_TARGET_CUDA)
+		return check_cuda(ctx, p, d, cf, why, len);
+	if (kind == RT_TARGET_OPENCL)
 		return check_opencl(ctx, p, d, why, len);
 	const char *flags[] = { "-O1", "-march=native", "-fPIC", "-shared", "-std=gnu17", NULL };
 	cg_compile_opts o = { .flags = flags };
@@ -271,13 +348,17 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
-	bool gpu = kind == RT_TARGET_OPENCL;
+	cuda_fuzz cf = { 0, false, false };
+	if (kind == RT_TARGET_CUDA && rt_cuda_target_parse(a->target, &cf.sm, err,
+			sizeof(err)))
+		return cli_fail("--target: %s", err);
+	bool gpu = kind != RT_TARGET_CPU;
 	fuzz_data d = { 0 };
 	if (make_data(a, ctx, op, &d)) {
 		free_data(&d);
 		return 1;
 	}
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, refused = 0;
 	double start = rt_now_s();
 	for (int c = 0; c < a->count; c++) {
 		sch_state *st = sch_state_new(ctx, op);
@@ -288,13 +369,15 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 			sch_random_schedule(st, seed, a->steps);
 		loop_prog *p = sch_program(st);
 		char why[1024];
-		const char *bad = p ? check_program(ctx, &cpu, gpu, p, &d, why, sizeof(why))
-			: why;
+		const char *bad = p ? check_program(ctx, &cpu, kind, &cf, p, &d, why,
+			sizeof(why)) : why;
 		if (!p)
 			snprintf(why, sizeof(why), "lowering: %s", tessel_ctx_error(ctx)->message);
 		if (bad) {
 			failed++;
 			save_failure(a, op, st, c, bad);
+		} else if (cf.refused) {
+			refused++;
 		} else {
 			passed++;
 		}
@@ -303,7 +386,11 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	}
 	free_data(&d);
 	fprintf(stderr, "fuzz-sched: %d schedules in %.1f s\n", a->count, rt_now_s() - start);
-	printf("%d passed, %d failed\n", passed, failed);
+	printf("%d passed, %d failed", passed, failed);
+	if (refused)
+		printf(", %d refused by the launch checks", refused);
+	printf("%s\n", cf.no_driver
+		? " (compiled by NVRTC and checked, not run: no CUDA driver)" : "");
 	return failed ? 1 : 0;
 }
 

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "codegen/cpu_kernel.h"
+#include "tools/run_cuda.h"
 #include "tools/run_opencl.h"
 #include "ir/compare.h"
+#include "runtime/gpu_target.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"
@@ -31,7 +33,10 @@ static const char run_help[] =
 	"target string (default: this machine), e.g. \"cpu -isa=avx2\", or\n"
 	"\"opencl\": the first OpenCL GPU, else the first OpenCL device (PoCL on\n"
 	"the CPU), with the default GPU schedule when no TRACE is given (the time\n"
-	"is the wall clock of the launches up to clFinish). A kernel\n"
+	"is the wall clock of the launches up to clFinish), or \"cuda\" or\n"
+	"\"cuda:sm_NN\": the first CUDA GPU (libcuda.so.1), its kernels compiled\n"
+	"by NVRTC for its architecture, checked against its limits, timed up to\n"
+	"the end of the stream and once with CUDA events. A kernel\n"
 	"that crashes or runs past --timeout (default 60 s) is an error. Exit 1 when\n"
 	"an output is wrong. --json prints one JSON object instead of the summary.\n"
 	"--db PATH (instead of --sched) uses the best record of the op on TARGET in\n"
@@ -199,6 +204,36 @@ static int execute_opencl(const run_args *a, tessel_ctx *ctx, const loop_prog *p
 	return status;
 }
 
+/* Run "p" on the first CUDA device in a child; outputs land in "out". */
+static int execute_cuda(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
+	tessel_op *op, tessel_tensor **in, tessel_tensor **out, rt_timing *timing)
+{
+	int nin = tessel_op_num_inputs(op), nout = tessel_op_num_outputs(op), sm = 0;
+	char why[1024], device[256];
+	if (rt_cuda_target_parse(a->target, &sm, why, sizeof(why)))
+		return cli_fail("--target: %s", why);
+	void *args[128];
+	for (int i = 0; i < nin; i++)
+		args[i] = in[i]->data;
+	for (int i = 0; i < nout; i++)
+		args[nin + i] = rt_shared_alloc(tensor_bytes(out[i]));
+	rt_timer_opts timer = rt_timer_opts_default();
+	timer.min_total_s = a->min_time;
+	timer.timeout_s = a->timeout;
+	double event_s = 0;
+	int status = cli_run_cuda(ctx, p, sm, args, &timer, timing, &event_s,
+		a->timeout + 60, device, why, sizeof(why)) ? cli_fail("%s", why) : 0;
+	if (status == 0 && !a->json)
+		printf("device: %s (CUDA); one run timed with CUDA events: %.6g ms\n",
+			device, event_s * 1e3);
+	for (int i = 0; i < nout; i++) {
+		if (status == 0)
+			memcpy(out[i]->data, args[nin + i], tensor_bytes(out[i]));
+		rt_shared_free(args[nin + i], tensor_bytes(out[i]));
+	}
+	return status;
+}
+
 /* Run the compiled "k" on "in" in a child; outputs land in "out". */
 static int execute(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
 	cg_cpu_kernel *k, tessel_op *op, tessel_tensor **in, tessel_tensor **out,
@@ -283,9 +318,9 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
-	bool gpu = kind == RT_TARGET_OPENCL;
+	bool gpu = kind != RT_TARGET_CPU;
 	if (gpu && a->db)
-		return cli_fail("run: --db holds CPU records only; give --sched for --target opencl");
+		return cli_fail("run: --db holds CPU records only; give --sched for a GPU target");
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 }, *ref[64] = { 0 };
 	if (cli_make_inputs(&a->data, op, in))
 		return 1;
@@ -302,11 +337,15 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (st && !p)
 		status = cli_fail_ctx(ctx);
 	cg_cpu_kernel k = { .so_path = "opencl" };
+	if (kind == RT_TARGET_CUDA)
+		snprintf(k.so_path, sizeof(k.so_path), "cuda");
 	if (p && !gpu && cg_cpu_kernel_compile(ctx, p, &cpu, NULL, &k))
 		status = cli_fail_ctx(ctx);
 	run_result r = { .ok = true };
 	if (p && status == 0)
-		status = gpu ? execute_opencl(a, ctx, p, op, in, out, &r.timing)
+		status = kind == RT_TARGET_CUDA
+			? execute_cuda(a, ctx, p, op, in, out, &r.timing)
+			: gpu ? execute_opencl(a, ctx, p, op, in, out, &r.timing)
 			: execute(a, ctx, p, &k, op, in, out, &r.timing);
 	for (int i = 0; status == 0 && i < nout; i++) {
 		r.error[i] = te_rel_error(out[i], ref[i]);

@@ -267,7 +267,7 @@ expect 0 '__kernel void softmax_1\(' -- codegen softmax --set shape=[4,6] --targ
 expect 1 'loop bound to blockIdx.x cannot run on the CPU' -- codegen "${small[@]}" --sched "$work/bound.trace"
 expect 1 'badbind.trace:1:1: error: step 1 \(bind\): bind C.k: the loop carries a dependence' -- lower "${small[@]}" --sched "$work/badbind.trace"
 expect 1 'target: opencl takes no options yet' -- codegen "${small[@]}" --target "opencl -device=2"
-expect 1 "unknown target kind 'cuda' \(expected cpu or opencl\)" -- run "${small[@]}" --target cuda
+expect 1 "unknown target kind 'gpu' \(expected cpu, opencl or cuda\)" -- run "${small[@]}" --target gpu
 expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target opencl --db "$work/none.db"
 probe=$(timeout 60 "$tessel" run "${small[@]}" --target opencl --min-time 0.001 2>&1)
 if grep -q 'ERROR: AddressSanitizer\|LeakSanitizer' <<<"$probe" || [ -n "${TESSEL_SANITIZED:-}" ]; then
@@ -280,6 +280,40 @@ else
 	expect 0 'Y: relative error .* ok' -- run layer_norm --set shape=[4,7] --target opencl --min-time 0.001
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target opencl --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target opencl --count 6 --seed 2 --keep "$work/ff"
+fi
+
+# cuda: CUDA C, cubins from NVRTC with ptxas's report (no GPU needed;
+# skipped, saying so, where NVRTC is missing), and runs on the driver
+# where there is one, else their clear refusal
+expect 0 '^extern "C" __global__ void matmul\(' -- codegen "${small[@]}" --target cuda
+expect 0 'int64_t j = \(int64_t\)threadIdx.y;' -- codegen "${small[@]}" --target cuda:sm_80 --sched "$work/bound.trace"
+expect 0 'extern "C" __global__ void softmax_4\(' -- codegen softmax --set shape=[4,6] --target cuda
+expect 1 'unknown CUDA architecture sm_1000 \(known: .*sm_90' -- codegen "${small[@]}" --target cuda:sm_1000
+expect 1 "'foo' is not an architecture sm_NN" -- codegen "${small[@]}" --target cuda:foo
+expect 1 'cuda takes no options' -- run "${small[@]}" --target "cuda -arch=sm_90"
+expect 1 'codegen: --cubin needs --target cuda' -- codegen "${small[@]}" --cubin "$work/m.cubin"
+expect 1 "'sm_7' is not an architecture sm_NN" -- fuzz-sched "${small[@]}" --target cuda:sm_7 --count 1 --seed 1
+expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target cuda --db "$work/none.db"
+probe=$(timeout 60 "$tessel" codegen "${small[@]}" --target cuda --cubin "$work/probe.cubin" 2>&1)
+if grep -q 'NVRTC not found' <<<"$probe"; then
+	echo "skip: cubins: $(grep -o 'NVRTC not found.*' <<<"$probe" | head -1)"
+else
+	expect 0 'kernel matmul: grid 1 x 1 x 1, block 63 x 1 x 1; [1-9][0-9]* registers, 0 bytes shared.*: fits sm_90' -- codegen "${small[@]}" --target cuda --cubin "$work/m.cubin"
+	if [ -s "$work/m.cubin" ]; then ok; else bad "codegen --cubin wrote no cubin"; fi
+	expect 0 'kernel softmax_4: .*: fits sm_80' -- codegen softmax --set shape=[4,6] --target cuda:sm_80 --cubin "$work/s.cubin"
+	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --cubin "$work/old.cubin"
+	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target cuda --count 10 --seed 1 --keep "$work/ff"
+	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target cuda:sm_80 --count 6 --seed 2 --keep "$work/ff"
+fi
+probe=$(timeout 120 "$tessel" run "${small[@]}" --target cuda --min-time 0.001 2>&1)
+if grep -q 'CUDA driver not found' <<<"$probe"; then
+	expect 1 'the kernel failed \(exit status 1\): CUDA driver not found \(libcuda.so.1\)' -- run "${small[@]}" --target cuda
+elif grep -q 'no CUDA device' <<<"$probe"; then
+	echo "skip: CUDA runs: $(grep -o 'no CUDA device.*' <<<"$probe" | head -1)"
+else
+	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target cuda --min-time 0.001
+	expect 0 'device: .*\(CUDA\)' -- run "${small[@]}" --target cuda --sched "$work/bound.trace" --min-time 0.001
+	expect 0 'Y: relative error .* ok' -- run layer_norm --set shape=[4,7] --target cuda --min-time 0.001
 fi
 
 # tune: a short search on a small op, resumed, applied; bad options; and

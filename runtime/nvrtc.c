@@ -1,0 +1,292 @@
+/* NVRTC (runtime/nvrtc.h).  The few NVRTC types and entry points tessel
+ * calls are declared here, from nvrtc.h's values, so that building needs
+ * no CUDA headers and running needs no NVRTC until something compiles. */
+#include "runtime/nvrtc.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+#define NVRTC_SUCCESS 0
+
+/* The entry points, loaded once per process. */
+typedef struct nvrtc_api {
+	bool loaded;
+	char error[1024];
+	const char *(*GetErrorString)(nvrtcResult);
+	nvrtcResult (*Version)(int *, int *);
+	nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int,
+		const char *const *, const char *const *);
+	nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+	nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+	nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+	nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+	/* Since CUDA 11.2; NULL before. */
+	nvrtcResult (*GetNumSupportedArchs)(int *);
+	nvrtcResult (*GetSupportedArchs)(int *);
+} nvrtc_api;
+
+static nvrtc_api api;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+/* Open the first NVRTC of the places runtime/nvrtc.h lists; NULL with
+ * the places tried and the last loader error in api.error. */
+static void *open_library(void)
+{
+	static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12",
+		"libnvrtc.so" };
+	enum { NNAMES = sizeof(names) / sizeof(*names) };
+	char paths[4 + 4 * NNAMES][512];
+	int n = 0;
+	const char *explicit = getenv("TESSEL_NVRTC");
+	if (explicit && explicit[0])
+		snprintf(paths[n++], sizeof(paths[0]), "%s", explicit);
+	const char *homes[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH") };
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; homes[h] && homes[h][0] && k < NNAMES; k++)
+			snprintf(paths[n++], sizeof(paths[0]), "%s/lib64/%s", homes[h], names[k]);
+	for (int k = 0; k < NNAMES; k++)
+		snprintf(paths[n++], sizeof(paths[0]), "%s", names[k]);
+	for (int k = 0; k < NNAMES; k++)
+		snprintf(paths[n++], sizeof(paths[0]), "/usr/local/cuda/lib64/%s", names[k]);
+	const char *last = "";
+	for (int i = 0; i < n; i++) {
+		void *lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+		if (lib)
+			return lib;
+		last = dlerror();
+	}
+	snprintf(api.error, sizeof(api.error), "NVRTC not found (libnvrtc.so.13 "
+		"or .12 in $TESSEL_NVRTC, $CUDA_HOME/lib64, $CUDA_PATH/lib64, the "
+		"loader's path or /usr/local/cuda/lib64): %s", last ? last : "");
+	return NULL;
+}
+
+/* Load NVRTC and its entry points into "api" (never unloaded). */
+static void load_api(void)
+{
+	void *lib = open_library();
+	if (!lib)
+		return;
+	struct { void **slot; const char *name; } fns[] = {
+#define FN(n) { (void **)&api.n, "nvrtc" #n }
+		FN(GetErrorString), FN(Version), FN(CreateProgram), FN(DestroyProgram),
+		FN(CompileProgram), FN(GetCUBINSize), FN(GetCUBIN), FN(GetProgramLogSize),
+		FN(GetProgramLog),
+#undef FN
+	};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
+		*fns[i].slot = dlsym(lib, fns[i].name);
+		if (!*fns[i].slot) {
+			snprintf(api.error, sizeof(api.error), "NVRTC library lacks %s",
+				fns[i].name);
+			return;
+		}
+	}
+	*(void **)&api.GetNumSupportedArchs = dlsym(lib, "nvrtcGetNumSupportedArchs");
+	*(void **)&api.GetSupportedArchs = dlsym(lib, "nvrtcGetSupportedArchs");
+	api.loaded = true;
+}
+
+/* Load the library once; 0, or -1 with its error in "err". */
+static int loaded(char *err, size_t len)
+{
+	pthread_once(&api_once, load_api);
+	if (api.loaded)
+		return 0;
+	snprintf(err, len, "%s", api.error);
+	return -1;
+}
+
+/* Write "call: NVRTC_ERROR_..." into "err" and return -1. */
+static int fail(char *err, size_t len, const char *call, nvrtcResult r)
+{
+	snprintf(err, len, "%s: %s (%d)", call, api.GetErrorString(r), r);
+	return -1;
+}
+
+int rt_nvrtc_version(int *major, int *minor, char *err, size_t len)
+{
+	if (loaded(err, len))
+		return -1;
+	nvrtcResult r = api.Version(major, minor);
+	return r == NVRTC_SUCCESS ? 0 : fail(err, len, "nvrtcVersion", r);
+}
+
+/* Return 0 when NVRTC compiles for sm_"sm" (or cannot say), else -1 with
+ * the architectures it can compile for. */
+static int check_arch(int sm, char *err, size_t len)
+{
+	int n = 0;
+	if (!api.GetNumSupportedArchs || api.GetNumSupportedArchs(&n) != NVRTC_SUCCESS ||
+	    n <= 0 || n > 256)
+		return 0;
+	int archs[256];
+	if (api.GetSupportedArchs(archs) != NVRTC_SUCCESS)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (archs[i] == sm)
+			return 0;
+	int major = 0, minor = 0;
+	api.Version(&major, &minor);
+	size_t used = (size_t)snprintf(err, len, "NVRTC %d.%d cannot compile for "
+		"sm_%d; it compiles for", major, minor, sm);
+	for (int i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(err + used, len - used, " sm_%d", archs[i]);
+	return -1;
+}
+
+/* Copy the log of "prog" into c->log. */
+static void take_log(nvrtcProgram prog, rt_cubin *c)
+{
+	size_t size = 0;
+	if (api.GetProgramLogSize(prog, &size) != NVRTC_SUCCESS)
+		size = 0;
+	c->log = calloc(size + 1, 1);
+	if (size && api.GetProgramLog(prog, c->log) != NVRTC_SUCCESS)
+		c->log[0] = 0;
+	c->log[size] = 0;
+}
+
+/* Copy the cubin of the compiled "prog" into "c". */
+static int take_cubin(nvrtcProgram prog, rt_cubin *c, char *err, size_t len)
+{
+	nvrtcResult r = api.GetCUBINSize(prog, &c->size);
+	if (r != NVRTC_SUCCESS)
+		return fail(err, len, "nvrtcGetCUBINSize", r);
+	c->image = malloc(c->size ? c->size : 1);
+	r = api.GetCUBIN(prog, c->image);
+	if (r != NVRTC_SUCCESS)
+		return fail(err, len, "nvrtcGetCUBIN", r);
+	return 0;
+}
+
+int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out,
+	char *err, size_t len)
+{
+	memset(out, 0, sizeof(*out));
+	out->sm = sm;
+	if (loaded(err, len) || check_arch(sm, err, len))
+		return -1;
+	nvrtcProgram prog = NULL;
+	nvrtcResult r = api.CreateProgram(&prog, source, file, 0, NULL, NULL);
+	if (r != NVRTC_SUCCESS)
+		return fail(err, len, "nvrtcCreateProgram", r);
+	char arch[64];
+	snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d", sm);
+	const char *options[] = { arch, "--ptxas-options=-v" };
+	r = api.CompileProgram(prog, 2, options);
+	take_log(prog, out);
+	int status = 0;
+	if (r != NVRTC_SUCCESS) {
+		status = fail(err, len, "nvrtcCompileProgram", r);
+		size_t used = strlen(err);
+		if (used + 1 < len)
+			snprintf(err + used, len - used, "\n%s", out->log);
+	} else {
+		status = take_cubin(prog, out, err, len);
+	}
+	api.DestroyProgram(&prog);
+	if (status == 0)
+		out->nkernels = rt_ptxas_parse(out->log, &out->kernels);
+	return status;
+}
+
+void rt_cubin_free(rt_cubin *c)
+{
+	free(c->image);
+	free(c->log);
+	free(c->kernels);
+	memset(c, 0, sizeof(*c));
+}
+
+const rt_kernel_usage *rt_cubin_kernel(const rt_cubin *c, const char *name)
+{
+	for (int i = 0; i < c->nkernels; i++)
+		if (strcmp(c->kernels[i].name, name) == 0)
+			return &c->kernels[i];
+	return NULL;
+}
+
+/* ---- ptxas's report ------------------------------------------------------ */
+
+/* Return the number before "unit" in "line" (0 when absent). */
+static long long number_before(const char *line, const char *unit)
+{
+	const char *at = strstr(line, unit);
+	if (!at)
+		return 0;
+	const char *p = at;
+	while (p > line && p[-1] == ' ')
+		p--;
+	while (p > line && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return atoll(p);
+}
+
+/* Copy the name quoted with '' after "key" in "line" into "name" of size
+ * "len"; return whether there was one. */
+static bool quoted_after(const char *line, const char *key, char *name, size_t len)
+{
+	const char *at = strstr(line, key);
+	if (!at)
+		return false;
+	at += strlen(key);
+	size_t n = strcspn(at, "'\n");
+	snprintf(name, len, "%.*s", (int)n, at);
+	return true;
+}
+
+/* Read one line of the report into "k", the kernel being compiled (NULL
+ * before the first); "props" is the function the last "Function
+ * properties for" line named. */
+static void parse_line(const char *line, rt_kernel_usage *k, const char *props)
+{
+	if (!k)
+		return;
+	if (strstr(line, "bytes stack frame") && strcmp(props, k->name) == 0) {
+		k->stack_bytes = number_before(line, " bytes stack frame");
+		k->spill_store_bytes = number_before(line, " bytes spill stores");
+		k->spill_load_bytes = number_before(line, " bytes spill loads");
+	} else if (strstr(line, "Used ") && strstr(line, " registers")) {
+		k->registers = (int)number_before(line, " registers");
+		k->barriers = (int)number_before(line, " barriers");
+		k->shared_bytes = number_before(line, " bytes smem");
+	}
+}
+
+int rt_ptxas_parse(const char *log, rt_kernel_usage **kernels)
+{
+	int n = 0, cap = 8;
+	rt_kernel_usage *ks = calloc((size_t)cap, sizeof(*ks));
+	char props[160] = "", line[1024];
+	for (const char *p = log ? log : ""; *p;) {
+		size_t m = strcspn(p, "\n");
+		snprintf(line, sizeof(line), "%.*s", (int)(m < sizeof(line) ? m : sizeof(line) - 1), p);
+		p += m + (p[m] == '\n');
+		char name[160];
+		if (quoted_after(line, "Compiling entry function '", name, sizeof(name))) {
+			if (n == cap) {
+				cap *= 2;
+				ks = realloc(ks, sizeof(*ks) * (size_t)cap);
+			}
+			memset(&ks[n], 0, sizeof(*ks));
+			snprintf(ks[n++].name, sizeof(ks->name), "%s", name);
+		} else if (strstr(line, "Function properties for ")) {
+			snprintf(props, sizeof(props), "%s",
+				strstr(line, "Function properties for ") + 24);
+		} else {
+			parse_line(line, n ? &ks[n - 1] : NULL, props);
+		}
+	}
+	*kernels = ks;
+	return n;
+}

@@ -1,0 +1,452 @@
+/* CUDA without a GPU, and on one when there is: the CUDA C dialect of
+ * every op of the library (default GPU schedule) and of random GPU
+ * traces compiled by NVRTC for sm_90 and sm_80 with ptxas's report of
+ * every kernel; the report's parser; the launch checks that reject
+ * candidates (too many threads, registers or shared memory); NVRTC's
+ * log on a syntax error; CUDA target strings; and, where libcuda.so.1
+ * and a GPU are, the default GPU schedule of several ops run on the
+ * device against the interpreter.
+ *
+ * Tests that need NVRTC skip, saying why, where it is not installed;
+ * tests that need the driver skip where it is not (CI never has one).
+ * Unlike PoCL, NVRTC runs cleanly in the sanitized build (no ASan or
+ * LeakSanitizer reports with NVRTC 13.0), so these tests run there too.
+ * TESSEL_CUDA_FUZZ_SCALE multiplies the number of random traces (0 skips
+ * them). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c_printer.h"
+#include "codegen/cuda_kernel.h"
+#include "ir/loop.h"
+#include "runtime/cuda.h"
+#include "runtime/gpu_target.h"
+#include "runtime/nvrtc.h"
+#include "runtime/target.h"
+#include "schedule/gpu_default.h"
+#include "schedule/random.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tessel/te.h"
+#include "tests/support.h"
+
+/* Skip the test, saying why, when NVRTC cannot be used. */
+static void need_nvrtc(void)
+{
+	char err[1024];
+	int major, minor;
+	if (rt_nvrtc_version(&major, &minor, err, sizeof(err)))
+		cr_skip_test("%s", err);
+}
+
+/* Return the limits of sm_"sm" from the table. */
+static rt_gpu_target target_of(int sm)
+{
+	rt_gpu_target t;
+	char err[512];
+	cr_assert_eq(rt_gpu_target_for_sm(sm, &t, err, sizeof(err)), 0, "%s", err);
+	return t;
+}
+
+/* Compile "st" for sm_"sm" and check what ptxas reports of every kernel
+ * of its plan, and that each launch fits the architecture.  Return 0; 1
+ * when the launch checks refuse it (a legal schedule over the limits:
+ * what they are for); or -1 after logging why under the name "what". */
+static int compile_and_check(test_fixture *f, sch_state *st, int sm, const char *what)
+{
+	loop_prog *p = sch_program(st);
+	cg_cuda_program c;
+	int r = p ? cg_cuda_compile(f->ctx, p, sm, &c) : -1;
+	if (r) {
+		cr_log_error("%s (sm_%d): %s", what, sm, tessel_ctx_error(f->ctx)->message);
+		if (p)
+			cg_cuda_program_free(&c);
+		loop_prog_free(p);
+		return -1;
+	}
+	for (int i = 0; r == 0 && i < c.plan.nkernels; i++) {
+		const rt_kernel_usage *use = rt_cubin_kernel(&c.cubin, c.plan.kernels[i].name);
+		if (!use || use->registers <= 0) {
+			cr_log_error("%s (sm_%d): no ptxas report of kernel %s:\n%s", what, sm,
+				c.plan.kernels[i].name, c.cubin.log);
+			r = -1;
+		}
+	}
+	rt_gpu_target t = target_of(sm);
+	if (r == 0 && (c.cubin.size < 4 || memcmp(c.cubin.image, "\177ELF", 4) != 0)) {
+		cr_log_error("%s (sm_%d): the cubin is not an ELF file", what, sm);
+		r = -1;
+	}
+	if (r == 0 && strstr(c.source, "#include")) {
+		cr_log_error("%s: the source includes a header NVRTC lacks", what);
+		r = -1;
+	}
+	if (r == 0 && cg_cuda_check_launch(f->ctx, &c, &t)) {
+		cr_log_info("%s (sm_%d): %s", what, sm, tessel_ctx_error(f->ctx)->message);
+		r = tessel_ctx_error(f->ctx)->kind == TESSEL_ERR_LIMIT ? 1 : -1;
+	}
+	cg_cuda_program_free(&c);
+	loop_prog_free(p);
+	return r;
+}
+
+/* ---- NVRTC: every op, random traces ---------------------------------- */
+
+Test(cuda_nvrtc, every_op_of_the_library_for_sm_90_and_sm_80, .timeout = 600)
+{
+	need_nvrtc();
+	int failed = 0;
+	for (int i = 0; i < tessel_ops_count(); i++) {
+		const char *name = tessel_ops_name(i);
+		test_fixture f;
+		test_fixture_init(&f, name, test_library_spec(name));
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert(st);
+		if (sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS)) {
+			cr_log_error("%s: %s", name, tessel_ctx_error(f.ctx)->message);
+			failed++;
+		} else {
+			failed += compile_and_check(&f, st, 90, name) != 0;
+			failed += compile_and_check(&f, st, 80, name) != 0;
+		}
+		sch_state_free(st);
+		test_fixture_fini(&f);
+	}
+	cr_expect_eq(failed, 0, "%d compiles of library ops failed", failed);
+	cr_expect_gt(tessel_ops_count(), 40);
+}
+
+/* Return the scaled count of random traces. */
+static int scaled(int count)
+{
+	const char *scale = getenv("TESSEL_CUDA_FUZZ_SCALE");
+	return scale ? count * atoi(scale) : count;
+}
+
+/* Random traces must compile with a report of every kernel; the launch
+ * checks may refuse a few (bind allows 1024 threads along any index,
+ * CUDA 64 along z), never most. */
+#define FUZZ_CASE(test, opname, count, spec)                                    \
+	Test(cuda_random, test, .timeout = 600)                                 \
+	{                                                                       \
+		need_nvrtc();                                                   \
+		test_fixture f;                                                 \
+		int failed = 0, refused = 0, n = scaled(count);                 \
+		test_fixture_init(&f, opname, spec);                            \
+		for (int c = 0; c < n; c++) {                                   \
+			sch_state *st = sch_state_new(f.ctx, f.op);             \
+			sch_random_gpu_schedule(st, __LINE__ * 7919 + c, 12);   \
+			int r = compile_and_check(&f, st, c % 2 ? 80 : 90, #test); \
+			refused += r > 0;                                       \
+			if (r < 0) {                                            \
+				char *t = sch_trace_to_text(st->trace);         \
+				cr_log_error("trace %d:\n%s", c, t);            \
+				free(t);                                        \
+				failed++;                                       \
+			}                                                       \
+			sch_state_free(st);                                     \
+		}                                                               \
+		cr_expect_eq(failed, 0, "%d of %d traces failed", failed, n);   \
+		cr_expect(refused * 4 <= n, "%d of %d traces refused", refused, n); \
+		test_fixture_fini(&f);                                          \
+	}
+
+/* 108 traces in all (as tests/test_opencl.c), half for each architecture. */
+FUZZ_CASE(matmul, "matmul", 24, "M=12;N=10;K=7")
+FUZZ_CASE(conv2d, "conv2d", 16, "N=1;C=3;H=6;W=5;F=4;R=3;S=3;padding=1")
+FUZZ_CASE(softmax, "softmax", 16, "shape=[5, 7]")
+FUZZ_CASE(layer_norm, "layer_norm", 12, "shape=[4, 9]")
+FUZZ_CASE(add_broadcast, "add", 12, "a=[2, 1, 3];b=[4, 3]")
+FUZZ_CASE(reduce_sum, "reduce_sum", 10, "shape=[3, 4, 5];axes=[0, 2]")
+FUZZ_CASE(max_pool2d, "max_pool2d", 10, "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1")
+FUZZ_CASE(gelu, "gelu", 8, "shape=[6, 5]")
+
+Test(cuda_nvrtc, f16_and_bf16_compile)
+{
+	need_nvrtc();
+	const char *specs[] = { "shape=[3, 5];dtype=f16", "shape=[3, 5];dtype=bf16" };
+	for (int i = 0; i < 2; i++) {
+		test_fixture f;
+		test_fixture_init(&f, "relu", specs[i]);
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+		cr_expect_eq(compile_and_check(&f, st, 90, specs[i]), 0);
+		sch_state_free(st);
+		test_fixture_fini(&f);
+	}
+}
+
+/* ---- the dialect ------------------------------------------------------ */
+
+Test(cuda_c, kernels_indices_and_plan)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", "split C.i 4 -> C.io C.ii\n"
+		"bind C.io blockIdx.x\nbind C.ii threadIdx.x\nbind C.j threadIdx.y\n");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0);
+	loop_prog *p = sch_program(st);
+	cg_target target = cg_target_cuda(90);
+	cg_gpu_plan plan;
+	char *src = cg_print_gpu(p, &target, &plan, f.ctx);
+	cr_assert(src, "%s", tessel_ctx_error(f.ctx)->message);
+	cr_assert_eq(plan.nkernels, 1);
+	cr_expect_eq(plan.kernels[0].grid[0], 4);
+	cr_expect_eq(plan.kernels[0].block[0], 4);
+	cr_expect_eq(plan.kernels[0].block[1], 12);
+	cr_expect(strstr(src, "extern \"C\" __global__ void matmul("), "%s", src);
+	cr_expect(strstr(src, "const float *__restrict__ A"), "%s", src);
+	cr_expect(strstr(src, "int64_t io = (int64_t)blockIdx.x;"), "%s", src);
+	cr_expect(strstr(src, "int64_t j = (int64_t)threadIdx.y;"), "%s", src);
+	cr_expect(!strstr(src, "#include"), "NVRTC has no standard headers:\n%s", src);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
+Test(cuda_c, float_math_names)
+{
+	test_fixture f;
+	test_fixture_init(&f, "gelu", "shape=[6, 5]");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	cg_target target = cg_target_cuda(90);
+	char *src = cg_print_c(p, &target, f.ctx);
+	cr_assert(src, "%s", tessel_ctx_error(f.ctx)->message);
+	cr_expect(strstr(src, "erff(") || strstr(src, "tanhf("), "%s", src);
+	free(src);
+	loop_prog_free(p);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
+/* ---- ptxas's report and the launch checks ------------------------------ */
+
+/* ptxas's report for two kernels as NVRTC 13.0 writes it for sm_80. */
+static const char ptxas_log[] =
+	"ptxas info    : 0 bytes gmem\n"
+	"ptxas info    : Compiling entry function 'k2' for 'sm_80'\n"
+	"ptxas info    : Function properties for k2\n"
+	"ptxas         .     2400 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+	"ptxas info    : Used 32 registers, used 0 barriers, 2400 bytes cumulative stack size, 360 bytes cmem[0]\n"
+	"ptxas info    : Compile time = 208.619 ms\n"
+	"ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+	"ptxas info    : Function properties for k\n"
+	"ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+	"ptxas info    : Used 14 registers, used 1 barriers, 4096 bytes smem, 368 bytes cmem[0]\n"
+	"ptxas info    : Compile time = 6.572 ms\n";
+
+Test(ptxas, report_parsed_per_kernel)
+{
+	rt_kernel_usage *k = NULL;
+	int n = rt_ptxas_parse(ptxas_log, &k);
+	cr_assert_eq(n, 2);
+	cr_expect_str_eq(k[0].name, "k2");
+	cr_expect_eq(k[0].registers, 32);
+	cr_expect_eq(k[0].stack_bytes, 2400);
+	cr_expect_eq(k[0].spill_store_bytes, 8);
+	cr_expect_eq(k[0].spill_load_bytes, 12);
+	cr_expect_eq(k[0].shared_bytes, 0);
+	cr_expect_str_eq(k[1].name, "k");
+	cr_expect_eq(k[1].registers, 14);
+	cr_expect_eq(k[1].barriers, 1);
+	cr_expect_eq(k[1].shared_bytes, 4096);
+	free(k);
+	cr_expect_eq(rt_ptxas_parse("", &k), 0);
+	free(k);
+}
+
+Test(ptxas, nvrtc_reports_shared_memory_and_barriers)
+{
+	need_nvrtc();
+	char err[4096];
+	rt_cubin c;
+	int r = rt_nvrtc_compile("extern \"C\" __global__ void k(float *x)\n{\n"
+		"\t__shared__ float s[8192];\n\ts[threadIdx.x] = x[threadIdx.x];\n"
+		"\t__syncthreads();\n\tx[threadIdx.x] = s[8191 - threadIdx.x];\n}\n",
+		"shared.cu", 90, &c, err, sizeof(err));
+	cr_assert_eq(r, 0, "%s", err);
+	const rt_kernel_usage *k = rt_cubin_kernel(&c, "k");
+	cr_assert(k, "%s", c.log);
+	cr_expect_eq(k->shared_bytes, 32768, "%s", c.log);
+	cr_expect_eq(k->barriers, 1, "%s", c.log);
+	cr_expect_gt(k->registers, 0);
+	rt_cubin_free(&c);
+}
+
+Test(launch_check, blocks_registers_and_shared_memory)
+{
+	rt_gpu_target t = target_of(90);
+	rt_kernel_usage use = { .name = "k", .registers = 32 };
+	int64_t grid[3] = { 4, 1, 1 }, block[3] = { 256, 1, 1 };
+	char why[512];
+	cr_expect_eq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0,
+		"%s", why);
+	block[0] = 2048;
+	cr_expect_neq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "2048 threads") && strstr(why, "1024"), "%s", why);
+	block[0] = 64;
+	block[2] = 128;
+	cr_expect_neq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "along z"), "%s", why);
+	block[0] = 1024;
+	block[2] = 1;
+	use.registers = 128;
+	cr_expect_neq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "registers"), "%s", why);
+	use.registers = 64;
+	cr_expect_eq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0,
+		"%s", why);
+	use.shared_bytes = 64 * 1024;
+	cr_expect_neq(rt_gpu_launch_check(&t, &use, grid, block, false, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "shared memory") && strstr(why, "49152"), "%s", why);
+	cr_expect_eq(rt_gpu_launch_check(&t, &use, grid, block, true, why, sizeof(why)), 0,
+		"%s", why);
+	use.shared_bytes = 228 * 1024;
+	cr_expect_neq(rt_gpu_launch_check(&t, &use, grid, block, true, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "232448"), "%s", why);
+	rt_gpu_target ampere = target_of(80);
+	use.shared_bytes = 164 * 1024;
+	cr_expect_neq(rt_gpu_launch_check(&ampere, &use, grid, block, true, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "sm_80"), "%s", why);
+}
+
+Test(launch_check, a_compiled_candidate_with_2048_threads_is_rejected)
+{
+	need_nvrtc();
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=64;N=48;K=8");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	cg_cuda_program c;
+	cr_assert_eq(cg_cuda_compile(f.ctx, p, 90, &c), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	rt_gpu_target t = target_of(90);
+	cr_expect_eq(cg_cuda_check_launch(f.ctx, &c, &t), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	c.plan.kernels[0].block[0] = 2048;
+	cr_expect_neq(cg_cuda_check_launch(f.ctx, &c, &t), 0);
+	cr_expect_eq(tessel_ctx_error(f.ctx)->kind, TESSEL_ERR_LIMIT);
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "cannot launch on sm_90: a block "
+		"of 2048 threads"), "%s", tessel_ctx_error(f.ctx)->message);
+	cg_cuda_program_free(&c);
+	loop_prog_free(p);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
+/* ---- NVRTC's errors ------------------------------------------------------ */
+
+Test(cuda_nvrtc, syntax_errors_show_the_log)
+{
+	need_nvrtc();
+	char err[4096];
+	rt_cubin c;
+	int r = rt_nvrtc_compile("extern \"C\" __global__ void k(float *x) { x[0] = y; }\n",
+		"bad.cu", 90, &c, err, sizeof(err));
+	cr_expect_neq(r, 0);
+	cr_expect(strstr(err, "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION"), "%s", err);
+	cr_expect(strstr(err, "bad.cu") && strstr(err, "\"y\" is undefined"),
+		"no compile log: %s", err);
+	rt_cubin_free(&c);
+}
+
+Test(cuda_nvrtc, architectures_nvrtc_lacks_are_refused)
+{
+	need_nvrtc();
+	char err[4096];
+	rt_cubin c;
+	cr_expect_neq(rt_nvrtc_compile("extern \"C\" __global__ void k(void) {}\n", "k.cu",
+		37, &c, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "cannot compile for sm_37") && strstr(err, "sm_90"), "%s", err);
+	rt_cubin_free(&c);
+}
+
+/* ---- target strings -------------------------------------------------------- */
+
+Test(cuda_target, strings)
+{
+	char err[512];
+	int sm = -1;
+	rt_target_kind kind;
+	cr_expect_eq(rt_cuda_target_parse("cuda", &sm, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(sm, 0);
+	cr_expect_eq(rt_cuda_target_parse("cuda:sm_80", &sm, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(sm, 80);
+	cr_expect_neq(rt_cuda_target_parse("cuda:sm_1000", &sm, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "unknown CUDA architecture sm_1000"), "%s", err);
+	cr_expect_neq(rt_cuda_target_parse("cuda:foo", &sm, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "'foo' is not an architecture sm_NN"), "%s", err);
+	cr_expect_neq(rt_cuda_target_parse("cuda -arch=sm_90", &sm, err, sizeof(err)), 0);
+	cr_expect_eq(rt_target_kind_of("cuda:sm_90", &kind, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(kind, RT_TARGET_CUDA);
+	cr_expect_neq(rt_target_kind_of("cuda:sm_9", &kind, err, sizeof(err)), 0);
+	cr_expect_eq(rt_target_kind_of("cudax", &kind, err, sizeof(err)), 0);
+	cr_expect_eq(kind, RT_TARGET_CPU);
+	rt_gpu_target t = target_of(90);
+	cr_expect_eq(t.shared_per_block_optin, 227 * 1024);
+	cr_expect_eq(t.regs_per_block, 65536);
+	cr_expect_eq(t.max_regs_per_thread, 255);
+}
+
+/* ---- the device ------------------------------------------------------------ */
+
+/* Return the first CUDA device, or skip the test saying why there is
+ * none. */
+static rt_cuda_device *open_device(void)
+{
+	char err[1024];
+	need_nvrtc();
+	rt_cuda_device *d = rt_cuda_open(0, err, sizeof(err));
+	if (!d)
+		cr_skip_test("no CUDA device: %s", err);
+	return d;
+}
+
+Test(cuda_device, default_schedules_against_the_interpreter, .timeout = 600)
+{
+	rt_cuda_device *dev = open_device();
+	const rt_gpu_target *t = rt_cuda_target(dev);
+	cr_log_info("device %s, sm_%d, %d SMs", t->name, t->sm, t->sm_count);
+	cr_expect_gt(t->sm_count, 0);
+	cr_expect_gt(t->regs_per_block, 0);
+	static const char *const ops[] = { "matmul", "softmax", "conv2d", "layer_norm",
+		"reduce_sum", "gelu", "add", "max_pool2d" };
+	int failed = 0;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++) {
+		test_fixture f;
+		test_fixture_init(&f, ops[i], test_library_spec(ops[i]));
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+		loop_prog *p = sch_program(st);
+		cg_cuda_kernel k;
+		test_fixture_clear_outputs(&f);
+		int r = cg_cuda_kernel_build(f.ctx, p, dev, &k);
+		if (r == 0) {
+			r = cg_cuda_kernel_run(f.ctx, &k, f.data);
+			cg_cuda_kernel_free(&k);
+		}
+		double err = r ? INFINITY : test_fixture_error(&f);
+		if (r)
+			cr_log_error("%s: %s", ops[i], tessel_ctx_error(f.ctx)->message);
+		if (err > 1e-5) {
+			cr_log_error("%s: the default GPU schedule gives error %g", ops[i], err);
+			failed++;
+		}
+		loop_prog_free(p);
+		sch_state_free(st);
+		test_fixture_fini(&f);
+	}
+	cr_expect_eq(failed, 0);
+	rt_cuda_close(dev);
+}

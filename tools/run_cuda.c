@@ -1,0 +1,136 @@
+#include "tools/run_cuda.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/cuda_kernel.h"
+#include "runtime/cuda.h"
+#include "runtime/isolate.h"
+
+/* What the child needs and where it leaves its results (shared). */
+typedef struct cuda_job {
+	tessel_ctx *ctx;
+	const loop_prog *p;
+	int sm;
+	void *const *args;
+	const rt_timer_opts *timer;
+	rt_timing *timing;         /* shared, or NULL */
+	double *event_s;           /* shared */
+	char *device;              /* shared, 256 bytes */
+	char *error;               /* shared, 1024 bytes */
+} cuda_job;
+
+typedef struct launch_call {
+	tessel_ctx *ctx;
+	cg_cuda_kernel *k;
+	int status;
+} launch_call;
+
+static void launch(void *arg)
+{
+	launch_call *c = arg;
+	c->status |= cg_cuda_kernel_launch(c->ctx, c->k);
+}
+
+static int enqueue(void *arg)
+{
+	launch_call *c = arg;
+	return cg_cuda_kernel_enqueue(c->ctx, c->k);
+}
+
+/* Open the device into "*dev", refusing one of another architecture
+ * than job->sm. */
+static int open_device(cuda_job *job, rt_cuda_device **dev)
+{
+	char err[1024];
+	*dev = rt_cuda_open(0, err, sizeof(err));
+	if (!*dev) {
+		snprintf(job->error, 1024, "%s", err);
+		return 1;
+	}
+	const rt_gpu_target *t = rt_cuda_target(*dev);
+	snprintf(job->device, 256, "%.200s, sm_%d", t->name, t->sm);
+	if (job->sm && job->sm != t->sm) {
+		snprintf(job->error, 1024, "the target is sm_%d but the device is %s "
+			"(sm_%d); give --target cuda for the device's architecture", job->sm,
+			t->name, t->sm);
+		return 1;
+	}
+	return 0;
+}
+
+/* Time the launches with the wall clock, then once with CUDA events. */
+static int time_launches(cuda_job *job, rt_cuda_device *dev, launch_call *call)
+{
+	char err[1024];
+	int timed = rt_time(launch, call, job->timer, job->timing);
+	if (call->status)
+		return 1;
+	if (timed != RT_TIME_OK) {
+		snprintf(job->error, 1024, "timing ran past the time limit");
+		return 1;
+	}
+	if (rt_cuda_time(dev, enqueue, call, job->event_s, err, sizeof(err))) {
+		snprintf(job->error, 1024, "%s", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* Compile, upload, run (and time), download: the child's work. */
+static int run_child(void *arg)
+{
+	cuda_job *job = arg;
+	rt_cuda_device *dev = NULL;
+	if (open_device(job, &dev)) {
+		rt_cuda_close(dev);
+		return 1;
+	}
+	cg_cuda_kernel k;
+	int r = cg_cuda_kernel_build(job->ctx, job->p, dev, &k);
+	if (r == 0)
+		r = cg_cuda_kernel_upload(job->ctx, &k, job->args);
+	launch_call call = { job->ctx, &k, 0 };
+	if (r == 0) {
+		launch(&call);
+		r = call.status;
+	}
+	if (r == 0 && job->timing)
+		r = time_launches(job, dev, &call);
+	if (r == 0)
+		r = cg_cuda_kernel_download(job->ctx, &k, job->args);
+	if (r && !job->error[0])
+		snprintf(job->error, 1024, "%s", tessel_ctx_error(job->ctx)->message);
+	cg_cuda_kernel_free(&k);
+	rt_cuda_close(dev);
+	return r != 0;
+}
+
+int cli_run_cuda(tessel_ctx *ctx, const loop_prog *p, int sm, void *const *args,
+	const rt_timer_opts *timer, rt_timing *timing, double *event_s,
+	double timeout_s, char *device, char *why, size_t len)
+{
+	cuda_job job = { ctx, p, sm, args, timer, NULL,
+		rt_shared_alloc(sizeof(double)), rt_shared_alloc(256),
+		rt_shared_alloc(1024) };
+	if (timer && timing)
+		job.timing = rt_shared_alloc(sizeof(rt_timing));
+	char status[512];
+	rt_run_status st = rt_run_isolated(run_child, &job, timeout_s, status,
+		sizeof(status));
+	if (st != RT_RUN_OK)
+		snprintf(why, len, "the kernel %s%s%.900s", status, job.error[0] ? ": " : "",
+			job.error);
+	if (job.timing) {
+		*timing = *job.timing;
+		rt_shared_free(job.timing, sizeof(rt_timing));
+	}
+	if (event_s)
+		*event_s = *job.event_s;
+	if (device)
+		snprintf(device, 256, "%s", job.device);
+	rt_shared_free(job.event_s, sizeof(double));
+	rt_shared_free(job.device, 256);
+	rt_shared_free(job.error, 1024);
+	return st != RT_RUN_OK;
+}
