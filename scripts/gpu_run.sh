@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Run tessel's tests and GPU checks on a CUDA machine from a bundle made
+# by scripts/gpu_bundle.sh on the build machine (nothing is installed or
+# built here).  Run from the repository root:
+#
+#   scripts/gpu_run.sh [BUNDLE]           default BUNDLE: gpu-bundle
+#   GPU_SUITES="test_cuda test_opencl" scripts/gpu_run.sh   some suites
+#
+# Logs go to $OUT (the device tool's output folder) when it is set, else to
+# BUNDLE/logs; the last lines printed are a table of the suites.  Exit 1
+# when a suite fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=$(cd "${1:-gpu-bundle}" && pwd)
+logs=${OUT:-$bundle/logs}
+mkdir -p "$logs"
+if [ ! -x "$bundle/bin/tessel" ]; then
+	echo "gpu_run: no bundle at $bundle (make one with scripts/gpu_bundle.sh)" >&2
+	exit 2
+fi
+
+# The bundle's libraries first; then the CUDA libraries of the machine:
+# its toolkit, and the ones Python wheels bring (cuDNN, cuBLAS, CUPTI).
+libs=$bundle/lib:${CUDA_HOME:-/usr/local/cuda}/lib64
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
+	[ -d "$d" ] && libs=$libs:$d
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TESSEL_CACHE_DIR=${TMPDIR:-/tmp}/tessel-kernels
+export POCL_CACHE_DIR=${TMPDIR:-/tmp}/tessel-pocl
+
+# The tests read their data from the source directory they were built in.
+src=$(sed -n 's/^source dir compiled into the tests: //p' "$bundle/MANIFEST")
+if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then
+	mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
+fi
+
+{
+	cat "$bundle/MANIFEST" | head -3
+	echo "machine: $(uname -n), $(nproc) CPUs"
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "no nvidia-smi"
+} | tee "$logs/machine.txt"
+
+failed=0
+summary=()
+for t in "$bundle"/tests/test_*; do
+	name=$(basename "$t")
+	if [ -n "${GPU_SUITES:-}" ] && [[ " $GPU_SUITES " != *" $name "* ]]; then
+		continue
+	fi
+	"$t" --jobs "$(nproc)" --verbose >"$logs/$name.log" 2>&1
+	rc=$?
+	line=$(grep -a 'Synthesis' "$logs/$name.log" | tail -1)
+	skips=$(grep -ac 'SKIP' "$logs/$name.log")
+	summary+=("$(printf '%-16s rc=%-3s %s (%s skipped)' "$name" "$rc" "${line#*Synthesis: }" "$skips")")
+	[ "$rc" -eq 0 ] || failed=1
+done
+
+# The GPU path end to end, checked against the interpreter: the default
+# GPU schedule of some ops through NVRTC and the driver.
+tessel=$bundle/bin/tessel
+for spec in "matmul --set M=512,N=512,K=512" "conv2d --set N=1,C=64,H=56,W=56,F=64,R=3,S=3,padding=1" \
+	"softmax --set shape=[4096,1024]" "layer_norm --set shape=[4096,1024]"; do
+	# shellcheck disable=SC2086
+	if "$tessel" run $spec --target cuda --min-time 0.5 >>"$logs/run_cuda.log" 2>&1; then
+		summary+=("$(printf '%-16s ok   %s' "run --target cuda" "$spec")")
+	else
+		summary+=("$(printf '%-16s FAIL %s (see run_cuda.log)' "run --target cuda" "$spec")")
+		failed=1
+	fi
+done
+
+echo
+printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
+exit $failed
