@@ -14,11 +14,14 @@
  * loops run as serial loops in each thread.
  *
  * Buffers: the program's arguments and its global temporaries (allocated
- * at the root) are __global kernel parameters, arguments first; every
- * other allocation (a stage computed inside a loop) is a private array
- * of the thread that computes it, whatever its scope: shared memory
- * with barriers is a later step.  f16 and bf16 are refused (the
- * conversions use memcpy, which OpenCL C lacks). */
+ * at the root) are __global kernel parameters, arguments first; shared
+ * buffers are __local arrays declared at the kernel's scope (the shared
+ * printer's cg_print_shared_decls), filled by the threads of the block
+ * together, with the barriers of ir/loop_barriers.c
+ * (barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)); every other
+ * allocation (a stage computed inside a loop) is a private array of the
+ * thread that computes it.  f16 and bf16 are refused (the conversions
+ * use memcpy, which OpenCL C lacks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +224,14 @@ static void opencl_print_loop(cg_printer *pr, const loop_stmt *s)
 }
 
 /* Print the allocation "s" as a private array of each thread, then its
- * body. */
+ * body; a shared buffer is declared at the kernel's scope already. */
 static void opencl_print_alloc(cg_printer *pr, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.alloc.buf;
+	if (b->scope == LOOP_SHARED) {
+		cg_print_stmt(pr, s->u.alloc.body);
+		return;
+	}
 	const cg_buffer_info *info = cg_buffer(pr, b);
 	int64_t n = cg_buffer_elems(b);
 	cg_line(pr, "%s %s[%lld];\n", pr->d->storage_type[b->dtype],
@@ -246,7 +253,7 @@ static void print_param(cg_printer *pr, const loop_buffer *b, bool first)
 
 /* Print the kernel "k" of "parts" as "launch". */
 static void print_kernel(cg_printer *pr, const ocl_parts *parts, int k,
-	const cg_launch *launch)
+	cg_launch *launch)
 {
 	const loop_prog *p = pr->p;
 	cg_line(pr, "/* grid %lld x %lld x %lld, blocks of %lld x %lld x %lld */\n",
@@ -262,6 +269,7 @@ static void print_kernel(cg_printer *pr, const ocl_parts *parts, int k,
 		cg_put(pr, "void");
 	cg_put(pr, ")\n{\n");
 	pr->depth = 1;
+	launch->shared_bytes = cg_print_shared_decls(pr, parts->kernel[k]);
 	cg_print_stmt(pr, parts->kernel[k]);
 	pr->depth = 0;
 	cg_line(pr, "}\n\n");

@@ -2,7 +2,9 @@
  * grid (blockIdx.x|y|z), the threads of a block (threadIdx.x|y|z), or
  * virtual threads (vthread: serial inside each thread).
  *
- * requires: a live serial loop of a stage computed at the root; the loop
+ * requires: a live serial loop of a stage computed at the root (or, for
+ *   threadIdx, the inner loop of a split of a stage in shared memory
+ *   computed at a loop: a cooperative fetch, schedule/shared.c); the loop
  *   carries no dependence (ISL) and is made of spatial axes (a reduction
  *   loop would need a cross-thread reduction, not supported yet); the
  *   index is not bound already in the stage; thread loops lie inside
@@ -121,7 +123,16 @@ static int check_index(sch_state *st, const sch_stage *s, int it, loop_kind kind
 	return 0;
 }
 
-int sch_bind(sch_state *st, const char *loop, const char *axis)
+/* Return whether "kind" binds a loop of "s" for a cooperative fetch: "s"
+ * is in shared memory at a loop of its consumer, and the threads of the
+ * block compute it together (schedule/shared.c checks the rest). */
+static bool cooperative(const sch_stage *s, loop_kind kind)
+{
+	return s->attach == SCH_AT && s->scope == LOOP_SHARED &&
+	       sch_kind_is_thread(kind);
+}
+
+static int bind_unchecked(sch_state *st, const char *loop, const char *axis)
 {
 	int si, it;
 	char what[256];
@@ -136,10 +147,10 @@ int sch_bind(sch_state *st, const char *loop, const char *axis)
 	sch_stage *s = &st->stages[si];
 	if (s->attach == SCH_INLINE)
 		return sch_refuse(st, "%s: '%s' is inlined", what, s->name);
-	if (s->attach != SCH_ROOT)
+	if (s->attach != SCH_ROOT && !cooperative(s, kind))
 		return sch_refuse(st, "%s: '%s' is computed inside '%s'; only loops of "
-			"stages at the root can be bound", what, s->name,
-			st->stages[s->attach_stage].name);
+			"stages at the root, and threadIdx for stages in shared memory, "
+			"can be bound", what, s->name, st->stages[s->attach_stage].name);
 	if (s->iters[it].kind != LOOP_SERIAL)
 		return sch_refuse(st, "%s: the loop is already %s", what,
 			loop_kind_name(s->iters[it].kind));
@@ -160,4 +171,15 @@ int sch_bind(sch_state *st, const char *loop, const char *axis)
 	sch_step_arg(&step, "%s", axis);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_bind(sch_state *st, const char *loop, const char *axis)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "bind %s %s", loop, axis);
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, bind_unchecked(st, loop, axis), what);
 }

@@ -7,6 +7,8 @@
  * guarantees: per iteration of the loop, lowering computes exactly that
  *   region (clamped to the producer's domain) into a buffer allocated
  *   there, before the loops inside it */
+#include <stdio.h>
+
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
 #include "schedule/primitives.h"
@@ -60,7 +62,7 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	return 0;
 }
 
-int sch_compute_at(sch_state *st, const char *stage, const char *loop)
+static int compute_at_unchecked(sch_state *st, const char *stage, const char *loop)
 {
 	int p = sch_find_stage(st, stage);
 	int c, it;
@@ -84,4 +86,15 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop)
 	sch_step_arg(&step, "%s", loop);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_compute_at(sch_state *st, const char *stage, const char *loop)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "compute_at %s %s", stage, loop);
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, compute_at_unchecked(st, stage, loop), what);
 }

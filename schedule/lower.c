@@ -7,7 +7,10 @@
  *   in that loop's body, over the region ISL computes, in a buffer
  *   allocated there; reductions initialize before their outermost
  *   reduction loop; non-dividing splits and partial regions are guarded;
- *   inlined stages are evaluated at each read. */
+ *   inlined stages are evaluated at each read; buffers have the strides
+ *   storage_align asked for, and stages in shared memory computed at a
+ *   loop keep their scope (after schedule/shared.c accepts the state;
+ *   barriers come later, ir/loop_barriers.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include <isl/val.h>
 
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/region.h"
 #include "schedule/state.h"
 
@@ -534,6 +538,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	loop_scope scope = L->st->stages[pi].scope;
 	loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim, r.shape,
 		scope == LOOP_GLOBAL ? LOOP_LOCAL : scope);
+	sch_buffer_strides(&L->st->stages[pi], r.shape, b->strides);
 	L->buf[t->index] = b;
 	sch_region_free(&r);
 	return b;
@@ -724,6 +729,8 @@ static loop_stmt *emit_program(lowering *L)
 loop_prog *sch_lower(sch_state *st)
 {
 	tessel_op *op = st->op;
+	if (sch_check_shared(st, "lower"))
+		return NULL;
 	lowering L = { .st = st };
 	L.p = loop_prog_new(op->name);
 	L.buf = calloc((size_t)op->nstages + 1, sizeof(loop_buffer *));
@@ -736,9 +743,11 @@ loop_prog *sch_lower(sch_state *st)
 	make_arguments(&L);
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
-		if (!L.buf[t->index])
+		if (!L.buf[t->index]) {
 			L.buf[t->index] = loop_buffer_new(L.p, t->name, t->dtype, t->ndim,
 				t->extent, LOOP_GLOBAL);
+			sch_buffer_strides(&st->stages[i], t->extent, L.buf[t->index]->strides);
+		}
 	}
 	copy_effective_stages(&L);
 	L.p->body = emit_program(&L);

@@ -222,19 +222,126 @@ static int try_bind(sch_state *st, int s, uint64_t *rng)
 	return sch_bind(st, loop, axes[below(rng, sizeof(axes) / sizeof(*axes))]);
 }
 
+/* storage_align of a random axis of a random stage. */
+static int try_storage_align(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->te->ndim == 0)
+		return -1;
+	int64_t factor = 1 << below(rng, 6);
+	char axis[160];
+	snprintf(axis, sizeof(axis), "%s.%s", ss->name,
+		ss->iters[below(rng, ss->te->ndim)].name);
+	return sch_storage_align(st, axis, factor, below(rng, factor));
+}
+
 int sch_random_gpu_step(sch_state *st, uint64_t *rng)
 {
-	if (below(rng, 3) == 0)
+	int64_t which = below(rng, 12);
+	if (which < 4)
 		return try_bind(st, (int)below(rng, st->nstages), rng);
+	if (which == 4)
+		return try_storage_align(st, (int)below(rng, st->nstages), rng);
 	return sch_random_step(st, rng);
+}
+
+/* Return the position of the first loop of stage "s" bound to a thread
+ * index, or -1. */
+static int first_thread_loop(const sch_stage *s)
+{
+	for (int p = 0; p < s->nleaves; p++) {
+		loop_kind k = s->iters[s->leaves[p]].kind;
+		if (k >= LOOP_THREAD_X && k <= LOOP_THREAD_Z)
+			return p;
+	}
+	return -1;
+}
+
+/* Move a reduction loop of the root stage "c" (bound by the default GPU
+ * schedule: block, thread, reductions) between its block and thread
+ * loops, split by a random factor: the serial loop that refills a shared
+ * tile. */
+static void hoist_reduction(sch_state *st, const char *c, uint64_t *rng)
+{
+	int si = sch_find_stage(st, c);
+	const sch_stage *s = &st->stages[si];
+	int tx = first_thread_loop(s);
+	if (tx < 0 || tx + 1 >= s->nleaves || !s->iters[s->leaves[tx + 1]].reduce)
+		return;
+	char r[160], t[160];
+	loop_at(st, si, tx + 1, r, sizeof(r));
+	int64_t n = s->iters[s->leaves[tx + 1]].extent;
+	if (sch_split(st, r, random_factor(rng, n), false, NULL, NULL))
+		return;
+	loop_at(st, si, tx, t, sizeof(t));
+	loop_at(st, si, tx + 1, r, sizeof(r));
+	const char *order[2] = { r, t };
+	sch_reorder(st, 2, order);
+}
+
+/* Fetch the shared stage "name" cooperatively: fuse its loops, split the
+ * result by "threads" and bind the inner loop to threadIdx.x; sometimes
+ * pad a row of it. */
+static void cooperative_fetch(sch_state *st, const char *name, int64_t threads,
+	uint64_t *rng)
+{
+	char a[160], b[160];
+	int si = sch_find_stage(st, name);
+	while (st->stages[si].nleaves > 1) {
+		loop_at(st, si, 0, a, sizeof(a));
+		loop_at(st, si, 1, b, sizeof(b));
+		if (sch_fuse(st, a, b, NULL))
+			break;
+	}
+	if (below(rng, 4) != 0) {
+		loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
+		if (sch_split(st, a, threads, false, NULL, NULL) == 0) {
+			loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
+			sch_bind(st, a, "threadIdx.x");
+		}
+	}
+	if (below(rng, 2) == 0)
+		try_storage_align(st, si, rng);
+}
+
+/* Stage one or two tensors that the root stage "c" reads in shared
+ * memory, computed at a loop between its block and thread loops. */
+static void stage_in_shared(sch_state *st, int c, int64_t threads, uint64_t *rng)
+{
+	const tessel_op *op = st->op;
+	char cname[SCH_NAME_MAX], shared[2][80];
+	snprintf(cname, sizeof(cname), "%s", st->stages[c].name);
+	int n = 0;
+	for (int k = 0; k < 2; k++) {
+		const tessel_stage *t = op->stages[below(rng, op->nstages)];
+		const char *reader = cname;
+		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
+			snprintf(shared[n++], sizeof(shared[0]), "%s",
+				st->trace->steps[st->trace->nsteps - 1].outs[0]);
+	}
+	if (n == 0)
+		return;
+	hoist_reduction(st, cname, rng);
+	int ci = sch_find_stage(st, cname);
+	int tx = first_thread_loop(&st->stages[ci]);
+	for (int k = 0; k < n && tx > 0; k++) {
+		char loop[160];
+		loop_at(st, ci, (int)below(rng, tx), loop, sizeof(loop));
+		if (sch_compute_at(st, shared[k], loop) == 0)
+			cooperative_fetch(st, shared[k], threads, rng);
+	}
 }
 
 int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 {
 	uint64_t rng = seed;
 	int applied = 0;
-	if (below(&rng, 3) == 0 && sch_gpu_default(st, 1 << (2 + below(&rng, 5))) == 0)
+	int64_t start = below(&rng, 3), threads = 1 << (2 + below(&rng, 5));
+	if (start < 2 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
+		if (start == 1)
+			stage_in_shared(st, (int)below(&rng, st->nstages), threads, &rng);
+	}
 	for (int i = 0; i < attempts; i++)
 		if (sch_random_gpu_step(st, &rng) == 0)
 			applied++;
