@@ -311,8 +311,8 @@ static void stage_in_shared(sch_state *st, int c, int64_t threads, uint64_t *rng
 	const tessel_op *op = st->op;
 	char cname[SCH_NAME_MAX], shared[2][80];
 	snprintf(cname, sizeof(cname), "%s", st->stages[c].name);
-	int n = 0;
-	for (int k = 0; k < 2; k++) {
+	int n = 0, want = 1 + (int)below(rng, 2);
+	for (int k = 0; k < 8 && n < want; k++) {
 		const tessel_stage *t = op->stages[below(rng, op->nstages)];
 		const char *reader = cname;
 		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
@@ -332,15 +332,25 @@ static void stage_in_shared(sch_state *st, int c, int64_t threads, uint64_t *rng
 	}
 }
 
+/* Return a random stage, one with a thread loop where a few tries find
+ * one. */
+static int bound_stage(const sch_state *st, uint64_t *rng)
+{
+	int s = (int)below(rng, st->nstages);
+	for (int k = 0; k < 8 && first_thread_loop(&st->stages[s]) < 1; k++)
+		s = (int)below(rng, st->nstages);
+	return s;
+}
+
 int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 {
 	uint64_t rng = seed;
 	int applied = 0;
-	int64_t start = below(&rng, 3), threads = 1 << (2 + below(&rng, 5));
-	if (start < 2 && sch_gpu_default(st, (int)threads) == 0) {
+	int64_t start = below(&rng, 4), threads = 1 << (2 + below(&rng, 5));
+	if (start < 3 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
-		if (start == 1)
-			stage_in_shared(st, (int)below(&rng, st->nstages), threads, &rng);
+		if (start > 0)
+			stage_in_shared(st, bound_stage(st, &rng), threads, &rng);
 	}
 	for (int i = 0; i < attempts; i++)
 		if (sch_random_gpu_step(st, &rng) == 0)

@@ -125,11 +125,34 @@ static rt_cl_device *open_device(void)
 	return d;
 }
 
+/* Return whether "s" holds a barrier. */
+static bool has_barrier(const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR: return has_barrier(s->u.for_.body);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (has_barrier(s->u.seq.items[i]))
+				return true;
+		return false;
+	case LS_IF:
+		return has_barrier(s->u.if_.then_) ||
+		       (s->u.if_.else_ && has_barrier(s->u.if_.else_));
+	case LS_ALLOC: return has_barrier(s->u.alloc.body);
+	case LS_BARRIER: return true;
+	default: return false;
+	}
+}
+
 /* Lower "st", run it on "dev" and return the error against the
- * interpreter (INFINITY when it did not run, with the reason logged). */
-static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
+ * interpreter (INFINITY when it did not run, with the reason logged);
+ * count in "*fenced" (when not NULL) a program with barriers. */
+static double run_on_device_counting(fixture *f, rt_cl_device *dev, sch_state *st,
+	int *fenced)
 {
 	loop_prog *p = sch_program(st);
+	if (p && fenced && p->body)
+		*fenced += has_barrier(p->body);
 	cg_opencl_kernel k;
 	clear_outputs(f);
 	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
@@ -143,6 +166,11 @@ static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
 	return r ? INFINITY : output_error(f);
 }
 
+static double run_on_device(fixture *f, rt_cl_device *dev, sch_state *st)
+{
+	return run_on_device_counting(f, dev, st, NULL);
+}
+
 /* Return the scaled count of random traces. */
 static int scaled(int count)
 {
@@ -151,9 +179,10 @@ static int scaled(int count)
 }
 
 /* Run "count" random GPU traces of "f" on "dev"; return how many failed
- * (with their traces logged) and count in "*bound" those that bind. */
+ * (with their traces logged), count in "*bound" those that bind and in
+ * "*fenced" those whose programs have shared buffers and barriers. */
 static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
-	uint64_t seed, int *bound)
+	uint64_t seed, int *bound, int *fenced)
 {
 	const char *shift = getenv("TESSEL_FUZZ_SEED");
 	if (shift)
@@ -165,7 +194,7 @@ static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
 		sch_random_gpu_schedule(st, seed * 7919 + (uint64_t)c, 12);
 		char *t = sch_trace_to_text(st->trace);
 		*bound += strstr(t, "bind ") != NULL;
-		double err = run_on_device(f, dev, st);
+		double err = run_on_device_counting(f, dev, st, fenced);
 		if (err > 1e-5) {
 			cr_log_error("%s: random GPU schedule %d (seed %llu) gives error %g:\n%s",
 				what, c, (unsigned long long)seed, err, t);
@@ -182,11 +211,16 @@ static int fuzz(fixture *f, rt_cl_device *dev, const char *what, int count,
 	{                                                                     \
 		rt_cl_device *dev = open_device();                            \
 		fixture f;                                                    \
-		int bound = 0, n = scaled(count);                             \
+		int bound = 0, fenced = 0, n = scaled(count);                 \
 		fixture_init(&f, opname, spec);                               \
-		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound), 0);   \
+		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound,        \
+			&fenced), 0);                                         \
 		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
 			#test, bound, n);                                     \
+		cr_log_info("%s: %d of %d traces bind, %d use shared "        \
+			"memory with barriers", #test, bound, n, fenced);     \
+		cr_expect(fenced * 8 >= n, "%s: only %d of %d traces use "    \
+			"shared memory", #test, fenced, n);                   \
 		fixture_fini(&f);                                             \
 		rt_cl_close(dev);                                             \
 	}
