@@ -12,7 +12,8 @@
  *   barrier read or wrote it, before a statement that reads it when an
  *   earlier one wrote it, and at its top when a loop of the kernel
  *   encloses it (so the next iteration's writes wait for this one's
- *   reads).  Every thread of a block must reach every barrier (OpenCL
+ *   reads), one barrier where two would follow each other.  Every thread
+ *   of a block must reach every barrier (OpenCL
  *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop,
  *   a condition on a thread index, or a loop whose bounds depend on one
  *   is refused, never emitted
@@ -132,6 +133,21 @@ static void refuse(barrier_walk *w, const char *buffer, const char *why)
 static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 	bool repeated);
 
+/* Drop the barrier that "s", a fenced shared allocation, starts with:
+ * the caller has one just before it. */
+static void drop_leading_barrier(loop_stmt *s)
+{
+	if (s->kind != LS_ALLOC || s->u.alloc.buf->scope != LOOP_SHARED)
+		return;
+	loop_stmt *body = s->u.alloc.body;
+	if (body->kind != LS_SEQ || body->u.seq.n == 0 ||
+	    body->u.seq.items[0]->kind != LS_BARRIER)
+		return;
+	body->u.seq.n--;
+	for (int i = 0; i < body->u.seq.n; i++)
+		body->u.seq.items[i] = body->u.seq.items[i + 1];
+}
+
 /* Return the body "body" of the allocation of the shared buffer "b" with
  * its barriers. */
 static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
@@ -162,6 +178,8 @@ static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
 		}
 		if (items[i]->kind == LS_BARRIER)
 			read = wrote = false;
+		if (out->u.seq.n && out->u.seq.items[out->u.seq.n - 1]->kind == LS_BARRIER)
+			drop_leading_barrier(items[i]);
 		ls_seq_append(w->p, out, items[i]);
 		read |= r;
 		wrote |= wr;

@@ -532,3 +532,83 @@ Test(opencl_device, launch_refuses_blocks_beyond_the_device)
 	rt_cl_program_free(p);
 	rt_cl_close(dev);
 }
+
+/* ---- shared memory ----------------------------------------------------------- */
+
+/* Tiles of A (rows padded to 8k + 1) and B in shared memory per step of
+ * ko, fetched by the 8 x 8 threads of a block (tests/sched/shared_matmul). */
+static const char shared_matmul[] =
+	"tile C.i C.j 8 8 -> C.io C.jo C.ii C.ji\n"
+	"split C.k 6 -> C.ko C.ki\n"
+	"reorder C.ko C.ii C.ji C.ki\n"
+	"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n"
+	"bind C.ii threadIdx.y\nbind C.ji threadIdx.x\n"
+	"cache_read A shared C\ncache_read B shared C\n"
+	"compute_at A_shared C.ko\ncompute_at B_shared C.ko\n"
+	"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+	"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
+	"bind A_shared.fi threadIdx.x\n"
+	"storage_align A_shared.ax0 8 1\n"
+	"split B_shared.ax1 8 -> B_shared.o B_shared.t\n"
+	"bind B_shared.t threadIdx.x\n";
+
+Test(opencl_shared, tiled_matmul_source_plan_and_device)
+{
+	fixture f;
+	fixture_init(&f, "matmul", "M=64;N=48;K=30");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", shared_matmul);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0, "%s", tessel_ctx_error(f.ctx)->message);
+	char *src;
+	cg_gpu_plan plan;
+	loop_prog *p = print_opencl(&f, st, &src, &plan);
+	cr_expect(strstr(src, "\t__local float A_shared[69];\n\t__local float B_shared[48];\n"),
+		"%s", src);
+	cr_expect(strstr(src, "barrier(CLK_LOCAL_MEM_FENCE"), "%s", src);
+	cr_expect(strstr(src, "A_shared[(fo * 8 + fi) / 6 * 9 + (fo * 8 + fi) % 6]"), "%s", src);
+	cr_assert_eq(plan.nkernels, 1);
+	cr_expect_eq(plan.kernels[0].shared_bytes, 69 * 4 + 48 * 4);
+	cr_expect_eq(plan.kernels[0].block[0], 8);
+	cr_expect_eq(plan.kernels[0].block[1], 8);
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_on_device(&f, dev, st), 1e-5);
+	cg_opencl_kernel k;
+	cr_assert_eq(cg_opencl_kernel_build(f.ctx, p, dev, &k), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	k.plan.kernels[0].shared_bytes = INT64_MAX;
+	cr_expect_neq(cg_opencl_kernel_run(f.ctx, &k, f.data), 0);
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "CL_DEVICE_LOCAL_MEM_SIZE"), "%s",
+		tessel_ctx_error(f.ctx)->message);
+	cg_opencl_kernel_free(&k);
+	rt_cl_close(dev);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	fixture_fini(&f);
+}
+
+Test(opencl_shared, refusals_leave_the_state_unchanged)
+{
+	fixture f;
+	fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	expect_refused(&f, "cache_read A shared C\ncompute_at A_shared C.i\n",
+		"not inside a loop bound to blockIdx");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"compute_at A_shared C.j\n", "inside the thread loop C.j");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\n"
+		"compute_at A_shared C.j\nbind C.j threadIdx.x\n", "inside the thread loop C.j");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"compute_at A_shared C.i\nsplit A_shared.ax1 4 -> A_shared.o A_shared.t\n"
+		"bind A_shared.t threadIdx.x\nsplit C.j 4\n", "which 'C' does not bind");
+	expect_refused(&f, "split C.i 16 -> C.io C.ii\nbind C.io blockIdx.x\n"
+		"bind C.ii threadIdx.y\nbind C.j threadIdx.x\ncache_read A shared C\n"
+		"compute_at A_shared C.io\nfuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+		"split A_shared.f 128 -> A_shared.fo A_shared.fi\nbind A_shared.fi threadIdx.x\n",
+		"128 x 16 x 1 threads per block, more than 1024");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\n"
+		"compute_at A_shared C.j\ncompute_inline A_shared\nstorage_align A_shared.ax0 4 1\n",
+		"inlined");
+	fixture_fini(&f);
+}
