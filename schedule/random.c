@@ -257,34 +257,72 @@ static int first_thread_loop(const sch_stage *s)
 	return -1;
 }
 
-/* Move a reduction loop of the root stage "c" (bound by the default GPU
- * schedule: block, thread, reductions) between its block and thread
- * loops, split by a random factor: the serial loop that refills a shared
- * tile. */
+/* Move the first reduction loop of the root stage "c" that follows its
+ * thread loops in front of them, split by a random factor: the serial
+ * loop that refills a shared tile. */
 static void hoist_reduction(sch_state *st, const char *c, uint64_t *rng)
 {
 	int si = sch_find_stage(st, c);
 	const sch_stage *s = &st->stages[si];
-	int tx = first_thread_loop(s);
-	if (tx < 0 || tx + 1 >= s->nleaves || !s->iters[s->leaves[tx + 1]].reduce)
+	int tx = first_thread_loop(s), r = tx;
+	while (r >= 0 && r < s->nleaves && !s->iters[s->leaves[r]].reduce)
+		r++;
+	if (tx < 0 || r >= s->nleaves || r - tx + 1 > SCH_MAX_ARGS)
 		return;
-	char r[160], t[160];
-	loop_at(st, si, tx + 1, r, sizeof(r));
-	int64_t n = s->iters[s->leaves[tx + 1]].extent;
-	if (sch_split(st, r, random_factor(rng, n), false, NULL, NULL))
+	char name[160], loops[SCH_MAX_ARGS][160];
+	const char *order[SCH_MAX_ARGS];
+	loop_at(st, si, r, name, sizeof(name));
+	if (sch_split(st, name, random_factor(rng, s->iters[s->leaves[r]].extent),
+			false, NULL, NULL))
 		return;
-	loop_at(st, si, tx, t, sizeof(t));
-	loop_at(st, si, tx + 1, r, sizeof(r));
-	const char *order[2] = { r, t };
-	sch_reorder(st, 2, order);
+	for (int p = tx; p <= r; p++) {
+		loop_at(st, si, p == tx ? r : p - 1, loops[p - tx], sizeof(loops[0]));
+		order[p - tx] = loops[p - tx];
+	}
+	sch_reorder(st, r - tx + 1, order);
+}
+
+/* Tile the first two loops of stage "si" (spatial, at the root) into
+ * blocks of "ty" x "tx" threads; return 0, or -1 when it cannot. */
+static int tile_2d(sch_state *st, int si, int64_t ty, int64_t tx)
+{
+	const sch_stage *s = &st->stages[si];
+	if (s->attach != SCH_ROOT || s->nleaves < 2 || s->iters[s->leaves[0]].reduce ||
+	    s->iters[s->leaves[1]].reduce)
+		return -1;
+	char a[160], b[160];
+	loop_at(st, si, 0, a, sizeof(a));
+	loop_at(st, si, 1, b, sizeof(b));
+	if (sch_tile(st, a, b, ty, tx))
+		return -1;
+	static const char *const axes[] = { "blockIdx.y", "blockIdx.x", "threadIdx.y",
+		"threadIdx.x" };
+	for (int p = 0; p < 4; p++) {
+		loop_at(st, si, p, a, sizeof(a));
+		if (sch_bind(st, a, axes[p]))
+			return -1;
+	}
+	return 0;
+}
+
+/* Return the extent of the loop of root stage "c" bound to "kind", or 1. */
+static int64_t bound_extent(const sch_stage *c, loop_kind kind)
+{
+	for (int p = 0; p < c->nleaves; p++)
+		if (c->iters[c->leaves[p]].kind == kind)
+			return c->iters[c->leaves[p]].extent;
+	return 1;
 }
 
 /* Fetch the shared stage "name" cooperatively: fuse its loops, split the
- * result by "threads" and bind the inner loop to threadIdx.x; sometimes
- * pad a row of it. */
-static void cooperative_fetch(sch_state *st, const char *name, int64_t threads,
+ * result by the consumer's threadIdx.x extent and bind the inner loop to
+ * it, and the outer one likewise to threadIdx.y when the consumer has it;
+ * sometimes pad a row of it. */
+static void cooperative_fetch(sch_state *st, const char *name, int c,
 	uint64_t *rng)
 {
+	int64_t threads = bound_extent(&st->stages[c], LOOP_THREAD_X);
+	int64_t rows = bound_extent(&st->stages[c], LOOP_THREAD_Y);
 	char a[160], b[160];
 	int si = sch_find_stage(st, name);
 	while (st->stages[si].nleaves > 1) {
@@ -298,6 +336,11 @@ static void cooperative_fetch(sch_state *st, const char *name, int64_t threads,
 		if (sch_split(st, a, threads, false, NULL, NULL) == 0) {
 			loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
 			sch_bind(st, a, "threadIdx.x");
+			loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+			if (rows > 1 && sch_split(st, a, rows, false, NULL, NULL) == 0) {
+				loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+				sch_bind(st, a, "threadIdx.y");
+			}
 		}
 	}
 	if (below(rng, 2) == 0)
@@ -306,7 +349,7 @@ static void cooperative_fetch(sch_state *st, const char *name, int64_t threads,
 
 /* Stage one or two tensors that the root stage "c" reads in shared
  * memory, computed at a loop between its block and thread loops. */
-static void stage_in_shared(sch_state *st, int c, int64_t threads, uint64_t *rng)
+static void stage_in_shared(sch_state *st, int c, uint64_t *rng)
 {
 	const tessel_op *op = st->op;
 	char cname[SCH_NAME_MAX], shared[2][80];
@@ -328,7 +371,7 @@ static void stage_in_shared(sch_state *st, int c, int64_t threads, uint64_t *rng
 		char loop[160];
 		loop_at(st, ci, (int)below(rng, tx), loop, sizeof(loop));
 		if (sch_compute_at(st, shared[k], loop) == 0)
-			cooperative_fetch(st, shared[k], threads, rng);
+			cooperative_fetch(st, shared[k], sch_find_stage(st, cname), rng);
 	}
 }
 
@@ -347,10 +390,14 @@ int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 	uint64_t rng = seed;
 	int applied = 0;
 	int64_t start = below(&rng, 4), threads = 1 << (2 + below(&rng, 5));
+	int tiled = start == 2 ? (int)below(&rng, st->nstages) : -1;
+	if (tiled >= 0 && tile_2d(st, tiled, 1 << below(&rng, 4), 2 << below(&rng, 5)))
+		tiled = -1;
 	if (start < 3 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
 		if (start > 0)
-			stage_in_shared(st, bound_stage(st, &rng), threads, &rng);
+			stage_in_shared(st, tiled >= 0 ? sch_find_stage(st,
+				st->stages[tiled].name) : bound_stage(st, &rng), &rng);
 	}
 	for (int i = 0; i < attempts; i++)
 		if (sch_random_gpu_step(st, &rng) == 0)

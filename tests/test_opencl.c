@@ -365,7 +365,7 @@ Test(bind, refusals_across_stages)
 	expect_refused(&f, "bind Max.i blockIdx.x\ncompute_at Max E.i\n",
 		"'Max' has loops bound to GPU indices");
 	expect_refused(&f, "compute_at Max E.i\nbind Max.i blockIdx.x\n",
-		"only loops of stages at the root can be bound");
+		"only loops of stages at the root, and threadIdx for stages in shared memory, can be bound");
 	fixture_fini(&f);
 }
 
