@@ -163,12 +163,25 @@ static int try_cache_read(sch_state *st, int s, uint64_t *rng)
 	return sch_cache_read(st, t->name, random_scope(rng), 1, &reader);
 }
 
+/* storage_align of a random axis of a random stage. */
+static int try_storage_align(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->te->ndim == 0)
+		return -1;
+	int64_t factor = 1 << below(rng, 6);
+	char axis[160];
+	snprintf(axis, sizeof(axis), "%s.%s", ss->name,
+		ss->iters[below(rng, ss->te->ndim)].name);
+	return sch_storage_align(st, axis, factor, below(rng, factor));
+}
+
 int sch_random_step(sch_state *st, uint64_t *rng)
 {
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 19)) {
+	switch (below(rng, 20)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -188,6 +201,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 			return -1;
 		return sch_reverse_compute_at(st, st->stages[s].name, loop);
 	}
+	case 17: return try_storage_align(st, s, rng);
 	case 15: {
 		char loop[160];
 		if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
@@ -220,19 +234,6 @@ static int try_bind(sch_state *st, int s, uint64_t *rng)
 	if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
 		return -1;
 	return sch_bind(st, loop, axes[below(rng, sizeof(axes) / sizeof(*axes))]);
-}
-
-/* storage_align of a random axis of a random stage. */
-static int try_storage_align(sch_state *st, int s, uint64_t *rng)
-{
-	const sch_stage *ss = &st->stages[s];
-	if (ss->te->ndim == 0)
-		return -1;
-	int64_t factor = 1 << below(rng, 6);
-	char axis[160];
-	snprintf(axis, sizeof(axis), "%s.%s", ss->name,
-		ss->iters[below(rng, ss->te->ndim)].name);
-	return sch_storage_align(st, axis, factor, below(rng, factor));
 }
 
 int sch_random_gpu_step(sch_state *st, uint64_t *rng)
