@@ -30,6 +30,8 @@ typedef struct loop_buffer {
 	loop_scope scope;
 	int arg;          /* position among the kernel arguments, or -1 */
 	bool is_output;
+	bool fenced;      /* shared: its maker placed its barriers (cross-thread
+	                   * reductions); loop_insert_barriers adds none */
 } loop_buffer;
 
 typedef struct loop_var {

@@ -17,6 +17,10 @@
  *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop,
  *   a condition on a thread index, or a loop whose bounds depend on one
  *   is refused, never emitted
+ * A buffer marked "fenced" (the tree of a cross-thread reduction, whose
+ * statements read and write it) keeps the barriers its maker placed;
+ * they are checked like the others.
+ *
  * invalidates: nothing (barriers are no-ops for loop_eval and CPU C) */
 #include <stdlib.h>
 
@@ -220,7 +224,7 @@ static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 	}
 	case LS_ALLOC:
 		s->u.alloc.body = place(w, s->u.alloc.body, divergent, repeated);
-		if (s->u.alloc.buf->scope == LOOP_SHARED)
+		if (s->u.alloc.buf->scope == LOOP_SHARED && !s->u.alloc.buf->fenced)
 			s->u.alloc.body = fence(w, s->u.alloc.buf, s->u.alloc.body, divergent,
 				repeated);
 		return s;

@@ -39,6 +39,7 @@ typedef struct lowering {
 	loop_expr ***origin;    /* attached stages: the region's first element */
 	loop_expr ***last;      /* attached stages: the region's last element */
 	sch_region *region;     /* attached stages: what ISL knows of the region */
+	loop_buffer *acc;       /* set: updates go to acc[0] (cross-thread partials) */
 	int parallel_depth;
 	int nnames;
 	const char **names;
@@ -302,6 +303,16 @@ static loop_expr *identity(lowering *L, const tessel_stage *t)
 	return as_type(L, lx_int(L->p, is_max ? lo : hi), dt);
 }
 
+/* Return "a" combined with "b" by the reduction of "t". */
+static loop_expr *reduce_op(lowering *L, const tessel_stage *t, loop_expr *a,
+	loop_expr *b)
+{
+	static const tessel_binary combine[] = {
+		TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
+	};
+	return lx_binary(L->p, combine[t->reduce], a, b, t->dtype);
+}
+
 static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 {
 	const tessel_stage *t = L->eff[si].te;
@@ -312,13 +323,15 @@ static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 	loop_buffer *b = L->buf[t->index];
 	loop_expr *value = as_type(L, tr_expr(L, env, t->body), t->dtype);
 	free(env);
-	if (t->reduce != TESSEL_REDUCE_NONE) {
-		static const tessel_binary combine[] = {
-			TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
-		};
-		value = lx_binary(L->p, combine[t->reduce], lx_load(L->p, b, t->ndim, idx),
-			value, t->dtype);
+	if (L->acc) {
+		b = L->acc;
+		idx[0] = lx_int(L->p, 0);
+		loop_stmt *s = ls_store(L->p, b, 1, idx, reduce_op(L, t, lx_load(L->p, b, 1,
+			idx), value), t->name);
+		return guarded(L, guards(L, si, leaf, false), s);
 	}
+	if (t->reduce != TESSEL_REDUCE_NONE)
+		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx), value);
 	loop_stmt *s = ls_store(L->p, b, t->ndim, idx, value, t->name);
 	return guarded(L, guards(L, si, leaf, false), s);
 }
@@ -594,6 +607,8 @@ static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *
 /* ---- nests ---------------------------------------------------------------- */
 
 static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf);
+static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf);
+static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **leaf);
 
 /* Emit the body of the loop at nest position "pos": the consumer's inner
  * loops, preceded by the stages computed at this loop. */
@@ -649,6 +664,9 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 	const sch_stage *s = &L->eff[si];
 	if (pos == s->nleaves)
 		return emit_update(L, si, leaf);
+	const sch_iter *t = &s->iters[s->leaves[pos]];
+	if (t->reduce && sch_kind_is_thread(t->kind))
+		return emit_cross_thread(L, si, pos, leaf);
 	loop_stmt *loop = emit_loop(L, si, pos, leaf);
 	if (pos != init_position(s))
 		return loop;
@@ -658,6 +676,81 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 	ls_seq_append(L->p, seq, emit_init(L, si, pos, outer));
 	ls_seq_append(L->p, seq, loop);
 	return seq;
+}
+
+/* ---- cross-thread reductions ------------------------------------------------ */
+
+/* Return the loop "for v in 0..n" of kind "kind" over "body" made by
+ * "make" for a fresh variable named "base". */
+static loop_stmt *thread_loop(lowering *L, const char *base, int64_t n,
+	loop_kind kind, loop_var **v)
+{
+	*v = fresh_var(L, base);
+	return ls_for(L->p, *v, lx_int(L->p, 0), lx_int(L->p, n), kind, NULL);
+}
+
+/* Emit the reduction of stage "si" over its loop at nest position "pos",
+ * bound to a thread index (schedule/bind.c allows it only as the first
+ * reduction loop, with no thread loop outside it): each thread reduces
+ * the loops inside it into a private partial, the partials go to a
+ * shared buffer of one slot per thread, a tree halves them (a barrier
+ * after each step; slots past the extent count as the identity), and
+ * thread 0 stores the element.  After Harris, "Optimizing parallel
+ * reduction in CUDA" (sequential addressing), and TVM's allreduce. */
+static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	const sch_iter *t = &s->iters[s->leaves[pos]];
+	const tessel_stage *te = s->te;
+	loop_prog *p = L->p;
+	int64_t n = t->extent, half = 1;
+	while (half * 2 < n)
+		half *= 2;
+	char name[SCH_NAME_MAX + 16];
+	snprintf(name, sizeof(name), "%s_red", te->name);
+	loop_buffer *red = loop_buffer_new(p, name, te->dtype, 1, &n, LOOP_SHARED);
+	red->fenced = true;
+	snprintf(name, sizeof(name), "%s_acc", te->name);
+	loop_buffer *acc = loop_buffer_new(p, name, te->dtype, 1, (int64_t[]){ 1 },
+		LOOP_LOCAL);
+	loop_expr *zero = lx_int(p, 0);
+	loop_var *v;
+	loop_stmt *partial = thread_loop(L, t->name, n, t->kind, &v);
+	leaf[pos] = lx_var(p, v);
+	loop_stmt *inner = ls_seq(p, 0, NULL);
+	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te), te->name));
+	L->acc = acc;
+	ls_seq_append(p, inner, emit_inside(L, si, pos, leaf));
+	L->acc = NULL;
+	loop_expr *slot = lx_var(p, v);
+	ls_seq_append(p, inner, ls_store(p, red, 1, &slot, lx_load(p, acc, 1, &zero),
+		te->name));
+	partial->u.for_.body = ls_alloc(p, acc, inner);
+	loop_stmt *body = ls_seq(p, 0, NULL);
+	ls_seq_append(p, body, partial);
+	ls_seq_append(p, body, ls_barrier(p));
+	for (int64_t h = half; h >= 1 && n > 1; h /= 2) {
+		loop_stmt *step = thread_loop(L, t->name, n, t->kind, &v);
+		loop_expr *x = lx_var(p, v), *y = lx_add(p, lx_var(p, v), lx_int(p, h));
+		loop_expr *c = lx_and(p, lx_cmp(p, TESSEL_LT, lx_var(p, v), lx_int(p, h)),
+			lx_cmp(p, TESSEL_LT, y, lx_int(p, n)));
+		step->u.for_.body = ls_if(p, c, ls_store(p, red, 1, &x, reduce_op(L, te,
+			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y)), te->name), NULL);
+		ls_seq_append(p, body, step);
+		ls_seq_append(p, body, ls_barrier(p));
+	}
+	loop_stmt *last = thread_loop(L, t->name, n, t->kind, &v);
+	leaf[pos] = lx_int(p, 0);
+	var_env *env = calloc(1, sizeof(*env));
+	axis_values(L, si, leaf, env);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	store_index(L, si, env, idx);
+	free(env);
+	loop_stmt *out = guarded(L, guards(L, si, leaf, true), ls_store(p,
+		L->buf[te->index], te->ndim, idx, lx_load(p, red, 1, &zero), te->name));
+	last->u.for_.body = ls_if(p, lx_cmp(p, TESSEL_EQ, lx_var(p, v), zero), out, NULL);
+	ls_seq_append(p, body, last);
+	return ls_alloc(p, red, body);
 }
 
 static loop_stmt *emit_stage(lowering *L, int si)

@@ -386,17 +386,52 @@ static int bound_stage(const sch_state *st, uint64_t *rng)
 	return s;
 }
 
+/* Reduce stage "si" (at the root, default loops) across "threads"
+ * threads per element: its spatial loops fused and bound to blockIdx.x,
+ * its first reduction loop split by "threads" with the inner loop moved
+ * in front and bound to threadIdx.x. */
+static void cross_thread(sch_state *st, int si, int64_t threads)
+{
+	const sch_stage *s = &st->stages[si];
+	if (s->attach != SCH_ROOT || s->te->reduce == TESSEL_REDUCE_NONE ||
+	    !sch_stage_is_default(s))
+		return;
+	char a[160], b[160];
+	int spatial = s->te->ndim;
+	for (; spatial > 1; spatial--) {
+		loop_at(st, si, 0, a, sizeof(a));
+		loop_at(st, si, 1, b, sizeof(b));
+		if (sch_fuse(st, a, b, NULL))
+			return;
+	}
+	loop_at(st, si, 0, a, sizeof(a));
+	if (spatial == 1 && sch_bind(st, a, "blockIdx.x"))
+		return;
+	loop_at(st, si, spatial, a, sizeof(a));
+	if (sch_split(st, a, threads, false, NULL, NULL))
+		return;
+	loop_at(st, si, spatial, a, sizeof(a));
+	loop_at(st, si, spatial + 1, b, sizeof(b));
+	const char *order[2] = { b, a };
+	if (sch_reorder(st, 2, order) == 0) {
+		loop_at(st, si, spatial, a, sizeof(a));
+		sch_bind(st, a, "threadIdx.x");
+	}
+}
+
 int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 {
 	uint64_t rng = seed;
 	int applied = 0;
-	int64_t start = below(&rng, 4), threads = 1 << (2 + below(&rng, 5));
-	int tiled = start == 2 ? (int)below(&rng, st->nstages) : -1;
+	int64_t start = below(&rng, 8), threads = 1 << (2 + below(&rng, 5));
+	int tiled = start >= 4 && start < 6 ? (int)below(&rng, st->nstages) : -1;
 	if (tiled >= 0 && tile_2d(st, tiled, 1 << below(&rng, 4), 2 << below(&rng, 5)))
 		tiled = -1;
-	if (start < 3 && sch_gpu_default(st, (int)threads) == 0) {
+	for (int si = 0; start == 6 && si < st->nstages; si++)
+		cross_thread(st, si, 1 + below(&rng, 16));
+	if (start < 7 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
-		if (start > 0)
+		if (start >= 2 && start < 6)
 			stage_in_shared(st, tiled >= 0 ? sch_find_stage(st,
 				st->stages[tiled].name) : bound_stage(st, &rng), &rng);
 	}

@@ -341,14 +341,18 @@ Test(bind, refusals)
 {
 	fixture f;
 	fixture_init(&f, "matmul", "M=16;N=12;K=8");
-	expect_refused(&f, "bind C.k threadIdx.x\n", "the loop carries a dependence");
+	expect_refused(&f, "bind C.k blockIdx.x\n", "only threadIdx can bind one");
 	expect_refused(&f, "bind C.i blockIdx.w\n", "unknown index 'blockIdx.w'");
 	expect_refused(&f, "bind C.i threadIdx.x\nbind C.j blockIdx.x\n",
 		"threadIdx loops go inside blockIdx loops");
 	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j blockIdx.x\n",
 		"C.i is already bound to blockIdx.x");
 	expect_refused(&f, "split C.k 4 -> C.ko C.ki\nreorder C.ki C.i\n"
-		"bind C.ki threadIdx.x\n", "dependence");
+		"bind C.ki threadIdx.x\n", "would have a spatial loop inside it (C.j)");
+	expect_refused(&f, "bind C.k threadIdx.x\nbind C.i threadIdx.y\n",
+		"would have a thread loop outside it (C.i)");
+	expect_refused(&f, "bind C.k threadIdx.x\nsplit C.i 4\nreorder C.k C.io\n",
+		"would have a spatial loop inside it");
 	expect_refused(&f, "parallel C.i\nbind C.i blockIdx.x\n", "already parallel");
 	expect_refused(&f, "bind C.nope blockIdx.x\n", "nope");
 	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j threadIdx.x\n"
@@ -611,4 +615,66 @@ Test(opencl_shared, refusals_leave_the_state_unchanged)
 		"compute_at A_shared C.j\ncompute_inline A_shared\nstorage_align A_shared.ax0 4 1\n",
 		"inlined");
 	fixture_fini(&f);
+}
+
+/* ---- cross-thread reductions ------------------------------------------------ */
+
+/* Run the trace "text" for "name" with "spec" on "dev"; return the error
+ * against the interpreter, INFINITY when refused or not run. */
+static double run_trace(rt_cl_device *dev, const char *name, const char *spec,
+	const char *text)
+{
+	fixture f;
+	fixture_init(&f, name, spec);
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	double err = INFINITY;
+	if (sch_replay(st, t, "test") == 0)
+		err = run_on_device(&f, dev, st);
+	else
+		cr_log_error("%s", tessel_ctx_error(f.ctx)->message);
+	sch_trace_free(t);
+	sch_state_free(st);
+	fixture_fini(&f);
+	return err;
+}
+
+Test(opencl_cross_thread, rows_reduced_by_the_threads_of_a_block, .timeout = 300)
+{
+	rt_cl_device *dev = open_device();
+	static const char *const ops[][2] = {
+		{ "reduce_sum", "shape=[5, 7];axes=[1]" },
+		{ "reduce_max", "shape=[4, 9];axes=[1]" },
+		{ "reduce_min", "shape=[3, 6]" },
+		{ "reduce_prod", "shape=[3, 4];axes=[1]" },
+	};
+	static const char *const factors[] = { "1", "2", "3", "4", "8", "16" };
+	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++)
+		for (size_t k = 0; k < sizeof(factors) / sizeof(*factors); k++) {
+			char text[512];
+			bool rows = strstr(ops[o][1], "axes") != NULL;
+			snprintf(text, sizeof(text), "%ssplit Y.%s %s -> Y.ro Y.ri\n"
+				"reorder Y.ri Y.ro\nbind Y.ri threadIdx.x\n",
+				rows ? "bind Y.i blockIdx.x\n" : "", rows ? "j" : "i", factors[k]);
+			double err = run_trace(dev, ops[o][0], ops[o][1], text);
+			cr_expect_lt(err, 1e-5, "%s by %s threads: error %g\n%s", ops[o][0],
+				factors[k], err, text);
+		}
+	rt_cl_close(dev);
+}
+
+Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 300)
+{
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_trace(dev, "softmax", "shape=[5, 7]",
+		"bind Max.i blockIdx.x\nsplit Max.j 3 -> Max.jo Max.ji\n"
+		"reorder Max.ji Max.jo\nbind Max.ji threadIdx.x\ncompute_inline E\n"
+		"bind Total.i blockIdx.x\nsplit Total.j 4 -> Total.jo Total.ji\n"
+		"reorder Total.ji Total.jo\nbind Total.ji threadIdx.x\n"), 1e-5);
+	cr_expect_lt(run_trace(dev, "matmul", "M=6;N=5;K=30",
+		"bind C.i blockIdx.x\nbind C.j blockIdx.y\nsplit C.k 8 -> C.ko C.ki\n"
+		"reorder C.ki C.ko\nbind C.ki threadIdx.x\ncache_read B shared C\n"
+		"compute_at B_shared C.j\nsplit B_shared.ax0 8 -> B_shared.o B_shared.t\n"
+		"bind B_shared.t threadIdx.x\n"), 1e-5);
+	rt_cl_close(dev);
 }
