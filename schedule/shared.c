@@ -99,7 +99,7 @@ static int check_place(sch_state *st, int si, const char *what)
 }
 
 /* Check the block of root stage "ci": its threads and the shared bytes of
- * the stages computed in it.  A shared stage binds only indices the root
+ * the stages computed in it (and of its cross-thread reduction).  A shared stage binds only indices the root
  * stage binds too: along any other index every thread would run the root
  * stage's updates (a reduction would race with itself). */
 static int check_block(sch_state *st, int ci, const char *what)
@@ -107,6 +107,11 @@ static int check_block(sch_state *st, int ci, const char *what)
 	const sch_stage *c = &st->stages[ci];
 	int64_t threads[3] = { 1, 1, 1 }, bytes = 0;
 	gather_threads(c, threads);
+	for (int p = 0; p < c->nleaves; p++) {
+		const sch_iter *t = &c->iters[c->leaves[p]];
+		if (t->reduce && sch_kind_is_thread(t->kind))
+			bytes += t->extent * (int64_t)tessel_dtype_size(c->te->dtype);
+	}
 	for (int si = 0; si < st->nstages; si++) {
 		const sch_stage *s = &st->stages[si];
 		if (s->scope != LOOP_SHARED || s->attach != SCH_AT || s->attach_stage != ci)
