@@ -1845,7 +1845,9 @@ int64_t cg_print_shared_decls(cg_printer *pr, const loop_stmt *s)
 		return bytes;
 	case LS_IF:
 		bytes = cg_print_shared_decls(pr, s->u.if_.then_);
-		return bytes + (s->u.if_.else_ ? cg_print_shared_decls(pr, s->u.if_.else_) : 0);
+		if (s->u.if_.else_)
+			bytes += cg_print_shared_decls(pr, s->u.if_.else_);
+		return bytes;
 	case LS_ALLOC: {
 		const loop_buffer *b = s->u.alloc.buf;
 		if (b->scope == LOOP_SHARED) {

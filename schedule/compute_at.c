@@ -62,7 +62,8 @@ static int check_consumers(sch_state *st, int p, int c, const char *stage,
 	return 0;
 }
 
-static int compute_at_unchecked(sch_state *st, const char *stage, const char *loop)
+static int compute_at_unchecked(sch_state *st, const char *stage,
+	const char *loop)
 {
 	int p = sch_find_stage(st, stage);
 	int c, it;
@@ -96,5 +97,6 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop)
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "compute_at %s %s", stage, loop);
 	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, compute_at_unchecked(st, stage, loop), what);
+	int rc = compute_at_unchecked(st, stage, loop);
+	return sch_shared_end(st, &snap, rc, what);
 }

@@ -55,5 +55,6 @@ int sch_compute_inline(sch_state *st, const char *stage)
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "compute_inline %s", stage);
 	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, compute_inline_unchecked(st, stage), what);
+	int rc = compute_inline_unchecked(st, stage);
+	return sch_shared_end(st, &snap, rc, what);
 }

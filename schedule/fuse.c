@@ -44,7 +44,8 @@ static int check_fusable(sch_state *st, const char *outer, const char *inner,
 	return 0;
 }
 
-static int fuse_unchecked(sch_state *st, const char *outer, const char *inner, const char *fused)
+static int fuse_unchecked(sch_state *st, const char *outer, const char *inner,
+	const char *fused)
 {
 	int so, io, si, ii;
 	if (sch_find_loop(st, outer, &so, &io) || sch_find_loop(st, inner, &si, &ii) ||
@@ -101,5 +102,6 @@ int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fu
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "fuse %s %s", outer, inner);
 	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, fuse_unchecked(st, outer, inner, fused), what);
+	int rc = fuse_unchecked(st, outer, inner, fused);
+	return sch_shared_end(st, &snap, rc, what);
 }

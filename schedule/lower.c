@@ -680,8 +680,8 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 
 /* ---- cross-thread reductions ------------------------------------------------ */
 
-/* Return the loop "for v in 0..n" of kind "kind" over "body" made by
- * "make" for a fresh variable named "base". */
+/* Return a loop "for v in 0..n" of kind "kind" over a fresh variable
+ * named after "base" (returned in "*v"), its body to be set. */
 static loop_stmt *thread_loop(lowering *L, const char *base, int64_t n,
 	loop_kind kind, loop_var **v)
 {

@@ -25,8 +25,8 @@ static int check_names(sch_state *st, const sch_stage *s, const char *outer,
 	return 0;
 }
 
-static int split_unchecked(sch_state *st, const char *loop, int64_t factor, bool nparts,
-	const char *outer, const char *inner)
+static int split_unchecked(sch_state *st, const char *loop, int64_t factor,
+	bool nparts, const char *outer, const char *inner)
 {
 	int si, it;
 	if (sch_find_loop(st, loop, &si, &it))
@@ -102,5 +102,6 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "split %s", loop);
 	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, split_unchecked(st, loop, factor, nparts, outer, inner), what);
+	int rc = split_unchecked(st, loop, factor, nparts, outer, inner);
+	return sch_shared_end(st, &snap, rc, what);
 }
