@@ -594,12 +594,43 @@ static void prepare_after(lowering *L, int ci, int pi, int pos, loop_expr **leaf
 	sch_region_free(&r);
 }
 
+/* Return whether a live loop of "s" is bound to "kind". */
+static bool stage_binds(const sch_stage *s, loop_kind kind)
+{
+	for (int p = 0; p < s->nleaves; p++)
+		if (s->iters[s->leaves[p]].kind == kind)
+			return true;
+	return false;
+}
+
+/* Return "nest", the nest of stage "pi", run by the threads of index 0
+ * along every thread index its consumer binds and it does not, when it
+ * is in shared memory: a loop of one iteration bound to the index (the
+ * kernel guards it), so that no two threads store the same element. */
+static loop_stmt *first_threads_only(lowering *L, int pi, loop_stmt *nest)
+{
+	const sch_stage *s = &L->st->stages[pi];
+	if (s->scope != LOOP_SHARED)
+		return nest;
+	const sch_stage *c = &L->st->stages[s->attach_stage];
+	for (int d = 0; d < 3; d++) {
+		loop_kind k = (loop_kind)(LOOP_THREAD_X + d);
+		if (!stage_binds(c, k) || stage_binds(s, k))
+			continue;
+		char name[SCH_NAME_MAX + 16];
+		snprintf(name, sizeof(name), "%s_t%c", s->name, 'x' + d);
+		nest = ls_for(L->p, fresh_var(L, name), lx_int(L->p, 0), lx_int(L->p, 1), k,
+			nest);
+	}
+	return nest;
+}
+
 /* Return "rest" (the consumer's code inside the loop) preceded by the nest
  * of the prepared stage "pi", in the scope of its buffer "b". */
 static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *rest)
 {
 	loop_stmt *seq = ls_seq(L->p, 0, NULL);
-	ls_seq_append(L->p, seq, emit_stage(L, pi));
+	ls_seq_append(L->p, seq, first_threads_only(L, pi, emit_stage(L, pi)));
 	ls_seq_append(L->p, seq, rest);
 	return ls_alloc(L->p, b, seq);
 }

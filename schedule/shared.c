@@ -3,11 +3,11 @@
  * bind, split, fuse, reorder, compute_inline, storage_align) and again
  * by lowering.
  *
- * A shared buffer is one per block: every thread of the block computes
+ * A shared buffer is one per block: the threads of the block compute
  * the stage together (its split-inner loops bound to threadIdx share
- * the copy out; the threads an index leaves over store the same values
- * again), a barrier follows (ir/loop_barriers.c), then the threads read
- * it.  So the region must be the same for every thread of the block:
+ * the copy out; along a thread index it does not bind, only the threads
+ * of index 0 take part: schedule/lower.c), a barrier follows
+ * (ir/loop_barriers.c), then the threads read it.  So the region must be the same for every thread of the block:
  * computed at a loop of a root stage inside a block loop and outside
  * the thread loops, as TVM's cooperative fetching. */
 #include <stdio.h>
