@@ -352,11 +352,11 @@ static void cooperative_fetch(sch_state *st, const char *name, int c,
  * memory, computed at a loop between its block and thread loops. */
 static void stage_in_shared(sch_state *st, int c, uint64_t *rng)
 {
-	const tessel_op *op = st->op;
 	char cname[SCH_NAME_MAX], shared[2][80];
 	snprintf(cname, sizeof(cname), "%s", st->stages[c].name);
 	int n = 0, want = 1 + (int)below(rng, 2);
 	for (int k = 0; k < 8 && n < want; k++) {
+		const tessel_op *op = st->op;
 		const tessel_stage *t = op->stages[below(rng, op->nstages)];
 		const char *reader = cname;
 		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
