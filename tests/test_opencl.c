@@ -551,7 +551,8 @@ static const char shared_matmul[] =
 	"compute_at A_shared C.ko\ncompute_at B_shared C.ko\n"
 	"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
 	"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
-	"bind A_shared.fi threadIdx.x\n"
+	"split A_shared.fo 8 -> A_shared.fy A_shared.ty\n"
+	"bind A_shared.ty threadIdx.y\nbind A_shared.fi threadIdx.x\n"
 	"storage_align A_shared.ax0 8 1\n"
 	"split B_shared.ax1 8 -> B_shared.o B_shared.t\n"
 	"bind B_shared.t threadIdx.x\n";
@@ -569,7 +570,7 @@ Test(opencl_shared, tiled_matmul_source_plan_and_device)
 	cr_expect(strstr(src, "\t__local float A_shared[69];\n\t__local float B_shared[48];\n"),
 		"%s", src);
 	cr_expect(strstr(src, "barrier(CLK_LOCAL_MEM_FENCE"), "%s", src);
-	cr_expect(strstr(src, "A_shared[(fo * 8 + fi) / 6 * 9 + (fo * 8 + fi) % 6]"), "%s", src);
+	cr_expect(strstr(src, "A_shared[(ty * 8 + fi) / 6 * 9 + (ty * 8 + fi) % 6]"), "%s", src);
 	cr_assert_eq(plan.nkernels, 1);
 	cr_expect_eq(plan.kernels[0].shared_bytes, 69 * 4 + 48 * 4);
 	cr_expect_eq(plan.kernels[0].block[0], 8);
