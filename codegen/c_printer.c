@@ -1834,6 +1834,39 @@ void cg_print_stmt(cg_printer *pr, const loop_stmt *s)
 	}
 }
 
+int64_t cg_print_shared_decls(cg_printer *pr, const loop_stmt *s)
+{
+	int64_t bytes = 0;
+	switch (s->kind) {
+	case LS_FOR:
+		return cg_print_shared_decls(pr, s->u.for_.body);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			bytes += cg_print_shared_decls(pr, s->u.seq.items[i]);
+		return bytes;
+	case LS_IF:
+		bytes = cg_print_shared_decls(pr, s->u.if_.then_);
+		if (s->u.if_.else_)
+			bytes += cg_print_shared_decls(pr, s->u.if_.else_);
+		return bytes;
+	case LS_ALLOC: {
+		const loop_buffer *b = s->u.alloc.buf;
+		if (b->scope == LOOP_SHARED) {
+			const cg_buffer_info *info = cg_buffer(pr, b);
+			int64_t n = cg_buffer_elems(b);
+			n = n > 0 ? n : 1;
+			cg_line(pr, "%s %s %s[%lld];\n", pr->d->scope_qualifier[LOOP_SHARED],
+				pr->d->storage_type[b->dtype], info ? info->name : b->name,
+				(long long)n);
+			bytes = n * (int64_t)tessel_dtype_size(b->dtype);
+		}
+		return bytes + cg_print_shared_decls(pr, s->u.alloc.body);
+	}
+	default:
+		return 0;
+	}
+}
+
 /* ---- the entry point ------------------------------------------------------ */
 
 /* Check that "t" names a printable dialect and a vector width. */

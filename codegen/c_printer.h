@@ -81,6 +81,7 @@ typedef struct cg_launch {
 	char name[CG_KERNEL_NAME_MAX];
 	int64_t grid[3];     /* blocks along x, y, z */
 	int64_t block[3];    /* threads per block along x, y, z */
+	int64_t shared_bytes; /* of the shared buffers of a block */
 } cg_launch;
 
 typedef struct cg_gpu_plan {
@@ -320,6 +321,14 @@ void cg_print_for(cg_printer *pr, const loop_var *v, const loop_expr *min,
 	int64_t lo_add, const loop_expr *extent, int64_t hi_add, int64_t step);
 /* Print the serial or unrolled loop "s" (with its unrolling pragma). */
 void cg_print_serial_loop(cg_printer *pr, const loop_stmt *s);
+/* Print, at the current indentation, the declarations of the shared
+ * buffers allocated anywhere in "s" (the kernel's statement), with the
+ * dialect's qualifier of LOOP_SHARED, and return their bytes.  GPU
+ * dialects declare them once at the kernel's scope, where OpenCL C
+ * requires __local variables (OpenCL C 1.2, 6.5.2) and CUDA accepts
+ * __shared__ ones; their allocations then print only their bodies, and
+ * ir/loop_barriers.c has placed the barriers. */
+int64_t cg_print_shared_decls(cg_printer *pr, const loop_stmt *s);
 
 /* ---- the layout of GPU dialects (codegen/gpu_c.c) ---- */
 

@@ -6,10 +6,11 @@
  * their limits, NAN and INFINITY itself, and calls only what CUDA
  * provides to device code (expf and its siblings, memcpy).
  *
- * Every allocation other than the global temporaries (a stage computed
- * inside a loop) is a private array of the thread that computes it, as
- * in OpenCL C: __shared__ buffers with __syncthreads() come with
- * cache_read into "shared".  f16 and bf16 are stored as bits and
+ * Shared buffers (cache_read into "shared") are __shared__ arrays
+ * declared at the kernel's scope, with __syncthreads() where
+ * ir/loop_barriers.c puts barriers; every other allocation below the root
+ * (a stage computed inside a loop) is a private array of the thread that
+ * computes it, as in OpenCL C.  f16 and bf16 are stored as bits and
  * computed in float with the CPU's conversion helpers (tessel/dtype.h),
  * which compile as device functions. */
 #include <stdio.h>
@@ -105,10 +106,15 @@ const cg_dialect cg_dialect_cuda_c = {
 };
 
 /* Print the allocation "s" as a private array of each thread, then its
- * body. */
+ * body; a shared buffer is declared at the kernel's scope already
+ * (__shared__, cg_print_shared_decls). */
 static void cuda_print_alloc(cg_printer *pr, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.alloc.buf;
+	if (b->scope == LOOP_SHARED) {
+		cg_print_stmt(pr, s->u.alloc.body);
+		return;
+	}
 	const cg_buffer_info *info = cg_buffer(pr, b);
 	int64_t n = cg_buffer_elems(b);
 	cg_line(pr, "%s %s[%lld];\n", pr->d->storage_type[b->dtype],

@@ -146,7 +146,7 @@ static void print_param(cg_printer *pr, const loop_buffer *b, bool first)
 
 /* Print the kernel "k" of "parts" as "launch". */
 static void print_kernel(cg_printer *pr, const gpu_parts *parts, int k,
-	const cg_launch *launch)
+	cg_launch *launch)
 {
 	const loop_prog *p = pr->p;
 	cg_line(pr, "/* grid %lld x %lld x %lld, blocks of %lld x %lld x %lld */\n",
@@ -162,6 +162,7 @@ static void print_kernel(cg_printer *pr, const gpu_parts *parts, int k,
 		cg_put(pr, "void");
 	cg_put(pr, ")\n{\n");
 	pr->depth = 1;
+	launch->shared_bytes = cg_print_shared_decls(pr, parts->kernel[k]);
 	cg_print_stmt(pr, parts->kernel[k]);
 	pr->depth = 0;
 	cg_line(pr, "}\n\n");

@@ -4,11 +4,13 @@
  * share: codegen/gpu_c.c).  clBuildProgram accepts the file as it is
  * (OpenCL C 1.2, with cl_khr_fp64 for double).
  *
- * Every allocation other than the global temporaries (a stage computed
- * inside a loop) is a private array of the thread that computes it,
- * whatever its scope: shared memory with barriers is a later step.  f16
- * and bf16 are refused (the conversions use memcpy, which OpenCL C
- * lacks). */
+ * Buffers: shared buffers are __local arrays declared at the kernel's
+ * scope (the shared printer's cg_print_shared_decls), filled by the
+ * threads of the block together, with the barriers of ir/loop_barriers.c
+ * (barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)); every other
+ * allocation below the root (a stage computed inside a loop) is a private
+ * array of the thread that computes it.  f16 and bf16 are refused (the
+ * conversions use memcpy, which OpenCL C lacks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +103,14 @@ const cg_dialect cg_dialect_opencl_c = {
 /* ---- statements ------------------------------------------------------------ */
 
 /* Print the allocation "s" as a private array of each thread, then its
- * body. */
+ * body; a shared buffer is declared at the kernel's scope already. */
 static void opencl_print_alloc(cg_printer *pr, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.alloc.buf;
+	if (b->scope == LOOP_SHARED) {
+		cg_print_stmt(pr, s->u.alloc.body);
+		return;
+	}
 	const cg_buffer_info *info = cg_buffer(pr, b);
 	int64_t n = cg_buffer_elems(b);
 	cg_line(pr, "%s %s[%lld];\n", pr->d->storage_type[b->dtype],

@@ -75,6 +75,14 @@ int cg_opencl_kernel_launch(tessel_ctx *ctx, cg_opencl_kernel *k)
 	char err[1024];
 	for (int i = 0; i < k->plan.nkernels; i++) {
 		const cg_launch *l = &k->plan.kernels[i];
+		int64_t local = rt_cl_local_bytes(k->dev);
+		if (local > 0 && l->shared_bytes > local) {
+			snprintf(err, sizeof(err), "kernel %s needs %lld bytes of shared "
+				"memory per block, more than the device's %lld "
+				"(CL_DEVICE_LOCAL_MEM_SIZE)", l->name, (long long)l->shared_bytes,
+				(long long)local);
+			return device_error(ctx, err);
+		}
 		if (rt_cl_launch(k->program, l->name, k->nparams, k->params, l->grid,
 				l->block, err, sizeof(err)))
 			return device_error(ctx, err);

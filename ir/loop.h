@@ -30,6 +30,8 @@ typedef struct loop_buffer {
 	loop_scope scope;
 	int arg;          /* position among the kernel arguments, or -1 */
 	bool is_output;
+	bool fenced;      /* shared: its maker placed its barriers (cross-thread
+	                   * reductions); loop_insert_barriers adds none */
 } loop_buffer;
 
 typedef struct loop_var {
@@ -185,5 +187,10 @@ int loop_verify(tessel_ctx *ctx, const loop_prog *p);
  * tighten loop bounds, drop conditions that always hold and branches that
  * never run (ir/loop_simplify.c). */
 void loop_simplify(loop_prog *p);
+/* Place the barriers the shared buffers of "p" need, in place
+ * (ir/loop_barriers.c has the rules).  Return 0, or -1 with the error in
+ * "ctx" when a barrier would lie where not every thread of a block
+ * reaches it (a thread loop, a condition on a thread index). */
+int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p);
 
 #endif

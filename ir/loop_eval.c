@@ -286,7 +286,7 @@ static void run_alloc(evaluator *ev, const loop_stmt *s)
 	int k = buffer_slot(ev, b);
 	int64_t n = 1;
 	for (int d = 0; d < b->ndim; d++)
-		n *= b->shape[d];
+		n += (b->shape[d] - 1) * b->strides[d];
 	slot *saved = ev->data[k];
 	ev->data[k] = calloc((size_t)n + 1, sizeof(slot));
 	run(ev, s->u.alloc.body);

@@ -31,6 +31,7 @@ typedef struct _cl_event *cl_event;
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define CL_DEVICE_NAME 0x102B
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
 #define CL_MEM_READ_WRITE (1 << 0)
 #define CL_PROGRAM_BUILD_LOG 0x1183
 
@@ -149,6 +150,7 @@ struct rt_cl_device {
 	cl_command_queue queue;
 	char name[256];
 	int64_t max_threads;
+	int64_t local_bytes;
 	size_t max_sizes[3];
 };
 
@@ -212,6 +214,9 @@ rt_cl_device *rt_cl_open(char *err, size_t len)
 	api.GetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(d->max_sizes),
 		d->max_sizes, NULL);
 	d->max_threads = (int64_t)wg;
+	uint64_t local = 0;
+	api.GetDeviceInfo(d->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local, NULL);
+	d->local_bytes = (int64_t)local;
 	d->context = api.CreateContext(NULL, 1, &d->id, NULL, NULL, &r);
 	if (d->context)
 		d->queue = api.CreateCommandQueue(d->context, d->id, 0, &r);
@@ -242,6 +247,11 @@ const char *rt_cl_device_name(const rt_cl_device *d)
 int64_t rt_cl_max_threads(const rt_cl_device *d)
 {
 	return d->max_threads;
+}
+
+int64_t rt_cl_local_bytes(const rt_cl_device *d)
+{
+	return d->local_bytes;
 }
 
 /* Append the build log of "p" to "err" (of size "len", holding text). */

@@ -26,6 +26,9 @@ void rt_cl_close(rt_cl_device *d);
 const char *rt_cl_device_name(const rt_cl_device *d);
 /* Return CL_DEVICE_MAX_WORK_GROUP_SIZE: the most threads per block. */
 int64_t rt_cl_max_threads(const rt_cl_device *d);
+/* Return CL_DEVICE_LOCAL_MEM_SIZE: the most shared (__local) bytes per
+ * block, 0 when the device does not say. */
+int64_t rt_cl_local_bytes(const rt_cl_device *d);
 
 /* Build "source" (OpenCL C) for "d". */
 rt_cl_program *rt_cl_build(rt_cl_device *d, const char *source, char *err,

@@ -2,9 +2,15 @@
  * grid (blockIdx.x|y|z), the threads of a block (threadIdx.x|y|z), or
  * virtual threads (vthread: serial inside each thread).
  *
- * requires: a live serial loop of a stage computed at the root; the loop
- *   carries no dependence (ISL) and is made of spatial axes (a reduction
- *   loop would need a cross-thread reduction, not supported yet); the
+ * requires: a live serial loop of a stage computed at the root (or, for
+ *   threadIdx, the inner loop of a split of a stage in shared memory
+ *   computed at a loop: a cooperative fetch, schedule/shared.c); the loop
+ *   carries no dependence (ISL) and is made of spatial axes, or it is
+ *   made of reduction axes and bound to threadIdx: a cross-thread
+ *   reduction, when it is the first reduction loop of a root stage with
+ *   only spatial loops, none bound to threadIdx, outside it and only
+ *   serial reduction loops inside it (lowering: per-thread partials, a
+ *   tree in shared memory); the
  *   index is not bound already in the stage; thread loops lie inside
  *   every block loop; at most SCH_MAX_THREADS threads per block; no stage
  *   computed after a loop of the stage (reverse_compute_at) outside it
@@ -53,10 +59,51 @@ static int position_in(const int *leaves, int n, int it)
 	return -1;
 }
 
+/* Refuse the nest "leaves" of stage "si" when a reduction loop bound to a
+ * thread index (a cross-thread reduction, schedule/lower.c) is not the
+ * first reduction loop with only spatial loops and no thread loop
+ * outside it and only serial reduction loops inside it, or a stage is
+ * computed after a loop inside it. */
+static int check_cross_thread(sch_state *st, int si, const int *leaves,
+	const char *what)
+{
+	const sch_stage *s = &st->stages[si];
+	int red = -1;
+	for (int p = 0; p < s->nleaves && red < 0; p++) {
+		const sch_iter *t = &s->iters[leaves[p]];
+		if (t->reduce && sch_kind_is_thread(t->kind))
+			red = p;
+	}
+	for (int p = 0; red >= 0 && p < s->nleaves; p++) {
+		const sch_iter *t = &s->iters[leaves[p]];
+		const char *why = NULL;
+		if (p < red && t->reduce)
+			why = "a reduction loop outside it";
+		else if (p < red && sch_kind_is_thread(t->kind))
+			why = "a thread loop outside it";
+		else if (p > red && !t->reduce)
+			why = "a spatial loop inside it";
+		else if (p > red && t->kind != LOOP_SERIAL && t->kind != LOOP_UNROLLED)
+			why = "a bound or parallel loop inside it";
+		for (int k = 0; !why && p >= red && k < st->nstages; k++)
+			if (st->stages[k].attach == SCH_AFTER && st->stages[k].attach_stage == si &&
+			    st->stages[k].attach_iter == leaves[p])
+				why = "a stage computed after a loop inside it";
+		if (why)
+			return sch_refuse(st, "%s: the cross-thread reduction over %s.%s would "
+				"have %s (%s.%s); it must be the first reduction loop, with only "
+				"spatial loops, none of them bound to threadIdx, outside it",
+				what, s->name, s->iters[leaves[red]].name, why, s->name, t->name);
+	}
+	return 0;
+}
+
 int sch_check_bound_nest(sch_state *st, int si, const int *leaves,
 	const char *what)
 {
 	const sch_stage *s = &st->stages[si];
+	if (check_cross_thread(st, si, leaves, what))
+		return -1;
 	int last_block = -1, first_thread = -1, last_bound = -1;
 	for (int p = 0; p < s->nleaves; p++) {
 		loop_kind k = s->iters[leaves[p]].kind;
@@ -121,7 +168,16 @@ static int check_index(sch_state *st, const sch_stage *s, int it, loop_kind kind
 	return 0;
 }
 
-int sch_bind(sch_state *st, const char *loop, const char *axis)
+/* Return whether "kind" binds a loop of "s" for a cooperative fetch: "s"
+ * is in shared memory at a loop of its consumer, and the threads of the
+ * block compute it together (schedule/shared.c checks the rest). */
+static bool cooperative(const sch_stage *s, loop_kind kind)
+{
+	return s->attach == SCH_AT && s->scope == LOOP_SHARED &&
+	       sch_kind_is_thread(kind);
+}
+
+static int bind_unchecked(sch_state *st, const char *loop, const char *axis)
 {
 	int si, it;
 	char what[256];
@@ -136,19 +192,21 @@ int sch_bind(sch_state *st, const char *loop, const char *axis)
 	sch_stage *s = &st->stages[si];
 	if (s->attach == SCH_INLINE)
 		return sch_refuse(st, "%s: '%s' is inlined", what, s->name);
-	if (s->attach != SCH_ROOT)
+	if (s->attach != SCH_ROOT && !cooperative(s, kind))
 		return sch_refuse(st, "%s: '%s' is computed inside '%s'; only loops of "
-			"stages at the root can be bound", what, s->name,
-			st->stages[s->attach_stage].name);
+			"stages at the root, and threadIdx for stages in shared memory, "
+			"can be bound", what, s->name, st->stages[s->attach_stage].name);
 	if (s->iters[it].kind != LOOP_SERIAL)
 		return sch_refuse(st, "%s: the loop is already %s", what,
 			loop_kind_name(s->iters[it].kind));
+	bool cross = s->iters[it].reduce && sch_kind_is_thread(kind) &&
+		s->attach == SCH_ROOT;
+	if (s->iters[it].reduce && !cross)
+		return sch_refuse(st, "%s: %s is a reduction loop; only threadIdx can "
+			"bind one (a cross-thread reduction)", what, loop);
 	if (check_index(st, s, it, kind, what) ||
-	    sch_refuse_if_carried(st, si, sch_leaf_pos(s, it), "bind", loop))
+	    (!cross && sch_refuse_if_carried(st, si, sch_leaf_pos(s, it), "bind", loop)))
 		return -1;
-	if (s->iters[it].reduce)
-		return sch_refuse(st, "%s: %s is a reduction loop; binding it needs a "
-			"cross-thread reduction (not supported yet)", what, loop);
 	s->iters[it].kind = kind;
 	if (sch_check_bound_nest(st, si, s->leaves, what)) {
 		s->iters[it].kind = LOOP_SERIAL;
@@ -160,4 +218,15 @@ int sch_bind(sch_state *st, const char *loop, const char *axis)
 	sch_step_arg(&step, "%s", axis);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_bind(sch_state *st, const char *loop, const char *axis)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "bind %s %s", loop, axis);
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, bind_unchecked(st, loop, axis), what);
 }

@@ -11,6 +11,11 @@
  * one.  A device with a smaller limit refuses the launch (the OpenCL
  * runtime checks CL_DEVICE_MAX_WORK_GROUP_SIZE). */
 #define SCH_MAX_THREADS 1024
+/* The most shared memory a block may use, in bytes: CUDA's static limit
+ * and the OpenCL minimum for CL_DEVICE_LOCAL_MEM_SIZE on GPUs is 32 KiB;
+ * 48 KiB holds on every GPU tessel targets.  The OpenCL runtime checks
+ * the device's own limit at launch. */
+#define SCH_MAX_SHARED_BYTES 49152
 
 /* Return whether loops of kind "k" run on GPU blocks or threads (vthread
  * loops run serially in each thread and are not). */
@@ -26,5 +31,22 @@ bool sch_stage_has_bound(const sch_stage *s);
  * loop.  Return 0, or refuse with "what" in front of the message. */
 int sch_check_bound_nest(sch_state *st, int si, const int *leaves,
 	const char *what);
+
+/* Check the shared-memory rules of every stage of "st" whose scope is
+ * shared and that is computed at a loop (schedule/shared.c): the
+ * consumer is at the root; the loop lies inside a block loop of it and
+ * outside its thread loops; the stage is no reduction; its own bound
+ * loops are thread loops made by split (their extent does not depend on
+ * the region); the threads of the block and its shared bytes fit
+ * SCH_MAX_THREADS and SCH_MAX_SHARED_BYTES.  Return 0, or refuse with
+ * "what" in front of the message. */
+int sch_check_shared(sch_state *st, const char *what);
+
+/* Guard a primitive that may break those rules: take a snapshot of "st"
+ * into "snap" when it has a shared stage (else nothing).  Pass the
+ * primitive's result "rc" to sch_shared_end, which returns it, or -1
+ * with the state restored when the primitive succeeded but broke a rule. */
+void sch_shared_begin(const sch_state *st, sch_snapshot *snap);
+int sch_shared_end(sch_state *st, sch_snapshot *snap, int rc, const char *what);
 
 #endif

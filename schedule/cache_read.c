@@ -1,7 +1,8 @@
 /* cache_read: read a tensor through a copy.
  *
- * requires: a tensor (input or stage, not inlined) and one or more stages
- *   that read it; scope "local", "shared" or "global"
+ * requires: a tensor (input or stage, not inlined, not computed at a loop)
+ *   and one or more stages that read it; scope "local", "shared" or
+ *   "global"
  * guarantees: a new stage TENSOR_SCOPE copies the tensor element by
  *   element and the given readers read the copy; computed at a loop of a
  *   reader, the copy holds just the tile that loop needs */
@@ -78,6 +79,10 @@ int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
 	int ts = sch_stage_of(st, t);
 	if (ts >= 0 && st->stages[ts].attach == SCH_INLINE)
 		return sch_refuse(st, "cache_read %s: the stage is inlined", tensor);
+	if (ts >= 0 && st->stages[ts].attach == SCH_AT)
+		return sch_refuse(st, "cache_read %s: '%s' is computed inside a loop of "
+			"'%s', for the stages there only; cache_read it first", tensor, tensor,
+			st->stages[st->stages[ts].attach_stage].name);
 	if (n < 1 || n > SCH_MAX_ARGS - 2)
 		return sch_refuse(st, "cache_read %s: name between 1 and %d readers",
 			tensor, SCH_MAX_ARGS - 2);

@@ -12,6 +12,8 @@
  * A stage whose readers are all computed at one loop (softmax's
  * exponentials, read by the row sum and by the output) is computed there
  * once, for all of them: rows then run as one pass over data in cache. */
+#include <stdio.h>
+
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
 #include "schedule/primitives.h"
@@ -83,7 +85,8 @@ static int check_consumers(sch_state *st, int p, int c, int it, const char *stag
 	return 0;
 }
 
-int sch_compute_at(sch_state *st, const char *stage, const char *loop)
+static int compute_at_unchecked(sch_state *st, const char *stage,
+	const char *loop)
 {
 	int p = sch_find_stage(st, stage);
 	int c, it;
@@ -107,4 +110,16 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop)
 	sch_step_arg(&step, "%s", loop);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_compute_at(sch_state *st, const char *stage, const char *loop)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "compute_at %s %s", stage, loop);
+	sch_shared_begin(st, &snap);
+	int rc = compute_at_unchecked(st, stage, loop);
+	return sch_shared_end(st, &snap, rc, what);
 }

@@ -4,7 +4,10 @@
  *   has no stage computed inside its loops
  * guarantees: lowering evaluates the stage's expression at each read; its
  *   loops and buffer disappear */
+#include <stdio.h>
+
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -19,7 +22,7 @@ int sch_stage_inside(const sch_state *st, int s)
 	return -1;
 }
 
-int sch_compute_inline(sch_state *st, const char *stage)
+static int compute_inline_unchecked(sch_state *st, const char *stage)
 {
 	int s = sch_find_stage(st, stage);
 	if (s < 0)
@@ -42,4 +45,16 @@ int sch_compute_inline(sch_state *st, const char *stage)
 	sch_step_arg(&step, "%s", stage);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_compute_inline(sch_state *st, const char *stage)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "compute_inline %s", stage);
+	sch_shared_begin(st, &snap);
+	int rc = compute_inline_unchecked(st, stage);
+	return sch_shared_end(st, &snap, rc, what);
 }

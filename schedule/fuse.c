@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -43,7 +44,8 @@ static int check_fusable(sch_state *st, const char *outer, const char *inner,
 	return 0;
 }
 
-int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fused)
+static int fuse_unchecked(sch_state *st, const char *outer, const char *inner,
+	const char *fused)
 {
 	int so, io, si, ii;
 	if (sch_find_loop(st, outer, &so, &io) || sch_find_loop(st, inner, &si, &ii) ||
@@ -90,4 +92,16 @@ int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fu
 	sch_step_out(&step, "%s.%s", s->name, name);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fused)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "fuse %s %s", outer, inner);
+	sch_shared_begin(st, &snap);
+	int rc = fuse_unchecked(st, outer, inner, fused);
+	return sch_shared_end(st, &snap, rc, what);
 }

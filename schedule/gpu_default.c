@@ -4,6 +4,7 @@
  * nowhere: tuning does better). */
 #include <stdio.h>
 
+#include "schedule/bound.h"
 #include "schedule/gpu_default.h"
 #include "schedule/primitives.h"
 
@@ -52,7 +53,7 @@ int sch_gpu_default(sch_state *st, int threads)
 {
 	for (int si = 0; si < st->nstages; si++)
 		if (st->stages[si].attach == SCH_ROOT && leading_spatial(st, si) > 0 &&
-		    schedule_stage(st, si, threads))
+		    !sch_stage_has_bound(&st->stages[si]) && schedule_stage(st, si, threads))
 			return -1;
 	return 0;
 }

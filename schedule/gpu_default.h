@@ -11,6 +11,7 @@
  * spatial loops fused into one, split by "threads" (at most; less when
  * the loop is shorter), the outer loop bound to blockIdx.x and the inner
  * one to threadIdx.x; reduction loops stay serial inside each thread.
+ * Stages with a bound loop already keep their schedule.
  * Every step is recorded in the trace.  Return 0, or -1 with the error
  * of the primitive that was refused (the steps before it stay). */
 int sch_gpu_default(sch_state *st, int threads);

@@ -7,7 +7,10 @@
  *   in that loop's body, over the region ISL computes, in a buffer
  *   allocated there; reductions initialize before their outermost
  *   reduction loop; non-dividing splits and partial regions are guarded;
- *   inlined stages are evaluated at each read. */
+ *   inlined stages are evaluated at each read; buffers have the strides
+ *   storage_align asked for, and stages in shared memory computed at a
+ *   loop keep their scope (after schedule/shared.c accepts the state;
+ *   barriers come later, ir/loop_barriers.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include <isl/val.h>
 
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/region.h"
 #include "schedule/state.h"
 
@@ -35,6 +39,9 @@ typedef struct lowering {
 	loop_expr ***origin;    /* attached stages: the region's first element */
 	loop_expr ***last;      /* attached stages: the region's last element */
 	sch_region *region;     /* attached stages: what ISL knows of the region */
+	loop_buffer *acc;       /* set: updates of stage acc_stage go to acc[0]
+	                         * (cross-thread partials) */
+	int acc_stage;
 	int parallel_depth;
 	int nnames;
 	const char **names;
@@ -298,6 +305,16 @@ static loop_expr *identity(lowering *L, const tessel_stage *t)
 	return as_type(L, lx_int(L->p, is_max ? lo : hi), dt);
 }
 
+/* Return "a" combined with "b" by the reduction of "t". */
+static loop_expr *reduce_op(lowering *L, const tessel_stage *t, loop_expr *a,
+	loop_expr *b)
+{
+	static const tessel_binary combine[] = {
+		TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
+	};
+	return lx_binary(L->p, combine[t->reduce], a, b, t->dtype);
+}
+
 static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 {
 	const tessel_stage *t = L->eff[si].te;
@@ -308,13 +325,15 @@ static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 	loop_buffer *b = L->buf[t->index];
 	loop_expr *value = as_type(L, tr_expr(L, env, t->body), t->dtype);
 	free(env);
-	if (t->reduce != TESSEL_REDUCE_NONE) {
-		static const tessel_binary combine[] = {
-			TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
-		};
-		value = lx_binary(L->p, combine[t->reduce], lx_load(L->p, b, t->ndim, idx),
-			value, t->dtype);
+	if (L->acc && si == L->acc_stage) {
+		b = L->acc;
+		idx[0] = lx_int(L->p, 0);
+		loop_stmt *s = ls_store(L->p, b, 1, idx, reduce_op(L, t, lx_load(L->p, b, 1,
+			idx), value), t->name);
+		return guarded(L, guards(L, si, leaf, false), s);
 	}
+	if (t->reduce != TESSEL_REDUCE_NONE)
+		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx), value);
 	loop_stmt *s = ls_store(L->p, b, t->ndim, idx, value, t->name);
 	return guarded(L, guards(L, si, leaf, false), s);
 }
@@ -534,6 +553,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	loop_scope scope = L->st->stages[pi].scope;
 	loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim, r.shape,
 		scope == LOOP_GLOBAL ? LOOP_LOCAL : scope);
+	sch_buffer_strides(&L->st->stages[pi], r.shape, b->strides);
 	L->buf[t->index] = b;
 	sch_region_free(&r);
 	return b;
@@ -576,12 +596,43 @@ static void prepare_after(lowering *L, int ci, int pi, int pos, loop_expr **leaf
 	sch_region_free(&r);
 }
 
+/* Return whether a live loop of "s" is bound to "kind". */
+static bool stage_binds(const sch_stage *s, loop_kind kind)
+{
+	for (int p = 0; p < s->nleaves; p++)
+		if (s->iters[s->leaves[p]].kind == kind)
+			return true;
+	return false;
+}
+
+/* Return "nest", the nest of stage "pi", run by the threads of index 0
+ * along every thread index its consumer binds and it does not, when it
+ * is in shared memory: a loop of one iteration bound to the index (the
+ * kernel guards it), so that no two threads store the same element. */
+static loop_stmt *first_threads_only(lowering *L, int pi, loop_stmt *nest)
+{
+	const sch_stage *s = &L->st->stages[pi];
+	if (s->scope != LOOP_SHARED)
+		return nest;
+	const sch_stage *c = &L->st->stages[s->attach_stage];
+	for (int d = 0; d < 3; d++) {
+		loop_kind k = (loop_kind)(LOOP_THREAD_X + d);
+		if (!stage_binds(c, k) || stage_binds(s, k))
+			continue;
+		char name[SCH_NAME_MAX + 16];
+		snprintf(name, sizeof(name), "%s_t%c", s->name, 'x' + d);
+		nest = ls_for(L->p, fresh_var(L, name), lx_int(L->p, 0), lx_int(L->p, 1), k,
+			nest);
+	}
+	return nest;
+}
+
 /* Return "rest" (the consumer's code inside the loop) preceded by the nest
  * of the prepared stage "pi", in the scope of its buffer "b". */
 static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *rest)
 {
 	loop_stmt *seq = ls_seq(L->p, 0, NULL);
-	ls_seq_append(L->p, seq, emit_stage(L, pi));
+	ls_seq_append(L->p, seq, first_threads_only(L, pi, emit_stage(L, pi)));
 	ls_seq_append(L->p, seq, rest);
 	return ls_alloc(L->p, b, seq);
 }
@@ -589,6 +640,8 @@ static loop_stmt *wrap_attached(lowering *L, int pi, loop_buffer *b, loop_stmt *
 /* ---- nests ---------------------------------------------------------------- */
 
 static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf);
+static loop_stmt *emit_inside(lowering *L, int si, int pos, loop_expr **leaf);
+static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **leaf);
 
 /* Write into "order" the stages that have a buffer in "bufs" (those
  * computed at one loop), each after the ones it reads; return how many. */
@@ -675,6 +728,9 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 	const sch_stage *s = &L->eff[si];
 	if (pos == s->nleaves)
 		return emit_update(L, si, leaf);
+	const sch_iter *t = &s->iters[s->leaves[pos]];
+	if (t->reduce && sch_kind_is_thread(t->kind))
+		return emit_cross_thread(L, si, pos, leaf);
 	loop_stmt *loop = emit_loop(L, si, pos, leaf);
 	if (pos != init_position(s))
 		return loop;
@@ -684,6 +740,82 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 	ls_seq_append(L->p, seq, emit_init(L, si, pos, outer));
 	ls_seq_append(L->p, seq, loop);
 	return seq;
+}
+
+/* ---- cross-thread reductions ------------------------------------------------ */
+
+/* Return a loop "for v in 0..n" of kind "kind" over a fresh variable
+ * named after "base" (returned in "*v"), its body to be set. */
+static loop_stmt *thread_loop(lowering *L, const char *base, int64_t n,
+	loop_kind kind, loop_var **v)
+{
+	*v = fresh_var(L, base);
+	return ls_for(L->p, *v, lx_int(L->p, 0), lx_int(L->p, n), kind, NULL);
+}
+
+/* Emit the reduction of stage "si" over its loop at nest position "pos",
+ * bound to a thread index (schedule/bind.c allows it only as the first
+ * reduction loop, with no thread loop outside it): each thread reduces
+ * the loops inside it into a private partial, the partials go to a
+ * shared buffer of one slot per thread, a tree halves them (a barrier
+ * after each step; slots past the extent count as the identity), and
+ * thread 0 stores the element.  After Harris, "Optimizing parallel
+ * reduction in CUDA" (sequential addressing), and TVM's allreduce. */
+static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	const sch_iter *t = &s->iters[s->leaves[pos]];
+	const tessel_stage *te = s->te;
+	loop_prog *p = L->p;
+	int64_t n = t->extent, half = 1;
+	while (half * 2 < n)
+		half *= 2;
+	char name[SCH_NAME_MAX + 16];
+	snprintf(name, sizeof(name), "%s_red", te->name);
+	loop_buffer *red = loop_buffer_new(p, name, te->dtype, 1, &n, LOOP_SHARED);
+	red->fenced = true;
+	snprintf(name, sizeof(name), "%s_acc", te->name);
+	loop_buffer *acc = loop_buffer_new(p, name, te->dtype, 1, (int64_t[]){ 1 },
+		LOOP_LOCAL);
+	loop_expr *zero = lx_int(p, 0);
+	loop_var *v;
+	loop_stmt *partial = thread_loop(L, t->name, n, t->kind, &v);
+	leaf[pos] = lx_var(p, v);
+	loop_stmt *inner = ls_seq(p, 0, NULL);
+	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te), te->name));
+	L->acc = acc;
+	L->acc_stage = si;
+	ls_seq_append(p, inner, emit_inside(L, si, pos, leaf));
+	L->acc = NULL;
+	loop_expr *slot = lx_var(p, v);
+	ls_seq_append(p, inner, ls_store(p, red, 1, &slot, lx_load(p, acc, 1, &zero),
+		te->name));
+	partial->u.for_.body = ls_alloc(p, acc, inner);
+	loop_stmt *body = ls_seq(p, 0, NULL);
+	ls_seq_append(p, body, partial);
+	ls_seq_append(p, body, ls_barrier(p));
+	for (int64_t h = half; h >= 1 && n > 1; h /= 2) {
+		loop_stmt *step = thread_loop(L, t->name, n, t->kind, &v);
+		loop_expr *x = lx_var(p, v), *y = lx_add(p, lx_var(p, v), lx_int(p, h));
+		loop_expr *c = lx_and(p, lx_cmp(p, TESSEL_LT, lx_var(p, v), lx_int(p, h)),
+			lx_cmp(p, TESSEL_LT, y, lx_int(p, n)));
+		step->u.for_.body = ls_if(p, c, ls_store(p, red, 1, &x, reduce_op(L, te,
+			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y)), te->name), NULL);
+		ls_seq_append(p, body, step);
+		ls_seq_append(p, body, ls_barrier(p));
+	}
+	loop_stmt *last = thread_loop(L, t->name, n, t->kind, &v);
+	leaf[pos] = lx_int(p, 0);
+	var_env *env = calloc(1, sizeof(*env));
+	axis_values(L, si, leaf, env);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	store_index(L, si, env, idx);
+	free(env);
+	loop_stmt *out = guarded(L, guards(L, si, leaf, true), ls_store(p,
+		L->buf[te->index], te->ndim, idx, lx_load(p, red, 1, &zero), te->name));
+	last->u.for_.body = ls_if(p, lx_cmp(p, TESSEL_EQ, lx_var(p, v), zero), out, NULL);
+	ls_seq_append(p, body, last);
+	return ls_alloc(p, red, body);
 }
 
 static loop_stmt *emit_stage(lowering *L, int si)
@@ -780,6 +912,8 @@ static int check_readers(lowering *L)
 loop_prog *sch_lower(sch_state *st)
 {
 	tessel_op *op = st->op;
+	if (sch_check_shared(st, "lower"))
+		return NULL;
 	lowering L = { .st = st };
 	L.p = loop_prog_new(op->name);
 	L.buf = calloc((size_t)op->nstages + 1, sizeof(loop_buffer *));
@@ -792,9 +926,11 @@ loop_prog *sch_lower(sch_state *st)
 	make_arguments(&L);
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
-		if (!L.buf[t->index])
+		if (!L.buf[t->index]) {
 			L.buf[t->index] = loop_buffer_new(L.p, t->name, t->dtype, t->ndim,
 				t->extent, LOOP_GLOBAL);
+			sch_buffer_strides(&st->stages[i], t->extent, L.buf[t->index]->strides);
+		}
 	}
 	copy_effective_stages(&L);
 	if (check_readers(&L) == 0)

@@ -9,7 +9,7 @@ loop_prog *sch_program(sch_state *st)
 	if (!p || loop_verify(st->ctx, p))
 		goto fail;
 	loop_simplify(p);
-	if (loop_verify(st->ctx, p))
+	if (loop_insert_barriers(st->ctx, p) || loop_verify(st->ctx, p))
 		goto fail;
 	return p;
 fail:

@@ -61,5 +61,9 @@ int sch_cache_write(sch_state *st, const char *stage, const char *scope);
  * "readers". */
 int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
 	const char *const *readers);
+/* Pad the stride of axis "axis" ("STAGE.AXIS") of the stage's buffers to
+ * the next k * "factor" + "offset" (schedule/storage_align.c). */
+int sch_storage_align(sch_state *st, const char *axis, int64_t factor,
+	int64_t offset);
 
 #endif

@@ -175,12 +175,25 @@ static int try_cache_read(sch_state *st, int s, uint64_t *rng)
 	return sch_cache_read(st, t->name, random_scope(rng), 1, &reader);
 }
 
+/* storage_align of a random axis of a random stage. */
+static int try_storage_align(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	if (ss->te->ndim == 0)
+		return -1;
+	int64_t factor = 1 << below(rng, 6);
+	char axis[160];
+	snprintf(axis, sizeof(axis), "%s.%s", ss->name,
+		ss->iters[below(rng, ss->te->ndim)].name);
+	return sch_storage_align(st, axis, factor, below(rng, factor));
+}
+
 int sch_random_step(sch_state *st, uint64_t *rng)
 {
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 21)) {
+	switch (below(rng, 22)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -200,6 +213,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 			return -1;
 		return sch_reverse_compute_at(st, st->stages[s].name, loop);
 	}
+	case 17: return try_storage_align(st, s, rng);
 	case 15: {
 		char loop[160];
 		if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
@@ -236,17 +250,203 @@ static int try_bind(sch_state *st, int s, uint64_t *rng)
 
 int sch_random_gpu_step(sch_state *st, uint64_t *rng)
 {
-	if (below(rng, 3) == 0)
+	int64_t which = below(rng, 12);
+	if (which < 4)
 		return try_bind(st, (int)below(rng, st->nstages), rng);
+	if (which == 4)
+		return try_storage_align(st, (int)below(rng, st->nstages), rng);
 	return sch_random_step(st, rng);
+}
+
+/* Return the position of the first loop of stage "s" bound to a thread
+ * index, or -1. */
+static int first_thread_loop(const sch_stage *s)
+{
+	for (int p = 0; p < s->nleaves; p++) {
+		loop_kind k = s->iters[s->leaves[p]].kind;
+		if (k >= LOOP_THREAD_X && k <= LOOP_THREAD_Z)
+			return p;
+	}
+	return -1;
+}
+
+/* Move the first reduction loop of the root stage "c" that follows its
+ * thread loops in front of them, split by a random factor: the serial
+ * loop that refills a shared tile. */
+static void hoist_reduction(sch_state *st, const char *c, uint64_t *rng)
+{
+	int si = sch_find_stage(st, c);
+	const sch_stage *s = &st->stages[si];
+	int tx = first_thread_loop(s), r = tx;
+	while (r >= 0 && r < s->nleaves && !s->iters[s->leaves[r]].reduce)
+		r++;
+	if (tx < 0 || r >= s->nleaves || r - tx + 1 > SCH_MAX_ARGS)
+		return;
+	char name[160], loops[SCH_MAX_ARGS][160];
+	const char *order[SCH_MAX_ARGS];
+	loop_at(st, si, r, name, sizeof(name));
+	if (sch_split(st, name, random_factor(rng, s->iters[s->leaves[r]].extent),
+			false, NULL, NULL))
+		return;
+	for (int p = tx; p <= r; p++) {
+		loop_at(st, si, p == tx ? r : p - 1, loops[p - tx], sizeof(loops[0]));
+		order[p - tx] = loops[p - tx];
+	}
+	sch_reorder(st, r - tx + 1, order);
+}
+
+/* Tile the first two loops of stage "si" (spatial, at the root) into
+ * blocks of "ty" x "tx" threads; return 0, or -1 when it cannot. */
+static int tile_2d(sch_state *st, int si, int64_t ty, int64_t tx)
+{
+	const sch_stage *s = &st->stages[si];
+	if (s->attach != SCH_ROOT || s->nleaves < 2 || s->iters[s->leaves[0]].reduce ||
+	    s->iters[s->leaves[1]].reduce)
+		return -1;
+	char a[160], b[160];
+	loop_at(st, si, 0, a, sizeof(a));
+	loop_at(st, si, 1, b, sizeof(b));
+	if (sch_tile(st, a, b, ty, tx))
+		return -1;
+	static const char *const axes[] = { "blockIdx.y", "blockIdx.x", "threadIdx.y",
+		"threadIdx.x" };
+	for (int p = 0; p < 4; p++) {
+		loop_at(st, si, p, a, sizeof(a));
+		if (sch_bind(st, a, axes[p]))
+			return -1;
+	}
+	return 0;
+}
+
+/* Return the extent of the loop of root stage "c" bound to "kind", or 1. */
+static int64_t bound_extent(const sch_stage *c, loop_kind kind)
+{
+	for (int p = 0; p < c->nleaves; p++)
+		if (c->iters[c->leaves[p]].kind == kind)
+			return c->iters[c->leaves[p]].extent;
+	return 1;
+}
+
+/* Fetch the shared stage "name" cooperatively: fuse its loops, split the
+ * result by the consumer's threadIdx.x extent and bind the inner loop to
+ * it, and the outer one likewise to threadIdx.y when the consumer has it;
+ * sometimes pad a row of it. */
+static void cooperative_fetch(sch_state *st, const char *name, int c,
+	uint64_t *rng)
+{
+	int64_t threads = bound_extent(&st->stages[c], LOOP_THREAD_X);
+	int64_t rows = bound_extent(&st->stages[c], LOOP_THREAD_Y);
+	char a[160], b[160];
+	int si = sch_find_stage(st, name);
+	while (st->stages[si].nleaves > 1) {
+		loop_at(st, si, 0, a, sizeof(a));
+		loop_at(st, si, 1, b, sizeof(b));
+		if (sch_fuse(st, a, b, NULL))
+			break;
+	}
+	if (below(rng, 4) != 0) {
+		loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
+		if (sch_split(st, a, threads, false, NULL, NULL) == 0) {
+			loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
+			sch_bind(st, a, "threadIdx.x");
+			loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+			if (rows > 1 && sch_split(st, a, rows, false, NULL, NULL) == 0) {
+				loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+				sch_bind(st, a, "threadIdx.y");
+			}
+		}
+	}
+	if (below(rng, 2) == 0)
+		try_storage_align(st, si, rng);
+}
+
+/* Stage one or two tensors that the root stage "c" reads in shared
+ * memory, computed at a loop between its block and thread loops. */
+static void stage_in_shared(sch_state *st, int c, uint64_t *rng)
+{
+	char cname[SCH_NAME_MAX], shared[2][80];
+	snprintf(cname, sizeof(cname), "%s", st->stages[c].name);
+	int n = 0, want = 1 + (int)below(rng, 2);
+	for (int k = 0; k < 8 && n < want; k++) {
+		const tessel_op *op = st->op;
+		const tessel_stage *t = op->stages[below(rng, op->nstages)];
+		const char *reader = cname;
+		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
+			snprintf(shared[n++], sizeof(shared[0]), "%s",
+				st->trace->steps[st->trace->nsteps - 1].outs[0]);
+	}
+	if (n == 0)
+		return;
+	hoist_reduction(st, cname, rng);
+	int ci = sch_find_stage(st, cname);
+	int tx = first_thread_loop(&st->stages[ci]);
+	for (int k = 0; k < n && tx > 0; k++) {
+		char loop[160];
+		loop_at(st, ci, (int)below(rng, tx), loop, sizeof(loop));
+		if (sch_compute_at(st, shared[k], loop) == 0)
+			cooperative_fetch(st, shared[k], sch_find_stage(st, cname), rng);
+	}
+}
+
+/* Return a random stage, one with a thread loop where a few tries find
+ * one. */
+static int bound_stage(const sch_state *st, uint64_t *rng)
+{
+	int s = (int)below(rng, st->nstages);
+	for (int k = 0; k < 8 && first_thread_loop(&st->stages[s]) < 1; k++)
+		s = (int)below(rng, st->nstages);
+	return s;
+}
+
+/* Reduce stage "si" (at the root, default loops) across "threads"
+ * threads per element: its spatial loops fused and bound to blockIdx.x,
+ * its first reduction loop split by "threads" with the inner loop moved
+ * in front and bound to threadIdx.x. */
+static void cross_thread(sch_state *st, int si, int64_t threads)
+{
+	const sch_stage *s = &st->stages[si];
+	if (s->attach != SCH_ROOT || s->te->reduce == TESSEL_REDUCE_NONE ||
+	    !sch_stage_is_default(s))
+		return;
+	char a[160], b[160];
+	int spatial = s->te->ndim;
+	for (; spatial > 1; spatial--) {
+		loop_at(st, si, 0, a, sizeof(a));
+		loop_at(st, si, 1, b, sizeof(b));
+		if (sch_fuse(st, a, b, NULL))
+			return;
+	}
+	loop_at(st, si, 0, a, sizeof(a));
+	if (spatial == 1 && sch_bind(st, a, "blockIdx.x"))
+		return;
+	loop_at(st, si, spatial, a, sizeof(a));
+	if (sch_split(st, a, threads, false, NULL, NULL))
+		return;
+	loop_at(st, si, spatial, a, sizeof(a));
+	loop_at(st, si, spatial + 1, b, sizeof(b));
+	const char *order[2] = { b, a };
+	if (sch_reorder(st, 2, order) == 0) {
+		loop_at(st, si, spatial, a, sizeof(a));
+		sch_bind(st, a, "threadIdx.x");
+	}
 }
 
 int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 {
 	uint64_t rng = seed;
 	int applied = 0;
-	if (below(&rng, 3) == 0 && sch_gpu_default(st, 1 << (2 + below(&rng, 5))) == 0)
+	int64_t start = below(&rng, 8), threads = 1 << (2 + below(&rng, 5));
+	int tiled = start >= 4 && start < 6 ? (int)below(&rng, st->nstages) : -1;
+	if (tiled >= 0 && tile_2d(st, tiled, 1 << below(&rng, 4), 2 << below(&rng, 5)))
+		tiled = -1;
+	for (int si = 0; start == 6 && si < st->nstages; si++)
+		cross_thread(st, si, 1 + below(&rng, 16));
+	if (start < 7 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
+		if (start >= 2 && start < 6)
+			stage_in_shared(st, tiled >= 0 ? sch_find_stage(st,
+				st->stages[tiled].name) : bound_stage(st, &rng), &rng);
+	}
 	for (int i = 0; i < attempts; i++)
 		if (sch_random_gpu_step(st, &rng) == 0)
 			applied++;

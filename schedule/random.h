@@ -18,8 +18,14 @@ int sch_random_schedule(sch_state *st, uint64_t seed, int attempts);
  * random loops to random GPU indices.  The CPU functions above never
  * bind (CPU C refuses bound loops). */
 int sch_random_gpu_step(sch_state *st, uint64_t *rng);
-/* Make "attempts" random GPU attempts from "seed", a third of the time
- * on top of the default GPU schedule; return how many applied. */
+/* Make "attempts" random GPU attempts from "seed" on top of: the default
+ * GPU schedule (a quarter of the time); it with one or two tensors a
+ * stage reads staged in shared memory (cache_read, compute_at between the
+ * block and thread loops, often after a reduction loop moved there,
+ * cooperative fetch, storage_align; a quarter), the same with that stage
+ * first tiled into 2D blocks of threads (a quarter); the reductions
+ * reduced across threads (an eighth); nothing (an eighth).  Return how
+ * many applied. */
 int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts);
 
 #endif

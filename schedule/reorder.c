@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
@@ -40,7 +42,7 @@ static int check_finished(sch_state *st, int si, const int *leaves)
 	return 0;
 }
 
-int sch_reorder(sch_state *st, int n, const char *const *loops)
+static int reorder_unchecked(sch_state *st, int n, const char *const *loops)
 {
 	if (n < 1 || n > SCH_MAX_ARGS)
 		return sch_refuse(st, "reorder: give between 1 and %d loops", SCH_MAX_ARGS);
@@ -77,4 +79,15 @@ int sch_reorder(sch_state *st, int n, const char *const *loops)
 		sch_step_arg(&step, "%s", loops[k]);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_reorder(sch_state *st, int n, const char *const *loops)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "reorder %s", n > 0 ? loops[0] : "");
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, reorder_unchecked(st, n, loops), what);
 }

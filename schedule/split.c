@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -24,8 +25,8 @@ static int check_names(sch_state *st, const sch_stage *s, const char *outer,
 	return 0;
 }
 
-int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
-	const char *outer, const char *inner)
+static int split_unchecked(sch_state *st, const char *loop, int64_t factor,
+	bool nparts, const char *outer, const char *inner)
 {
 	int si, it;
 	if (sch_find_loop(st, loop, &si, &it))
@@ -90,4 +91,17 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 	sch_step_out(&step, "%s.%s", s->name, iname);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c). */
+int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
+	const char *outer, const char *inner)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "split %s", loop);
+	sch_shared_begin(st, &snap);
+	int rc = split_unchecked(st, loop, factor, nparts, outer, inner);
+	return sch_shared_end(st, &snap, rc, what);
 }

@@ -64,6 +64,8 @@ typedef struct sch_stage {
 	int attach_iter;          /* SCH_AT: that loop (an iter index) */
 	loop_scope scope;         /* where its buffer lives when not at the root */
 	int init_iter;            /* decompose_reduction: initialize before this loop, or -1 */
+	int64_t align_factor[TESSEL_MAX_DIMS];  /* storage_align per axis, 0 when none */
+	int64_t align_offset[TESSEL_MAX_DIMS];
 } sch_stage;
 
 typedef struct sch_trace sch_trace;
@@ -136,6 +138,13 @@ int sch_stage_of(const sch_state *st, const tessel_stage *te);
 /* Record a refusal of "st"'s primitive and return -1. */
 int sch_refuse(sch_state *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Write into "strides" the strides (in elements) of a buffer of stage
+ * "s" with the shape "shape": dense, innermost axis last, each stride
+ * raised to the next value k * factor + offset that storage_align asked
+ * for its axis. */
+void sch_buffer_strides(const sch_stage *s, const int64_t *shape,
+	int64_t *strides);
 
 /* Lower "st" into a loop program (schedule/lower.c); NULL with the error
  * in st->ctx when a schedule cannot be lowered. */

@@ -290,6 +290,13 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "cache_write STAGE SCOPE [-> NEW]");
 		return sch_cache_write(st, s->args[0], s->args[1]);
 	}
+	if (strcmp(p, "storage_align") == 0) {
+		int64_t factor, offset;
+		if (s->nargs != 3 || s->nouts || !parse_int(s->args[1], &factor) ||
+		    !parse_int(s->args[2], &offset))
+			return arity_error(st, s, "storage_align STAGE.AXIS FACTOR OFFSET");
+		return sch_storage_align(st, s->args[0], factor, offset);
+	}
 	if (strcmp(p, "cache_read") == 0) {
 		const char *readers[SCH_MAX_ARGS];
 		for (int i = 2; i < s->nargs; i++)

@@ -274,6 +274,78 @@ Test(loop_print, allocations_barriers_and_loop_kinds)
 	loop_prog_free(p);
 }
 
+/* A tile of A in shared memory refilled per step of ko by 4 threads,
+ * read reversed: "guard" puts the allocation under a condition on the
+ * thread index instead (every thread then fills its own copy). */
+static loop_prog *build_refilled(bool guard)
+{
+	loop_prog *p = loop_prog_new("refill");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(24), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(8), true);
+	loop_buffer *S = loop_buffer_new(p, "S", TESSEL_F32, 1, SHAPE(4), LOOP_SHARED);
+	loop_var *bx = loop_var_new(p, "bx"), *ko = loop_var_new(p, "ko");
+	loop_var *t = loop_var_new(p, "t"), *u = loop_var_new(p, "u");
+	loop_expr *src = lx_add(p, lx_add(p, lx_mul(p, V(p, bx), I(p, 12)),
+		lx_mul(p, V(p, ko), I(p, 4))), V(p, t));
+	loop_expr *out = lx_add(p, lx_mul(p, V(p, bx), I(p, 4)), V(p, u));
+	loop_stmt *fill = loop(p, t, 0, 4, guard ? LOOP_SERIAL : LOOP_THREAD_X,
+		STORE(p, S, LOAD(p, A, src), V(p, t)));
+	loop_stmt *use = STORE(p, B, add_v(p, LOAD(p, B, out),
+		LOAD(p, S, lx_sub(p, I(p, 3), V(p, u)))), out);
+	loop_stmt *tile = ls_alloc(p, S, SEQ(p, fill, guard ? use
+		: loop(p, u, 0, 4, LOOP_THREAD_X, use)));
+	if (guard)
+		tile = loop(p, u, 0, 4, LOOP_THREAD_X,
+			ls_if(p, lx_cmp(p, TESSEL_LT, V(p, u), I(p, 3)), tile, NULL));
+	p->body = loop(p, bx, 0, 2, LOOP_BLOCK_X, loop(p, ko, 0, 3, LOOP_SERIAL, tile));
+	return p;
+}
+
+static const char refilled_text[] =
+	"kernel refill(A: f32[24]) -> (B: f32[8]) {\n"
+	"  for bx in 0..2 blockIdx.x {\n"
+	"    for ko in 0..3 {\n"
+	"      alloc S: f32[4] shared {\n"
+	"        barrier\n"
+	"        for t in 0..4 threadIdx.x {\n"
+	"          S[t] = A[bx * 12 + ko * 4 + t]\n"
+	"        }\n"
+	"        barrier\n"
+	"        for u in 0..4 threadIdx.x {\n"
+	"          B[bx * 4 + u] = B[bx * 4 + u] + S[3 - u]\n"
+	"        }\n"
+	"      }\n"
+	"    }\n"
+	"  }\n"
+	"}\n";
+
+Test(loop_barriers, after_the_writes_and_before_each_refill)
+{
+	loop_prog *p = build_refilled(false);
+	tessel_ctx *ctx = tessel_ctx_new();
+	cr_assert_eq(loop_insert_barriers(ctx, p), 0, "%s", tessel_ctx_error(ctx)->message);
+	expect_text(p, refilled_text);
+	tessel_ctx_free(ctx);
+	loop_prog_free(p);
+}
+
+Test(loop_barriers, refused_where_threads_diverge)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	loop_prog *p = build_refilled(true);
+	cr_expect_neq(loop_insert_barriers(ctx, p), 0);
+	cr_expect(strstr(tessel_ctx_error(ctx)->message, "shared buffer 'S' needs a "
+		"barrier under a condition on a thread index"), "%s",
+		tessel_ctx_error(ctx)->message);
+	loop_prog_free(p);
+	p = build_staged();
+	cr_expect_neq(loop_insert_barriers(ctx, p), 0);
+	cr_expect(strstr(tessel_ctx_error(ctx)->message, "a barrier lies inside a loop "
+		"bound to a thread index"), "%s", tessel_ctx_error(ctx)->message);
+	loop_prog_free(p);
+	tessel_ctx_free(ctx);
+}
+
 Test(loop_print, conditionals_selects_casts)
 {
 	loop_prog *p = build_misc();

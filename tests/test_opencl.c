@@ -54,11 +54,34 @@ static rt_cl_device *open_device(void)
 	return d;
 }
 
+/* Return whether "s" holds a barrier. */
+static bool has_barrier(const loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR: return has_barrier(s->u.for_.body);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (has_barrier(s->u.seq.items[i]))
+				return true;
+		return false;
+	case LS_IF:
+		return has_barrier(s->u.if_.then_) ||
+		       (s->u.if_.else_ && has_barrier(s->u.if_.else_));
+	case LS_ALLOC: return has_barrier(s->u.alloc.body);
+	case LS_BARRIER: return true;
+	default: return false;
+	}
+}
+
 /* Lower "st", run it on "dev" and return the error against the
- * interpreter (INFINITY when it did not run, with the reason logged). */
-static double run_on_device(test_fixture *f, rt_cl_device *dev, sch_state *st)
+ * interpreter (INFINITY when it did not run, with the reason logged);
+ * count in "*fenced" (when not NULL) a program with barriers. */
+static double run_on_device_counting(test_fixture *f, rt_cl_device *dev, sch_state *st,
+	int *fenced)
 {
 	loop_prog *p = sch_program(st);
+	if (p && fenced && p->body)
+		*fenced += has_barrier(p->body);
 	cg_opencl_kernel k;
 	test_fixture_clear_outputs(f);
 	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
@@ -72,6 +95,11 @@ static double run_on_device(test_fixture *f, rt_cl_device *dev, sch_state *st)
 	return r ? INFINITY : test_fixture_error(f);
 }
 
+static double run_on_device(test_fixture *f, rt_cl_device *dev, sch_state *st)
+{
+	return run_on_device_counting(f, dev, st, NULL);
+}
+
 /* Return the scaled count of random traces. */
 static int scaled(int count)
 {
@@ -80,9 +108,10 @@ static int scaled(int count)
 }
 
 /* Run "count" random GPU traces of "f" on "dev"; return how many failed
- * (with their traces logged) and count in "*bound" those that bind. */
+ * (with their traces logged), count in "*bound" those that bind and in
+ * "*fenced" those whose programs have shared buffers and barriers. */
 static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
-	uint64_t seed, int *bound)
+	uint64_t seed, int *bound, int *fenced)
 {
 	const char *shift = getenv("TESSEL_FUZZ_SEED");
 	if (shift)
@@ -94,7 +123,7 @@ static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
 		sch_random_gpu_schedule(st, seed * 7919 + (uint64_t)c, 12);
 		char *t = sch_trace_to_text(st->trace);
 		*bound += strstr(t, "bind ") != NULL;
-		double err = run_on_device(f, dev, st);
+		double err = run_on_device_counting(f, dev, st, fenced);
 		if (err > 1e-5) {
 			cr_log_error("%s: random GPU schedule %d (seed %llu) gives error %g:\n%s",
 				what, c, (unsigned long long)seed, err, t);
@@ -110,13 +139,18 @@ static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
 	Test(opencl_random, test, .timeout = 600)                             \
 	{                                                                     \
 		rt_cl_device *dev = open_device();                            \
-		test_fixture f;                                               \
-		int bound = 0, n = scaled(count);                             \
-		test_fixture_init(&f, opname, spec);                          \
-		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound), 0);   \
+		test_fixture f;                                                    \
+		int bound = 0, fenced = 0, n = scaled(count);                 \
+		test_fixture_init(&f, opname, spec);                               \
+		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound,        \
+			&fenced), 0);                                         \
 		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
 			#test, bound, n);                                     \
-		test_fixture_fini(&f);                                        \
+		cr_log_info("%s: %d of %d traces bind, %d use shared "        \
+			"memory with barriers", #test, bound, n, fenced);     \
+		cr_expect(fenced * 8 >= n, "%s: only %d of %d traces use "    \
+			"shared memory", #test, fenced, n);                   \
+		test_fixture_fini(&f);                                             \
 		rt_cl_close(dev);                                             \
 	}
 
@@ -195,14 +229,18 @@ Test(bind, refusals)
 {
 	test_fixture f;
 	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
-	expect_refused(&f, "bind C.k threadIdx.x\n", "the loop carries a dependence");
+	expect_refused(&f, "bind C.k blockIdx.x\n", "only threadIdx can bind one");
 	expect_refused(&f, "bind C.i blockIdx.w\n", "unknown index 'blockIdx.w'");
 	expect_refused(&f, "bind C.i threadIdx.x\nbind C.j blockIdx.x\n",
 		"threadIdx loops go inside blockIdx loops");
 	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j blockIdx.x\n",
 		"C.i is already bound to blockIdx.x");
 	expect_refused(&f, "split C.k 4 -> C.ko C.ki\nreorder C.ki C.i\n"
-		"bind C.ki threadIdx.x\n", "dependence");
+		"bind C.ki threadIdx.x\n", "would have a spatial loop inside it (C.j)");
+	expect_refused(&f, "bind C.k threadIdx.x\nbind C.i threadIdx.y\n",
+		"would have a thread loop outside it (C.i)");
+	expect_refused(&f, "bind C.k threadIdx.x\nsplit C.i 4\nreorder C.k C.io\n",
+		"would have a spatial loop inside it");
 	expect_refused(&f, "parallel C.i\nbind C.i blockIdx.x\n", "already parallel");
 	expect_refused(&f, "bind C.nope blockIdx.x\n", "nope");
 	expect_refused(&f, "bind C.i blockIdx.x\nbind C.j threadIdx.x\n"
@@ -219,7 +257,7 @@ Test(bind, refusals_across_stages)
 	expect_refused(&f, "bind Max.i blockIdx.x\ncompute_at Max E.i\n",
 		"'Max' has loops bound to GPU indices");
 	expect_refused(&f, "compute_at Max E.i\nbind Max.i blockIdx.x\n",
-		"only loops of stages at the root can be bound");
+		"only loops of stages at the root, and threadIdx for stages in shared memory, can be bound");
 	test_fixture_fini(&f);
 }
 
@@ -384,5 +422,148 @@ Test(opencl_device, launch_refuses_blocks_beyond_the_device)
 	cr_expect_eq(x, 1.0f);
 	rt_cl_free(b);
 	rt_cl_program_free(p);
+	rt_cl_close(dev);
+}
+
+/* ---- shared memory ----------------------------------------------------------- */
+
+/* Tiles of A (rows padded to 8k + 1) and B in shared memory per step of
+ * ko, fetched by the 8 x 8 threads of a block (tests/sched/shared_matmul). */
+static const char shared_matmul[] =
+	"tile C.i C.j 8 8 -> C.io C.jo C.ii C.ji\n"
+	"split C.k 6 -> C.ko C.ki\n"
+	"reorder C.ko C.ii C.ji C.ki\n"
+	"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n"
+	"bind C.ii threadIdx.y\nbind C.ji threadIdx.x\n"
+	"cache_read A shared C\ncache_read B shared C\n"
+	"compute_at A_shared C.ko\ncompute_at B_shared C.ko\n"
+	"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+	"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
+	"split A_shared.fo 8 -> A_shared.fy A_shared.ty\n"
+	"bind A_shared.ty threadIdx.y\nbind A_shared.fi threadIdx.x\n"
+	"storage_align A_shared.ax0 8 1\n"
+	"split B_shared.ax1 8 -> B_shared.o B_shared.t\n"
+	"bind B_shared.t threadIdx.x\n";
+
+Test(opencl_shared, tiled_matmul_source_plan_and_device)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=64;N=48;K=30");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", shared_matmul);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0, "%s", tessel_ctx_error(f.ctx)->message);
+	char *src;
+	cg_gpu_plan plan;
+	loop_prog *p = print_opencl(&f, st, &src, &plan);
+	cr_expect(strstr(src, "\t__local float A_shared[69];\n\t__local float B_shared[48];\n"),
+		"%s", src);
+	cr_expect(strstr(src, "barrier(CLK_LOCAL_MEM_FENCE"), "%s", src);
+	cr_expect(strstr(src, "A_shared[(ty * 8 + fi) / 6 * 9 + (ty * 8 + fi) % 6]"), "%s", src);
+	cr_assert_eq(plan.nkernels, 1);
+	cr_expect_eq(plan.kernels[0].shared_bytes, 69 * 4 + 48 * 4);
+	cr_expect_eq(plan.kernels[0].block[0], 8);
+	cr_expect_eq(plan.kernels[0].block[1], 8);
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_on_device(&f, dev, st), 1e-5);
+	cg_opencl_kernel k;
+	cr_assert_eq(cg_opencl_kernel_build(f.ctx, p, dev, &k), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	k.plan.kernels[0].shared_bytes = INT64_MAX;
+	cr_expect_neq(cg_opencl_kernel_run(f.ctx, &k, f.data), 0);
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "CL_DEVICE_LOCAL_MEM_SIZE"), "%s",
+		tessel_ctx_error(f.ctx)->message);
+	cg_opencl_kernel_free(&k);
+	rt_cl_close(dev);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
+Test(opencl_shared, refusals_leave_the_state_unchanged)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	expect_refused(&f, "cache_read A shared C\ncompute_at A_shared C.i\n",
+		"not inside a loop bound to blockIdx");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"compute_at A_shared C.j\n", "inside the thread loop C.j");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\n"
+		"compute_at A_shared C.j\nbind C.j threadIdx.x\n", "inside the thread loop C.j");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"compute_at A_shared C.i\nsplit A_shared.ax1 4 -> A_shared.o A_shared.t\n"
+		"bind A_shared.t threadIdx.x\nsplit C.j 4\n", "which 'C' does not bind");
+	expect_refused(&f, "split C.i 16 -> C.io C.ii\nbind C.io blockIdx.x\n"
+		"bind C.ii threadIdx.y\nbind C.j threadIdx.x\ncache_read A shared C\n"
+		"compute_at A_shared C.io\nfuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+		"split A_shared.f 128 -> A_shared.fo A_shared.fi\nbind A_shared.fi threadIdx.x\n",
+		"128 x 16 x 1 threads per block, more than 1024");
+	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\n"
+		"compute_at A_shared C.j\ncompute_inline A_shared\nstorage_align A_shared.ax0 4 1\n",
+		"inlined");
+	test_fixture_fini(&f);
+}
+
+/* ---- cross-thread reductions ------------------------------------------------ */
+
+/* Run the trace "text" for "name" with "spec" on "dev"; return the error
+ * against the interpreter, INFINITY when refused or not run. */
+static double run_trace(rt_cl_device *dev, const char *name, const char *spec,
+	const char *text)
+{
+	test_fixture f;
+	test_fixture_init(&f, name, spec);
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	double err = INFINITY;
+	if (sch_replay(st, t, "test") == 0)
+		err = run_on_device(&f, dev, st);
+	else
+		cr_log_error("%s", tessel_ctx_error(f.ctx)->message);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+	return err;
+}
+
+Test(opencl_cross_thread, rows_reduced_by_the_threads_of_a_block, .timeout = 300)
+{
+	rt_cl_device *dev = open_device();
+	static const char *const ops[][2] = {
+		{ "reduce_sum", "shape=[5, 7];axes=[1]" },
+		{ "reduce_max", "shape=[4, 9];axes=[1]" },
+		{ "reduce_min", "shape=[3, 6]" },
+		{ "reduce_prod", "shape=[3, 4];axes=[1]" },
+	};
+	static const char *const factors[] = { "1", "2", "3", "4", "8", "16" };
+	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++)
+		for (size_t k = 0; k < sizeof(factors) / sizeof(*factors); k++) {
+			char text[512];
+			bool rows = strstr(ops[o][1], "axes") != NULL;
+			snprintf(text, sizeof(text), "%ssplit Y.%s %s -> Y.ro Y.ri\n"
+				"reorder Y.ri Y.ro\nbind Y.ri threadIdx.x\n",
+				rows ? "bind Y.i blockIdx.x\n" : "", rows ? "j" : "i", factors[k]);
+			double err = run_trace(dev, ops[o][0], ops[o][1], text);
+			cr_expect_lt(err, 1e-5, "%s by %s threads: error %g\n%s", ops[o][0],
+				factors[k], err, text);
+		}
+	rt_cl_close(dev);
+}
+
+Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 300)
+{
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_trace(dev, "softmax", "shape=[5, 7]",
+		"bind Max.i blockIdx.x\nsplit Max.j 3 -> Max.jo Max.ji\n"
+		"reorder Max.ji Max.jo\nbind Max.ji threadIdx.x\ncompute_inline E\n"
+		"bind Total.i blockIdx.x\nsplit Total.j 4 -> Total.jo Total.ji\n"
+		"reorder Total.ji Total.jo\nbind Total.ji threadIdx.x\n"), 1e-5);
+	cr_expect_lt(run_trace(dev, "matmul", "M=6;N=5;K=30",
+		"bind C.i blockIdx.x\nbind C.j blockIdx.y\nsplit C.k 8 -> C.ko C.ki\n"
+		"reorder C.ki C.ko\nbind C.ki threadIdx.x\ncache_read B shared C\n"
+		"compute_at B_shared C.j\nsplit B_shared.ax0 8 -> B_shared.o B_shared.t\n"
+		"bind B_shared.t threadIdx.x\n"), 1e-5);
 	rt_cl_close(dev);
 }

@@ -260,12 +260,16 @@ expect 1 'bench: --compare needs a value' -- bench matmul --set M=8,N=8,K=8 --co
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$(dirname "$tessel")/../pocl-cache}
 small=(matmul --set M=9,N=7,K=5)
 printf 'split C.i 4 -> C.io C.ii\nbind C.io blockIdx.x\nbind C.ii threadIdx.x\nbind C.j threadIdx.y\n' > "$work/bound.trace"
-printf 'bind C.k threadIdx.x\n' > "$work/badbind.trace"
+printf 'bind C.k blockIdx.x\n' > "$work/badbind.trace"
+printf 'split C.i 4 -> C.io C.ii\nbind C.io blockIdx.x\nbind C.ii threadIdx.x\ncache_read A shared C\ncompute_at A_shared C.io\nsplit A_shared.ax1 4 -> A_shared.o A_shared.t\nbind A_shared.t threadIdx.x\nstorage_align A_shared.ax0 4 1\n' > "$work/shared.trace"
+printf 'bind C.i blockIdx.x\nbind C.k threadIdx.x\n' > "$work/crossthread.trace"
 expect 0 '^__kernel void matmul\(' -- codegen "${small[@]}" --target opencl
 expect 0 'get_local_id\(1\)' -- codegen "${small[@]}" --target opencl --sched "$work/bound.trace"
 expect 0 '__kernel void softmax_1\(' -- codegen softmax --set shape=[4,6] --target opencl
 expect 1 'loop bound to blockIdx.x cannot run on the CPU' -- codegen "${small[@]}" --sched "$work/bound.trace"
-expect 1 'badbind.trace:1:1: error: step 1 \(bind\): bind C.k: the loop carries a dependence' -- lower "${small[@]}" --sched "$work/badbind.trace"
+expect 1 'badbind.trace:1:1: error: step 1 \(bind\): bind C.k blockIdx.x: C.k is a reduction loop; only threadIdx can bind one' -- lower "${small[@]}" --sched "$work/badbind.trace"
+expect 0 '__local float A_shared\[' -- codegen "${small[@]}" --target opencl --sched "$work/shared.trace"
+expect 0 'barrier\(CLK_LOCAL_MEM_FENCE' -- codegen "${small[@]}" --target opencl --sched "$work/crossthread.trace"
 expect 1 'target: opencl takes no options yet' -- codegen "${small[@]}" --target "opencl -device=2"
 expect 1 "unknown target kind 'gpu' \(expected cpu, opencl or cuda\)" -- run "${small[@]}" --target gpu
 expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target opencl --db "$work/none.db"
@@ -278,6 +282,8 @@ else
 	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target opencl --min-time 0.001
 	expect 0 'device: .*\(OpenCL\)' -- run "${small[@]}" --target opencl --sched "$work/bound.trace" --min-time 0.001
 	expect 0 'Y: relative error .* ok' -- run layer_norm --set shape=[4,7] --target opencl --min-time 0.001
+	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target opencl --sched "$work/shared.trace" --min-time 0.001
+	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target opencl --sched "$work/crossthread.trace" --min-time 0.001
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target opencl --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target opencl --count 6 --seed 2 --keep "$work/ff"
 fi

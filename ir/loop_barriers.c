@@ -1,0 +1,249 @@
+/* Barriers for shared buffers: the threads of a block write a shared
+ * buffer together and read what the others wrote, so a barrier must
+ * separate the writes from the reads, and the reads of one iteration of
+ * an enclosing loop from the writes of the next (the refill of a tile
+ * in a serial reduction loop).
+ *
+ * requires: a verified program; a shared buffer is written and read by
+ *   distinct statements of the sequence its allocation holds (lowering
+ *   makes: alloc S { nest that computes S; the code that reads S })
+ * guarantees: in the body of each shared allocation, a barrier before a
+ *   statement that writes the buffer when an earlier one since the last
+ *   barrier read or wrote it, before a statement that reads it when an
+ *   earlier one wrote it, and at its top when a loop of the kernel
+ *   encloses it (so the next iteration's writes wait for this one's
+ *   reads), one barrier where two would follow each other.  Every thread
+ *   of a block must reach every barrier (OpenCL
+ *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop,
+ *   a condition on a thread index, or a loop whose bounds depend on one
+ *   is refused, never emitted
+ * A buffer marked "fenced" (the tree of a cross-thread reduction, whose
+ * statements read and write it) keeps the barriers its maker placed;
+ * they are checked like the others.
+ *
+ * invalidates: nothing (barriers are no-ops for loop_eval and CPU C) */
+#include <stdlib.h>
+
+#include "ir/loop.h"
+#include "ir/te_impl.h"
+
+typedef struct barrier_walk {
+	tessel_ctx *ctx;
+	loop_prog *p;
+	bool *thread_var;   /* by variable id: its value depends on a thread index */
+	bool failed;
+} barrier_walk;
+
+static bool is_thread_kind(loop_kind k)
+{
+	return k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z;
+}
+
+static bool is_block_kind(loop_kind k)
+{
+	return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
+}
+
+/* Return whether "e" depends on a thread index. */
+static bool on_thread(const barrier_walk *w, const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_VAR: return w->thread_var[e->u.var->id];
+	case LX_LOAD:
+		for (int i = 0; i < e->u.load.n; i++)
+			if (on_thread(w, e->u.load.index[i]))
+				return true;
+		return false;
+	case LX_UNARY: return on_thread(w, e->u.un.a);
+	case LX_BINARY: return on_thread(w, e->u.bin.a) || on_thread(w, e->u.bin.b);
+	case LX_SELECT:
+		return on_thread(w, e->u.sel.cond) || on_thread(w, e->u.sel.then_) ||
+		       on_thread(w, e->u.sel.else_);
+	case LX_CAST: return on_thread(w, e->u.cast.a);
+	default: return false;
+	}
+}
+
+/* Return whether "e" loads from "b". */
+static bool expr_reads(const loop_expr *e, const loop_buffer *b)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		if (e->u.load.buf == b)
+			return true;
+		for (int i = 0; i < e->u.load.n; i++)
+			if (expr_reads(e->u.load.index[i], b))
+				return true;
+		return false;
+	case LX_UNARY: return expr_reads(e->u.un.a, b);
+	case LX_BINARY: return expr_reads(e->u.bin.a, b) || expr_reads(e->u.bin.b, b);
+	case LX_SELECT:
+		return expr_reads(e->u.sel.cond, b) || expr_reads(e->u.sel.then_, b) ||
+		       expr_reads(e->u.sel.else_, b);
+	case LX_CAST: return expr_reads(e->u.cast.a, b);
+	default: return false;
+	}
+}
+
+/* Add to "*reads" and "*writes" whether "s" loads from and stores to "b". */
+static void accesses(const loop_stmt *s, const loop_buffer *b, bool *reads,
+	bool *writes)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		*reads |= expr_reads(s->u.for_.min, b) || expr_reads(s->u.for_.extent, b);
+		accesses(s->u.for_.body, b, reads, writes);
+		return;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			accesses(s->u.seq.items[i], b, reads, writes);
+		return;
+	case LS_STORE:
+		*writes |= s->u.store.buf == b;
+		*reads |= expr_reads(s->u.store.value, b);
+		for (int i = 0; i < s->u.store.n; i++)
+			*reads |= expr_reads(s->u.store.index[i], b);
+		return;
+	case LS_IF:
+		*reads |= expr_reads(s->u.if_.cond, b);
+		accesses(s->u.if_.then_, b, reads, writes);
+		if (s->u.if_.else_)
+			accesses(s->u.if_.else_, b, reads, writes);
+		return;
+	case LS_ALLOC:
+		accesses(s->u.alloc.body, b, reads, writes);
+		return;
+	case LS_BARRIER:
+		return;
+	}
+}
+
+/* Record that a barrier for "buffer" (NULL: one already in the program)
+ * would lie "why". */
+static void refuse(barrier_walk *w, const char *buffer, const char *why)
+{
+	if (!w->failed && buffer)
+		te_error(w->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+			"shared buffer '%s' needs a barrier %s, which not every thread of "
+			"the block reaches; compute shared stages outside thread loops and "
+			"conditions on thread indices", buffer, why);
+	else if (!w->failed)
+		te_error(w->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+			"a barrier lies %s, which not every thread of the block reaches",
+			why);
+	w->failed = true;
+}
+
+static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
+	bool repeated);
+
+/* Drop the barrier that "s", a fenced shared allocation, starts with:
+ * the caller has one just before it. */
+static void drop_leading_barrier(loop_stmt *s)
+{
+	if (s->kind != LS_ALLOC || s->u.alloc.buf->scope != LOOP_SHARED)
+		return;
+	loop_stmt *body = s->u.alloc.body;
+	if (body->kind != LS_SEQ || body->u.seq.n == 0 ||
+	    body->u.seq.items[0]->kind != LS_BARRIER)
+		return;
+	body->u.seq.n--;
+	for (int i = 0; i < body->u.seq.n; i++)
+		body->u.seq.items[i] = body->u.seq.items[i + 1];
+}
+
+/* Return the body "body" of the allocation of the shared buffer "b" with
+ * its barriers. */
+static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
+	const char *divergent, bool repeated)
+{
+	int n = body->kind == LS_SEQ ? body->u.seq.n : 1;
+	loop_stmt *const *items = body->kind == LS_SEQ ? body->u.seq.items : &body;
+	loop_stmt *out = ls_seq(w->p, 0, NULL);
+	bool wrote = false, read = false, fenced = false;
+	if (repeated) {
+		ls_seq_append(w->p, out, ls_barrier(w->p));
+		fenced = true;
+	}
+	for (int i = 0; i < n; i++) {
+		bool r = false, wr = false;
+		accesses(items[i], b, &r, &wr);
+		if (r && wr) {
+			if (!w->failed)
+				te_error(w->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
+					"shared buffer '%s' is read and written by one statement; "
+					"no barrier can separate them", b->name);
+			w->failed = true;
+		}
+		if ((wr && (read || wrote)) || (r && wrote)) {
+			ls_seq_append(w->p, out, ls_barrier(w->p));
+			fenced = true;
+			read = wrote = false;
+		}
+		if (items[i]->kind == LS_BARRIER)
+			read = wrote = false;
+		if (out->u.seq.n && out->u.seq.items[out->u.seq.n - 1]->kind == LS_BARRIER)
+			drop_leading_barrier(items[i]);
+		ls_seq_append(w->p, out, items[i]);
+		read |= r;
+		wrote |= wr;
+	}
+	if (fenced && divergent)
+		refuse(w, b->name, divergent);
+	return out;
+}
+
+static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
+	bool repeated)
+{
+	switch (s->kind) {
+	case LS_FOR: {
+		loop_kind k = s->u.for_.kind;
+		const char *inner = divergent;
+		if (is_thread_kind(k) || on_thread(w, s->u.for_.min) ||
+		    on_thread(w, s->u.for_.extent)) {
+			w->thread_var[s->u.for_.var->id] = true;
+			inner = is_thread_kind(k) ? "inside a loop bound to a thread index"
+				: "inside a loop whose bounds depend on a thread index";
+		}
+		s->u.for_.body = place(w, s->u.for_.body, inner,
+			repeated || !is_block_kind(k));
+		return s;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			s->u.seq.items[i] = place(w, s->u.seq.items[i], divergent, repeated);
+		return s;
+	case LS_IF: {
+		const char *inner = on_thread(w, s->u.if_.cond)
+			? "under a condition on a thread index" : divergent;
+		s->u.if_.then_ = place(w, s->u.if_.then_, inner, repeated);
+		if (s->u.if_.else_)
+			s->u.if_.else_ = place(w, s->u.if_.else_, inner, repeated);
+		return s;
+	}
+	case LS_ALLOC:
+		s->u.alloc.body = place(w, s->u.alloc.body, divergent, repeated);
+		if (s->u.alloc.buf->scope == LOOP_SHARED && !s->u.alloc.buf->fenced)
+			s->u.alloc.body = fence(w, s->u.alloc.buf, s->u.alloc.body, divergent,
+				repeated);
+		return s;
+	case LS_BARRIER:
+		if (divergent)
+			refuse(w, NULL, divergent);
+		return s;
+	case LS_STORE:
+		return s;
+	}
+	return s;
+}
+
+int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p)
+{
+	if (!p->body)
+		return 0;
+	barrier_walk w = { ctx, p, calloc((size_t)p->nvars + 1, sizeof(bool)), false };
+	p->body = place(&w, p->body, NULL, false);
+	free(w.thread_var);
+	return w.failed ? -1 : 0;
+}
