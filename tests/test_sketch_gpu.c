@@ -307,3 +307,43 @@ Test(sketch_gpu, sketches_of_matmul_and_softmax)
 		tune_space_sketch_name(f.space, 0));
 	fixture_fini(&f);
 }
+
+/* A mutation that computes the register tile at the block loop gives
+ * every thread the block's whole tile (128 KiB here; it crashed PoCL):
+ * refused before it runs. */
+Test(sketch_gpu, private_arrays_past_the_limit_are_refused)
+{
+	need_opencl();
+	fixture f;
+	fixture_init(&f, "matmul", "M=256;N=256;K=256");
+	const char *text =
+		"cache_write C local -> C_local\n"
+		"split C.i 256 -> C.io C.ii\nsplit C.ii 8 -> C.iio C.iii\n"
+		"split C.j 128 -> C.jo C.ji\nsplit C.ji 4 -> C.jio C.jii\n"
+		"reorder C.io C.jo C.iio C.jio C.iii C.jii\n"
+		"fuse C.io C.jo -> C.io_jo\nbind C.io_jo blockIdx.x\n"
+		"fuse C.iio C.jio -> C.iio_jio\nbind C.iio_jio threadIdx.x\n";
+	char at_block[1024], at_thread[1024], msg[256];
+	snprintf(at_block, sizeof(at_block), "%scompute_at C_local C.io_jo\n", text);
+	snprintf(at_thread, sizeof(at_thread), "%scompute_at C_local C.iio_jio\n", text);
+	const char *traces[2] = { at_block, at_thread };
+	for (int i = 0; i < 2; i++) {
+		sch_trace *t = sch_trace_parse(f.ctx, "test", traces[i]);
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert(t && sch_replay(st, t, "test") == 0, "%s",
+			tessel_ctx_error(f.ctx)->message);
+		loop_prog *p = sch_program(st);
+		cr_assert(p);
+		int r = tune_opencl_check_limits(p, &f.task.gpu, msg, sizeof(msg));
+		if (i == 0) {
+			cr_expect_eq(r, -1);
+			cr_expect(strstr(msg, "131072 bytes of private arrays per thread"), "%s", msg);
+		} else {
+			cr_expect_eq(r, 0, "%s", msg);
+		}
+		loop_prog_free(p);
+		sch_state_free(st);
+		sch_trace_free(t);
+	}
+	fixture_fini(&f);
+}

@@ -1,5 +1,6 @@
 #include "tuner/runner_opencl.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,46 @@ static int launch_fits(const cg_launch *l, const tune_gpu_target *gpu, char *msg
 	return 0;
 }
 
+/* Return the most bytes of private arrays one thread holds at once in
+ * "s": allocations other than shared ones nested in a loop (those
+ * outside every loop are the program's global temporaries); "in_loop"
+ * says whether "s" lies in one. */
+static int64_t private_bytes(const loop_stmt *s, bool in_loop)
+{
+	if (!s)
+		return 0;
+	int64_t most = 0, own;
+	switch (s->kind) {
+	case LS_FOR: return private_bytes(s->u.for_.body, true);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++) {
+			int64_t b = private_bytes(s->u.seq.items[i], in_loop);
+			most = b > most ? b : most;
+		}
+		return most;
+	case LS_IF: {
+		int64_t a = private_bytes(s->u.if_.then_, in_loop);
+		int64_t b = private_bytes(s->u.if_.else_, in_loop);
+		return a > b ? a : b;
+	}
+	case LS_ALLOC:
+		own = in_loop && s->u.alloc.buf->scope != LOOP_SHARED ?
+			cg_buffer_elems(s->u.alloc.buf) *
+			(int64_t)tessel_dtype_size(s->u.alloc.buf->dtype) : 0;
+		return own + private_bytes(s->u.alloc.body, in_loop);
+	default: return 0;
+	}
+}
+
 int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
 	size_t len)
 {
+	int64_t priv = private_bytes(p->body, false);
+	if (priv > TUNE_GPU_MAX_PRIVATE_BYTES) {
+		snprintf(msg, len, "%lld bytes of private arrays per thread, more than %d",
+			(long long)priv, TUNE_GPU_MAX_PRIVATE_BYTES);
+		return -1;
+	}
 	tessel_ctx *ctx = tessel_ctx_new();
 	cg_target t = cg_target_opencl();
 	cg_gpu_plan plan = { 0 };

@@ -13,10 +13,19 @@
 #include "runtime/timer.h"
 #include "tuner/gpu_target.h"
 
+/* The most bytes of private arrays a thread may hold (register tiles,
+ * per-thread copies of a stage computed at a loop).  Past it a GPU
+ * spills them to slow local memory, and PoCL, which keeps the private
+ * arrays of a whole work-group on a CPU thread's stack, overflows it (a
+ * block-sized tile per thread, which a mutated compute location makes,
+ * crashed PoCL with 128 KiB per thread). */
+#define TUNE_GPU_MAX_PRIVATE_BYTES 8192
+
 /* Return 0 when every kernel of "p" fits "gpu": threads per block and
- * shared bytes per block (of cg_print_gpu's plan) within its limits;
- * else -1 with the reason in "msg" of size "len" (also when "p" does not
- * print as OpenCL C). */
+ * shared bytes per block (of cg_print_gpu's plan) within its limits, and
+ * private arrays within TUNE_GPU_MAX_PRIVATE_BYTES per thread; else -1
+ * with the reason in "msg" of size "len" (also when "p" does not print
+ * as OpenCL C). */
 int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
 	size_t len);
 
