@@ -28,6 +28,7 @@ typedef struct _cl_event *cl_event;
 #define CL_TRUE 1
 #define CL_DEVICE_TYPE_GPU (1 << 2)
 #define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
+#define CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define CL_DEVICE_NAME 0x102B
@@ -151,6 +152,7 @@ struct rt_cl_device {
 	char name[256];
 	int64_t max_threads;
 	int64_t local_bytes;
+	int compute_units;
 	size_t max_sizes[3];
 };
 
@@ -217,6 +219,9 @@ rt_cl_device *rt_cl_open(char *err, size_t len)
 	uint64_t local = 0;
 	api.GetDeviceInfo(d->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local, NULL);
 	d->local_bytes = (int64_t)local;
+	uint32_t units = 0;
+	api.GetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(units), &units, NULL);
+	d->compute_units = (int)units;
 	d->context = api.CreateContext(NULL, 1, &d->id, NULL, NULL, &r);
 	if (d->context)
 		d->queue = api.CreateCommandQueue(d->context, d->id, 0, &r);
@@ -252,6 +257,11 @@ int64_t rt_cl_max_threads(const rt_cl_device *d)
 int64_t rt_cl_local_bytes(const rt_cl_device *d)
 {
 	return d->local_bytes;
+}
+
+int rt_cl_compute_units(const rt_cl_device *d)
+{
+	return d->compute_units;
 }
 
 /* Append the build log of "p" to "err" (of size "len", holding text). */

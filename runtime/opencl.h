@@ -29,6 +29,9 @@ int64_t rt_cl_max_threads(const rt_cl_device *d);
 /* Return CL_DEVICE_LOCAL_MEM_SIZE: the most shared (__local) bytes per
  * block, 0 when the device does not say. */
 int64_t rt_cl_local_bytes(const rt_cl_device *d);
+/* Return CL_DEVICE_MAX_COMPUTE_UNITS (streaming multiprocessors, or the
+ * CPU cores PoCL runs on), 0 when the device does not say. */
+int rt_cl_compute_units(const rt_cl_device *d);
 
 /* Build "source" (OpenCL C) for "d". */
 rt_cl_program *rt_cl_build(rt_cl_device *d, const char *source, char *err,

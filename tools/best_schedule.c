@@ -67,7 +67,8 @@ sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
 	}
 	tessel_ctx_clear_error(ctx);
 	if (found >= 0 && !st)
-		st = cli_load_schedule(ctx, op, NULL);
+		st = tune_task_is_gpu(&task) ? cli_load_gpu_schedule(ctx, op, NULL) :
+		     cli_load_schedule(ctx, op, NULL);
 	tune_db_close(db);
 	tune_task_clear(&task);
 	return st;

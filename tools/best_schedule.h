@@ -12,8 +12,9 @@ typedef struct sch_state sch_state;
 
 /* Return the schedule of the bound "op" from the best "ok" record of
  * ("op", "target") (NULL target: this machine) in the record store
- * "db_path" (NULL: tune_db_default_path), or the default schedule when the
- * store has no such record or its trace no longer replays.  "said" (of
+ * "db_path" (NULL: tune_db_default_path), or the default schedule (of
+ * the target's kind: the default GPU schedule for opencl) when the store
+ * has no such record or its trace no longer replays.  "said" (of
  * size "saidlen") receives one line, without newline, that says which:
  * "best record #4 from PATH (median 0.0263 ms)", "no record for this
  * workload/target in PATH; default schedule", ...  Return NULL after

@@ -21,18 +21,20 @@ static const char tune_help[] =
 	"                   [--threads N] [--min-time S] [--flush] [--early-stop N]\n"
 	"                   [--verbose]\n"
 	"\n"
-	"Search for a fast schedule of an op on the CPU: sketches of the op's\n"
-	"stages sampled and evolved under a learned cost model, N candidates\n"
-	"compiled and measured in isolated processes (a crash or a hang past\n"
-	"--timeout S, default 10, is recorded and tuning goes on), each new best\n"
-	"checked against the reference interpreter. Every measurement is stored\n"
-	"in the record store PATH (default: $TESSEL_DB, else\n"
-	"~/.cache/tessel/records.db); a re-run resumes without measuring any\n"
-	"program twice. Ctrl-C stops after committing what was measured.\n"
-	"TARGET is a CPU target string (default: this machine). --early-stop N\n"
-	"ends the search after N trials without a better time (default 300;\n"
-	"0: never). --min-time is the measured time per candidate (default\n"
-	"0.05 s). `tessel best` and `tessel run --db` use the result.\n";
+	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
+	"sketches of the op's stages sampled and evolved under a learned cost\n"
+	"model, N candidates compiled and measured in isolated processes (a\n"
+	"crash or a hang past --timeout S, default 10, is recorded and tuning\n"
+	"goes on), each new best checked against the reference interpreter.\n"
+	"Every measurement is stored in the record store PATH (default:\n"
+	"$TESSEL_DB, else ~/.cache/tessel/records.db); a re-run resumes without\n"
+	"measuring any program twice. Ctrl-C stops after committing what was\n"
+	"measured. TARGET is a CPU target string (default: this machine) or\n"
+	"opencl: the device `tessel run --target opencl` uses, with the GPU\n"
+	"sketches, kernels built by clBuildProgram and timed to clFinish.\n"
+	"--early-stop N ends the search after N trials without a better time\n"
+	"(default 300; 0: never). --min-time is the measured time per candidate\n"
+	"(default 0.05 s). `tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {
 	const char *spec, *db, *target;

@@ -519,11 +519,19 @@ static double working_set(const feat_walk *w, const feat_scan *sc, int level)
 	return bytes;
 }
 
+/* Return whether loops of kind "k" run their iterations at once: a
+ * parallel loop on a CPU, a loop bound to GPU blocks or threads (so the
+ * parallel features of a GPU program describe its grid and blocks). */
+static bool concurrent(loop_kind k)
+{
+	return k == LOOP_PARALLEL || (k >= LOOP_BLOCK_X && k <= LOOP_THREAD_Z);
+}
+
 /* The depth of the outermost enclosing parallel loop, or -1. */
 static int outer_parallel(const feat_walk *w)
 {
 	for (int d = 0; d < w->depth; d++)
-		if (w->loops[d].kind == LOOP_PARALLEL)
+		if (concurrent(w->loops[d].kind))
 			return d;
 	return -1;
 }
@@ -534,8 +542,8 @@ static void loop_totals(const feat_walk *w, double *raw, double trip, double eb)
 	int npar = 0, nvec = 0, nunroll = 0, limit = 0;
 	for (int d = 0; d < w->depth; d++) {
 		const feat_loop *l = &w->loops[d];
-		par *= l->kind == LOOP_PARALLEL ? l->extent : 1;
-		npar += l->kind == LOOP_PARALLEL;
+		par *= concurrent(l->kind) ? l->extent : 1;
+		npar += concurrent(l->kind);
 		lanes *= l->kind == LOOP_VECTORIZED ? l->extent : 1;
 		nvec += l->kind == LOOP_VECTORIZED;
 		unroll *= l->kind == LOOP_UNROLLED ? l->extent : 1;
@@ -688,9 +696,9 @@ static void loop_slots(const feat_walk *w, const feat_scan *sc, double *raw)
 		const feat_loop *l = &w->loops[d];
 		double *f = raw + TF_LOOP0 + s * TL_COUNT;
 		f[TL_EXTENT] = l->extent;
-		f[TL_SERIAL] = l->kind != LOOP_PARALLEL && l->kind != LOOP_VECTORIZED &&
+		f[TL_SERIAL] = !concurrent(l->kind) && l->kind != LOOP_VECTORIZED &&
 			l->kind != LOOP_UNROLLED;
-		f[TL_PARALLEL] = l->kind == LOOP_PARALLEL;
+		f[TL_PARALLEL] = concurrent(l->kind);
 		f[TL_VECTORIZED] = l->kind == LOOP_VECTORIZED;
 		f[TL_UNROLLED] = l->kind == LOOP_UNROLLED;
 		f[TL_POSITION] = d;
@@ -836,7 +844,7 @@ static void visit_for(feat_walk *w, const loop_stmt *s)
 	ival ext = expr_range(w, s->u.for_.extent, 0);
 	double extent = ext.known ? fmax(ext.hi, 0) : 1;
 	int id = s->u.for_.var->id;
-	if (s->u.for_.kind == LOOP_PARALLEL && outer_parallel(w) < 0) {
+	if (concurrent(s->u.for_.kind) && outer_parallel(w) < 0) {
 		double entries = 1;
 		for (int d = 0; d < w->depth; d++)
 			entries *= w->loops[d].extent;

@@ -1,8 +1,11 @@
 /* Measuring candidates: a builder of pthreads, each with its own context,
- * compiling through the kernel cache with the compiler probed once; a
- * runner forking a fresh worker per candidate (rt_run_isolated) that
- * writes its outputs and timing to shared memory allocated once per
- * measurer; a check of each new best against the interpreter. */
+ * compiling through the kernel cache with the compiler probed once (CPU)
+ * or checking each launch against the device's limits (GPU); a runner
+ * forking a fresh worker per candidate (rt_run_isolated) that loads the
+ * kernel (CPU) or builds it with clBuildProgram (OpenCL,
+ * tuner/runner_opencl.c), writes its outputs and timing to shared memory
+ * allocated once per measurer; a check of each new best against the
+ * interpreter.  What differs per target kind is one row of "runners". */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
 #include "tuner/measure.h"
+#include "tuner/runner_opencl.h"
 
 /* How long past its timeout a worker gets to load, start and exit before
  * it is killed (its timer stops by itself at the timeout). */
@@ -179,7 +183,7 @@ tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts 
 	if (!m->inputs || !m->ref || !m->got || !m->out_bytes || !m->args || !m->report)
 		snprintf(err, errlen, "out of memory");
 	else if (make_inputs(m, err, errlen) == 0 && make_outputs(m, err, errlen) == 0 &&
-		 probe_compiler(m, err, errlen) == 0)
+		 (tune_task_is_gpu(task) || probe_compiler(m, err, errlen) == 0))
 		return m;
 	tune_measurer_free(m);
 	return NULL;
@@ -273,6 +277,45 @@ typedef struct builder {
 	atomic_bool failed;
 } builder;
 
+/* The target-specific half of measuring (see "runners"). */
+typedef struct worker_job worker_job;
+typedef struct runner {
+	/* In a builder thread, with "ctx" for errors: make candidate "i"
+	 * of "b" ready to run; return 0, or -1 with its error set. */
+	int (*prepare)(builder *b, tessel_ctx *ctx, int i);
+	/* In the worker: run and time "job", outputs into shared memory;
+	 * return the error class with the reason in "rep". */
+	tune_error (*run)(const worker_job *job, worker_report *rep);
+} runner;
+
+static const runner *runner_of(const tune_measurer *m);
+
+/* CPU: compile through the kernel cache. */
+static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
+{
+	if (cg_cpu_kernel_compile(ctx, b->progs[i], &b->m->task->cpu, &b->m->cc,
+		&b->kernels[i])) {
+		set_error(&b->out[i], TUNE_ERR_BUILD, "%s", tessel_ctx_error(ctx)->message);
+		tessel_ctx_clear_error(ctx);
+		return -1;
+	}
+	return 0;
+}
+
+/* GPU: refuse a launch past the device's limits before it runs (the
+ * build itself happens in the worker, where a crashing device compiler
+ * takes nothing down). */
+static int prepare_gpu(builder *b, tessel_ctx *ctx, int i)
+{
+	(void)ctx;
+	tune_result *r = &b->out[i];
+	if (tune_opencl_check_limits(b->progs[i], &b->m->task->gpu, r->msg, sizeof(r->msg))) {
+		r->error = TUNE_ERR_BUILD;
+		return -1;
+	}
+	return 0;
+}
+
 /* Compile candidate "i" of "b" with "ctx" for its errors. */
 static void build_one(builder *b, tessel_ctx *ctx, int i)
 {
@@ -281,13 +324,7 @@ static void build_one(builder *b, tessel_ctx *ctx, int i)
 		set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
 		return;
 	}
-	if (cg_cpu_kernel_compile(ctx, b->progs[i], &b->m->task->cpu, &b->m->cc,
-		&b->kernels[i])) {
-		set_error(r, TUNE_ERR_BUILD, "%s", tessel_ctx_error(ctx)->message);
-		tessel_ctx_clear_error(ctx);
-		return;
-	}
-	b->built[i] = true;
+	b->built[i] = runner_of(b->m)->prepare(b, ctx, i) == 0;
 }
 
 /* One compiler job: build candidates until none is left. */
@@ -324,11 +361,11 @@ static int build_all(builder *b, int jobs)
 /* ---- the runner ----------------------------------------------------------- */
 
 /* What the worker of one candidate needs. */
-typedef struct worker_job {
+struct worker_job {
 	const tune_measurer *m;
 	const loop_prog *p;
 	cg_cpu_kernel *kernel;
-} worker_job;
+};
 
 typedef struct kernel_call {
 	tessel_kernel_fn fn;
@@ -378,21 +415,53 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 	       r != RT_TIME_OK ? TUNE_ERR_RUNTIME : TUNE_OK;
 }
 
-/* The worker process: load, poison the outputs, time; report in shared
- * memory.  Exit 0 when the kernel ran in time. */
+/* CPU: load the compiled kernel, poison the outputs, time. */
+static tune_error run_cpu(const worker_job *job, worker_report *rep)
+{
+	tessel_ctx *ctx = job->m->task->ctx;
+	if (cg_cpu_kernel_load(ctx, job->p, job->kernel)) {
+		snprintf(rep->msg, sizeof(rep->msg), "%.255s", tessel_ctx_error(ctx)->message);
+		return TUNE_ERR_BUILD;
+	}
+	poison_outputs(job->m);
+	tune_error e = time_kernel(job, rep);
+	cg_cpu_kernel_close(job->kernel);
+	return e;
+}
+
+/* OpenCL: build, upload, poison the outputs on the device, time,
+ * download into the shared outputs. */
+static tune_error run_opencl(const worker_job *job, worker_report *rep)
+{
+	const tune_measurer *m = job->m;
+	poison_outputs(m);
+	tune_opencl_run run = { job->p, m->args, &m->o.timer };
+	switch (tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg))) {
+	case TUNE_OPENCL_OK: return TUNE_OK;
+	case TUNE_OPENCL_BUILD: return TUNE_ERR_BUILD;
+	case TUNE_OPENCL_TIMEOUT: return TUNE_ERR_TIMEOUT;
+	default: return TUNE_ERR_RUNTIME;
+	}
+}
+
+/* The runners, one per target kind (rt_target_kind). */
+static const runner runners[] = {
+	[RT_TARGET_CPU] = { prepare_cpu, run_cpu },
+	[RT_TARGET_OPENCL] = { prepare_gpu, run_opencl },
+};
+
+static const runner *runner_of(const tune_measurer *m)
+{
+	return &runners[m->task->kind];
+}
+
+/* The worker process: run the candidate with its target's runner; report
+ * in shared memory.  Exit 0 when the kernel ran in time. */
 static int worker_main(void *arg)
 {
 	worker_job *job = arg;
 	worker_report *rep = job->m->report;
-	tessel_ctx *ctx = job->m->task->ctx;
-	if (cg_cpu_kernel_load(ctx, job->p, job->kernel)) {
-		rep->error = TUNE_ERR_BUILD;
-		snprintf(rep->msg, sizeof(rep->msg), "%.255s", tessel_ctx_error(ctx)->message);
-		return 1;
-	}
-	poison_outputs(job->m);
-	rep->error = time_kernel(job, rep);
-	cg_cpu_kernel_close(job->kernel);
+	rep->error = runner_of(job->m)->run(job, rep);
 	return rep->error != TUNE_OK;
 }
 

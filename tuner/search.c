@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/timer.h"
+#include "schedule/gpu_default.h"
 #include "schedule/random.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
@@ -107,6 +108,7 @@ typedef struct candidate {
 	loop_prog *prog;
 	float *features;
 	float score;
+	bool is_default;     /* the target's default schedule */
 } candidate;
 
 /* A measured trace kept as a parent. */
@@ -530,7 +532,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		    train_add(&s->train, batch[i].features, seconds,
 			    (uint32_t)s->workload_id))
 			return fail(s, "out of memory");
-		if (batch[i].trace[0] == '\0' && ok)
+		if (batch[i].is_default && ok)
 			s->sum->default_s = seconds;
 		if (!ok)
 			continue;
@@ -589,14 +591,21 @@ static void save_model(search *s)
 	free(blob);
 }
 
-/* The default schedule as a candidate, unless it was measured before. */
+/* The default schedule as a candidate, unless it was measured before:
+ * the bare op on a CPU, the default GPU schedule (schedule/gpu_default.c)
+ * on a GPU. */
 static int default_candidate(search *s, candidate *c)
 {
 	sch_state *st = sch_state_new(s->task->ctx, s->task->op);
 	if (!st)
 		return -1;
+	if (tune_task_is_gpu(s->task) && sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS)) {
+		sch_state_free(st);
+		return -1;
+	}
 	hash_set seen = { 0 };
 	int r = make_candidate(s, st, &seen, c);
+	c->is_default = r == 0;
 	free(seen.slots);
 	sch_state_free(st);
 	return r;

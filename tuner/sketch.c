@@ -32,7 +32,7 @@
  * Every primitive checks its own legality: a refused sample is drawn
  * again, and an optional step (parallel, vectorize, unroll, a compute
  * location) that is refused is left out. */
-#include "tuner/sketch.h"
+#include "tuner/sketch_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +45,6 @@
 
 #define SAMPLE_ATTEMPTS 16
 #define MUTATE_ATTEMPTS 8
-#define MAX_SKETCHES 8
-#define MAX_AXES SCH_MAX_ARGS
-#define QNAME 160
 /* The largest register tile factor of a non-contiguous axis, and of the
  * vector loop in vectors. */
 #define MAX_S3 8
@@ -63,45 +60,6 @@ static const int64_t reduce_max[2] = { 0, MAX_R1 };
 static const int64_t unroll_steps[UNROLL_CHOICES] = { 0, 16, 64 };
 /* Parallel work wanted per core before fusing stops. */
 #define PAR_PER_CORE 4
-
-typedef enum stage_role {
-	ROLE_INLINE,    /* elementwise, not an output */
-	ROLE_TILE,      /* a reduction with data reuse */
-	ROLE_REDUCE,    /* another reduction */
-	ROLE_SIMPLE     /* an elementwise output */
-} stage_role;
-
-typedef struct stage_info {
-	const char *name;
-	stage_role role;
-	bool is_output;
-	bool inline_optional;     /* a select, costly math, or several readers:
-	                           * recomputing it in every reader can cost
-	                           * more than a copy */
-	int ndim, nraxes;
-	int64_t spatial;          /* product of the spatial extents */
-	int64_t reduction;        /* product of the reduction extents */
-	int fusable_consumer;     /* the only reader, elementwise with identity
-	                           * indices: a stage index, or -1 */
-} stage_info;
-
-typedef enum tile_mode { TILE_NONE, TILE_CACHE, TILE_IN_PLACE } tile_mode;
-
-typedef struct sketch {
-	tile_mode tile;
-	bool rfactor;
-	char name[256];
-} sketch;
-
-struct tune_space {
-	const tune_task *task;
-	int nstages;
-	stage_info *info;         /* per compute stage of the op, in order */
-	int nsketches;
-	sketch sketches[MAX_SKETCHES];
-	int cores;
-	int vector_bytes;
-};
 
 /* ---- analysis --------------------------------------------------------------- */
 
@@ -323,6 +281,13 @@ tune_space *tune_space_new(const tune_task *task)
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 	}
 	sch_state_free(st);
+	if (tune_task_is_gpu(task)) {
+		sp->gpu = true;
+		sp->max_threads = task->gpu.max_threads > 0 ? task->gpu.max_threads : 1;
+		sp->shared_bytes = task->gpu.shared_bytes;
+		sk_gpu_add_sketches(sp);
+		return sp;
+	}
 	if (any_tile) {
 		add_sketch(sp, TILE_CACHE, false);
 		add_sketch(sp, TILE_IN_PLACE, false);
@@ -353,44 +318,6 @@ const char *tune_space_sketch_name(const tune_space *sp, int i)
 
 /* ---- random decisions ------------------------------------------------------------ */
 
-static int64_t below(uint64_t *rng, int64_t n)
-{
-	return n <= 0 ? 0 : (int64_t)(sch_rng_next(rng) % (uint64_t)n);
-}
-
-static bool chance(uint64_t *rng, int percent)
-{
-	return below(rng, 100) < percent;
-}
-
-/* Return a random divisor of "n" that is at most "max" and, when one
- * exists, a multiple of "multiple" (1: any). */
-static int64_t random_divisor(uint64_t *rng, int64_t n, int64_t max, int64_t multiple)
-{
-	int64_t pick[64];
-	int np = 0;
-	for (int pass = 0; pass < 2 && np == 0; pass++)
-		for (int64_t d = 1; d <= n && d <= max && np < 64; d++)
-			if (n % d == 0 && (pass == 1 || d % multiple == 0))
-				pick[np++] = d;
-	return np ? pick[below(rng, np)] : 1;
-}
-
-/* Draw a perfect factorization of "n" into "levels" factors, outermost
- * first, into "f": level l (but the outermost) at most "max"[l], the
- * innermost a multiple of "inner_multiple" where possible. */
-static void perfect_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
-	int64_t inner_multiple, int64_t *f)
-{
-	int64_t rest = n;
-	for (int l = levels - 1; l > 0; l--) {
-		int64_t d = random_divisor(rng, rest, max[l], l == levels - 1 ? inner_multiple : 1);
-		f[l] = d;
-		rest /= d;
-	}
-	f[0] = rest;
-}
-
 /* Vector lanes of stage "s"'s elements on the target. */
 static int64_t lanes_of(const tune_space *sp, const sch_stage *s)
 {
@@ -399,175 +326,10 @@ static int64_t lanes_of(const tune_space *sp, const sch_stage *s)
 	return lanes > 0 ? lanes : 1;
 }
 
-/* ---- naming ---------------------------------------------------------------------- */
-
-static void qname(const sch_state *st, int s, int iter, char buf[QNAME])
-{
-	snprintf(buf, QNAME, "%s.%s", st->stages[s].name, st->stages[s].iters[iter].name);
-}
-
-/* Split iter "iter" of stage "s" by "factor"; store the outer and inner
- * iters.  Return 0 or -1. */
-static int split_iter(sch_state *st, int s, int iter, int64_t factor, int *outer, int *inner)
-{
-	char q[QNAME];
-	qname(st, s, iter, q);
-	if (sch_split(st, q, factor, false, NULL, NULL))
-		return -1;
-	*outer = st->stages[s].iters[iter].split_outer;
-	*inner = st->stages[s].iters[iter].split_inner;
-	return 0;
-}
-
-/* Put the "n" iters "iters" of stage "s" in this order, in the positions
- * they occupy: one reorder, or, beyond the arguments a step holds, a swap
- * per misplaced loop. */
-static int reorder_iters(sch_state *st, int s, const int *iters, int n)
-{
-	if (n < 2)
-		return 0;
-	char names[SCH_MAX_ARGS][QNAME];
-	const char *order[SCH_MAX_ARGS];
-	if (n <= SCH_MAX_ARGS) {
-		for (int i = 0; i < n; i++) {
-			qname(st, s, iters[i], names[i]);
-			order[i] = names[i];
-		}
-		return sch_reorder(st, n, order);
-	}
-	int pos[6 * MAX_AXES];
-	for (int i = 0; i < n; i++)
-		pos[i] = sch_leaf_pos(&st->stages[s], iters[i]);
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && pos[j] < pos[j - 1]; j--) {
-			int t = pos[j];
-			pos[j] = pos[j - 1];
-			pos[j - 1] = t;
-		}
-	for (int i = 0; i < n; i++) {
-		int here = st->stages[s].leaves[pos[i]];
-		if (here == iters[i])
-			continue;
-		qname(st, s, iters[i], names[0]);
-		qname(st, s, here, names[1]);
-		order[0] = names[0];
-		order[1] = names[1];
-		if (sch_reorder(st, 2, order))
-			return -1;
-	}
-	return 0;
-}
-
-/* Fuse the "n" adjacent iters "iters" of stage "s" (outermost first) and
- * return the fused iter, or -1. */
-static int fuse_iters(sch_state *st, int s, const int *iters, int n)
-{
-	int fused = iters[0];
-	for (int i = 1; i < n; i++) {
-		char a[QNAME], b[QNAME];
-		qname(st, s, fused, a);
-		qname(st, s, iters[i], b);
-		if (sch_fuse(st, a, b, NULL))
-			return -1;
-		fused = st->stages[s].iters[fused].fused_into;
-	}
-	return fused;
-}
-
-/* Apply an optional annotation primitive "prim" to iter "iter" of "s":
- * a refusal leaves the schedule as it was. */
-static void try_annotate(sch_state *st, int s, int iter,
-	int (*prim)(sch_state *, const char *))
-{
-	char q[QNAME];
-	qname(st, s, iter, q);
-	if (prim(st, q))
-		tessel_ctx_clear_error(st->ctx);
-}
-
-/* Return the index of the stage of "st" called "name", or -1 (no error). */
-static int stage_named(const sch_state *st, const char *name)
-{
-	for (int i = 0; i < st->nstages; i++)
-		if (strcmp(st->stages[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-/* Return the index of the stage of "st" whose name is not among the
- * "n" names "before" (the stage a primitive just made), or -1. */
-static int new_stage(const sch_state *st, char (*before)[SCH_NAME_MAX], int n)
-{
-	for (int i = 0; i < st->nstages; i++) {
-		bool old = false;
-		for (int j = 0; j < n && !old; j++)
-			old = strcmp(st->stages[i].name, before[j]) == 0;
-		if (!old)
-			return i;
-	}
-	return -1;
-}
-
-/* Run the stage-making primitive "make" and return the new stage, or -1. */
-static int make_stage(sch_state *st, int (*make)(sch_state *, const char *, const char *),
-	const char *a, const char *b)
-{
-	int n = st->nstages;
-	char (*before)[SCH_NAME_MAX] = malloc((size_t)n * SCH_NAME_MAX);
-	if (!before)
-		return -1;
-	for (int i = 0; i < n; i++)
-		snprintf(before[i], SCH_NAME_MAX, "%s", st->stages[i].name);
-	int r = make(st, a, b) ? -1 : new_stage(st, before, n);
-	free(before);
-	return r;
-}
-
-static int do_cache_write(sch_state *st, const char *stage, const char *scope)
-{
-	return sch_cache_write(st, stage, scope);
-}
-
 static int do_rfactor(sch_state *st, const char *loop, const char *unused)
 {
 	(void)unused;
 	return sch_rfactor(st, loop);
-}
-
-/* The live spatial and reduction iters of stage "s", in nest order. */
-typedef struct nest {
-	int nspatial, nreduce;
-	int spatial[MAX_AXES], reduce[MAX_AXES];
-} nest;
-
-static int nest_of(const sch_state *st, int s, nest *n)
-{
-	const sch_stage *ss = &st->stages[s];
-	n->nspatial = n->nreduce = 0;
-	for (int i = 0; i < ss->nleaves; i++) {
-		int it = ss->leaves[i];
-		if (ss->iters[it].reduce) {
-			if (n->nreduce == MAX_AXES)
-				return -1;
-			n->reduce[n->nreduce++] = it;
-		} else {
-			if (n->nspatial == MAX_AXES)
-				return -1;
-			n->spatial[n->nspatial++] = it;
-		}
-	}
-	return 0;
-}
-
-/* Drop the spatial loops of extent 1 from "n": tiling leaves them where
- * they are. */
-static void drop_unit_loops(const sch_state *st, int s, nest *n)
-{
-	int k = 0;
-	for (int d = 0; d < n->nspatial; d++)
-		if (st->stages[s].iters[n->spatial[d]].extent > 1)
-			n->spatial[k++] = n->spatial[d];
-	n->nspatial = k;
 }
 
 /* Return how many of the "n" outer loops of "extent" to fuse for the
@@ -581,7 +343,7 @@ static int fuse_count(const tune_space *sp, uint64_t *rng, const int64_t *extent
 	int64_t work = extent[0];
 	while (k < n && work < (int64_t)sp->cores * PAR_PER_CORE)
 		work *= extent[k++];
-	int64_t r = below(rng, 4);
+	int64_t r = sk_below(rng, 4);
 	if (r == 0 && k < n)
 		k++;
 	else if (r == 1 && k > 1)
@@ -601,22 +363,22 @@ static int parallel_outer(const tune_space *sp, sch_state *st, int s, const int 
 	int k = fuse_count(sp, rng, ext, n);
 	if (k == 0)
 		return -1;
-	int p = fuse_iters(st, s, outer, k);
+	int p = sk_fuse_iters(st, s, outer, k);
 	if (p < 0)
 		return -1;
 	if (sp->cores > 1)
-		try_annotate(st, s, p, sch_parallel);
+		sk_try_annotate(st, s, p, sch_parallel);
 	return p;
 }
 
 static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
 {
-	int64_t v = unroll_steps[below(rng, UNROLL_CHOICES)];
+	int64_t v = unroll_steps[sk_below(rng, UNROLL_CHOICES)];
 	const sch_stage *ss = &st->stages[s];
 	if (v == 0 || ss->nleaves == 0)
 		return;
 	char q[QNAME];
-	qname(st, s, ss->leaves[0], q);
+	sk_qname(st, s, ss->leaves[0], q);
 	if (sch_annotate(st, q, "auto_unroll_max_step", v))
 		tessel_ctx_clear_error(st->ctx);
 }
@@ -633,7 +395,7 @@ static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *exte
 		bool contiguous = d == n - 1;
 		const int64_t max[4] = { 0, MAX_S1, MAX_S2,
 			contiguous ? lanes * MAX_S3_VECTORS : MAX_S3 };
-		perfect_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
+		sk_perfect_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
 	}
 }
 
@@ -641,19 +403,19 @@ static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *exte
  * factors "t", S3 unrolled and the innermost vectorized. */
 static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint64_t *rng)
 {
-	nest n;
-	if (nest_of(st, s, &n))
+	sk_nest n;
+	if (sk_nest_of(st, s, &n))
 		return -1;
-	drop_unit_loops(st, s, &n);
+	sk_drop_unit_loops(st, s, &n);
 	int order[4 * MAX_AXES], k = 0;
 	int s2[MAX_AXES], s3[MAX_AXES], r0[MAX_AXES], r1[MAX_AXES];
 	for (int d = 0; d < n.nspatial; d++)
-		if (split_iter(st, s, n.spatial[d], t[d][3], &s2[d], &s3[d]))
+		if (sk_split_iter(st, s, n.spatial[d], t[d][3], &s2[d], &s3[d]))
 			return -1;
 	for (int r = 0; r < n.nreduce; r++) {
 		int64_t f[2];
-		perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
-		if (split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
+		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		if (sk_split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
 			return -1;
 	}
 	for (int r = 0; r < n.nreduce; r++)
@@ -664,13 +426,13 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint
 		order[k++] = r1[r];
 	for (int d = 0; d < n.nspatial; d++)
 		order[k++] = s3[d];
-	if (reorder_iters(st, s, order, k))
+	if (sk_reorder_iters(st, s, order, k))
 		return -1;
 	for (int d = 0; d + 1 < n.nspatial; d++)
 		if (t[d][3] > 1)
-			try_annotate(st, s, s3[d], sch_unroll);
+			sk_try_annotate(st, s, s3[d], sch_unroll);
 	if (n.nspatial)
-		try_annotate(st, s, s3[n.nspatial - 1], sch_vectorize);
+		sk_try_annotate(st, s, s3[n.nspatial - 1], sch_vectorize);
 	maybe_auto_unroll(st, s, rng);
 	(void)sp;
 	return 0;
@@ -682,10 +444,10 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint
 static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int inner,
 	uint64_t *rng)
 {
-	nest n;
-	if (nest_of(st, outer, &n) || n.nreduce)
+	sk_nest n;
+	if (sk_nest_of(st, outer, &n) || n.nreduce)
 		return -1;
-	drop_unit_loops(st, outer, &n);
+	sk_drop_unit_loops(st, outer, &n);
 	if (n.nspatial == 0)
 		return -1;
 	int nd = n.nspatial;
@@ -696,24 +458,24 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, t);
 	int l0[MAX_AXES], l1[MAX_AXES], l2[MAX_AXES], rest;
 	for (int d = 0; d < nd; d++)
-		if (split_iter(st, outer, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &l0[d], &rest) ||
-		    split_iter(st, outer, rest, t[d][2] * t[d][3], &l1[d], &l2[d]))
+		if (sk_split_iter(st, outer, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &l0[d], &rest) ||
+		    sk_split_iter(st, outer, rest, t[d][2] * t[d][3], &l1[d], &l2[d]))
 			return -1;
 	int order[3 * MAX_AXES], k = 0;
 	for (int l = 0; l < 3; l++)
 		for (int d = 0; d < nd; d++)
 			order[k++] = (l == 0 ? l0 : l == 1 ? l1 : l2)[d];
-	if (reorder_iters(st, outer, order, k))
+	if (sk_reorder_iters(st, outer, order, k))
 		return -1;
 	int p = parallel_outer(sp, st, outer, l0, nd, rng);
 	if (p < 0)
 		return -1;
-	int at = chance(rng, 75) ? l1[nd - 1] : p;
+	int at = sk_chance(rng, 75) ? l1[nd - 1] : p;
 	char q[QNAME];
-	qname(st, outer, at, q);
+	sk_qname(st, outer, at, q);
 	if (sch_compute_at(st, st->stages[inner].name, q))
 		return -1;
-	try_annotate(st, outer, l2[nd - 1], sch_vectorize);
+	sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
 	return tile_inner(sp, st, inner, t, rng);
 }
 
@@ -723,21 +485,21 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	const char *consumer, uint64_t *rng)
 {
 	if (consumer) {
-		int c = stage_named(st, consumer), s = stage_named(st, name);
+		int c = sk_stage_named(st, consumer), s = sk_stage_named(st, name);
 		return c < 0 || s < 0 ? -1 : tile_two_stages(sp, st, c, s, rng);
 	}
-	int local = make_stage(st, do_cache_write, name, "local");
-	int s = stage_named(st, name);
+	int local = sk_make_stage(st, sk_do_cache_write, name, "local");
+	int s = sk_stage_named(st, name);
 	return local < 0 || s < 0 ? -1 : tile_two_stages(sp, st, s, local, rng);
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
 static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
-	nest n;
-	if (nest_of(st, s, &n))
+	sk_nest n;
+	if (sk_nest_of(st, s, &n))
 		return -1;
-	drop_unit_loops(st, s, &n);
+	sk_drop_unit_loops(st, s, &n);
 	if (n.nspatial == 0)
 		return -1;
 	int nd = n.nspatial, nr = n.nreduce;
@@ -748,14 +510,14 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, t);
 	int lv[4][MAX_AXES], r0[MAX_AXES], r1[MAX_AXES], rest, rest2;
 	for (int d = 0; d < nd; d++)
-		if (split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
-		    split_iter(st, s, rest, t[d][2] * t[d][3], &lv[1][d], &rest2) ||
-		    split_iter(st, s, rest2, t[d][3], &lv[2][d], &lv[3][d]))
+		if (sk_split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
+		    sk_split_iter(st, s, rest, t[d][2] * t[d][3], &lv[1][d], &rest2) ||
+		    sk_split_iter(st, s, rest2, t[d][3], &lv[2][d], &lv[3][d]))
 			return -1;
 	for (int r = 0; r < nr; r++) {
 		int64_t f[2];
-		perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
-		if (split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
+		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		if (sk_split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
 			return -1;
 	}
 	int order[6 * MAX_AXES], k = 0;
@@ -764,14 +526,14 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 	for (int l = 0; l < 6; l++)
 		for (int i = 0; i < counts[l]; i++)
 			order[k++] = levels[l][i];
-	if (reorder_iters(st, s, order, k))
+	if (sk_reorder_iters(st, s, order, k))
 		return -1;
 	if (parallel_outer(sp, st, s, lv[0], nd, rng) < 0)
 		return -1;
 	for (int d = 0; d + 1 < nd; d++)
 		if (t[d][3] > 1)
-			try_annotate(st, s, lv[3][d], sch_unroll);
-	try_annotate(st, s, lv[3][nd - 1], sch_vectorize);
+			sk_try_annotate(st, s, lv[3][d], sch_unroll);
+	sk_try_annotate(st, s, lv[3][nd - 1], sch_vectorize);
 	maybe_auto_unroll(st, s, rng);
 	return 0;
 }
@@ -817,8 +579,8 @@ static int try_compute_at_consumer(sch_state *st, int s, uint64_t *rng)
 			readers[nr++] = k;
 	char q[QNAME];
 	bool shared = shared_location(st, s, &c, &it) == 0;
-	if (shared && (nr > 1 || chance(rng, 50))) {
-		qname(st, c, it, q);
+	if (shared && (nr > 1 || sk_chance(rng, 50))) {
+		sk_qname(st, c, it, q);
 	} else {
 		if (nr != 1)
 			return -1;
@@ -829,8 +591,8 @@ static int try_compute_at_consumer(sch_state *st, int s, uint64_t *rng)
 			spatial++;
 		if (spatial == 0)
 			return -1;
-		int pos = (int)below(rng, (spatial + 1) / 2);
-		qname(st, readers[0], cs->leaves[pos], q);
+		int pos = (int)sk_below(rng, (spatial + 1) / 2);
+		sk_qname(st, readers[0], cs->leaves[pos], q);
 	}
 	if (sch_compute_at(st, st->stages[s].name, q) == 0)
 		return 0;
@@ -847,15 +609,15 @@ static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, ui
 {
 	int64_t lanes = lanes_of(sp, &st->stages[s]);
 	int64_t n = st->stages[s].iters[iter].extent;
-	int64_t v = random_divisor(rng, n, lanes * MAX_S3_VECTORS, lanes);
+	int64_t v = sk_random_divisor(rng, n, lanes * MAX_S3_VECTORS, lanes);
 	if (v % lanes)
 		v = lanes;
-	if (n <= lanes || v >= n || split_iter(st, s, iter, v, outer, inner)) {
+	if (n <= lanes || v >= n || sk_split_iter(st, s, iter, v, outer, inner)) {
 		tessel_ctx_clear_error(st->ctx);
-		try_annotate(st, s, iter, sch_vectorize);
+		sk_try_annotate(st, s, iter, sch_vectorize);
 		return -1;
 	}
-	try_annotate(st, s, *inner, sch_vectorize);
+	sk_try_annotate(st, s, *inner, sch_vectorize);
 	return 0;
 }
 
@@ -865,8 +627,8 @@ static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, ui
 static void vectorize_attached(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
 	const sch_stage *ss = &st->stages[s];
-	nest n;
-	if (ss->te->nraxes > 0 || ss->attach != SCH_AT || nest_of(st, s, &n) ||
+	sk_nest n;
+	if (ss->te->nraxes > 0 || ss->attach != SCH_AT || sk_nest_of(st, s, &n) ||
 	    n.nspatial == 0 || st->stages[ss->attach_stage].attach != SCH_ROOT)
 		return;
 	const sch_stage *cs = &st->stages[ss->attach_stage];
@@ -891,25 +653,25 @@ static void vectorize_attached(const tune_space *sp, sch_state *st, int s, uint6
  * inside the reduction loops, which suits reductions over outer axes). */
 static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
-	if (!st->stages[s].te->is_output && chance(rng, 60) &&
+	if (!st->stages[s].te->is_output && sk_chance(rng, 60) &&
 	    try_compute_at_consumer(st, s, rng) == 0) {
 		vectorize_attached(sp, st, s, rng);
 		return 0;
 	}
-	nest n;
-	if (nest_of(st, s, &n))
+	sk_nest n;
+	if (sk_nest_of(st, s, &n))
 		return -1;
 	if (n.nspatial == 0)
 		return 0;
 	int nouter = n.nspatial, outer, inner;
-	if (n.nreduce == 0 || chance(rng, 50)) {
+	if (n.nreduce == 0 || sk_chance(rng, 50)) {
 		if (vector_split(sp, st, s, n.spatial[nouter - 1], rng, &outer, &inner) == 0) {
 			n.spatial[nouter - 1] = outer;
 			int order[MAX_AXES + 1], k = 0;
 			for (int r = 0; r < n.nreduce; r++)
 				order[k++] = n.reduce[r];
 			order[k++] = inner;
-			if (n.nreduce && reorder_iters(st, s, order, k))
+			if (n.nreduce && sk_reorder_iters(st, s, order, k))
 				tessel_ctx_clear_error(st->ctx);
 		} else if (nouter > 1) {
 			nouter--;
@@ -926,8 +688,8 @@ static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *
  * work for the cores, the outer part as parallel partials. */
 static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
-	nest n;
-	if (nest_of(st, s, &n) || n.nreduce == 0)
+	sk_nest n;
+	if (sk_nest_of(st, s, &n) || n.nreduce == 0)
 		return -1;
 	char name[SCH_NAME_MAX];
 	snprintf(name, sizeof(name), "%s", st->stages[s].name);
@@ -937,22 +699,22 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	int64_t spatial = 1;
 	for (int d = 0; d < n.nspatial; d++)
 		spatial *= st->stages[s].iters[n.spatial[d]].extent;
-	bool partials = spatial < sp->cores && chance(rng, 50);
-	int64_t f = partials ? random_divisor(rng, m, m / 2, 1) :
-	            random_divisor(rng, m, lanes * MAX_S3_VECTORS, lanes);
+	bool partials = spatial < sp->cores && sk_chance(rng, 50);
+	int64_t f = partials ? sk_random_divisor(rng, m, m / 2, 1) :
+	            sk_random_divisor(rng, m, lanes * MAX_S3_VECTORS, lanes);
 	if (f <= 1 || f >= m)
 		return schedule_plain(sp, st, s, rng);
 	int ko, ki;
-	if (split_iter(st, s, k, f, &ko, &ki))
+	if (sk_split_iter(st, s, k, f, &ko, &ki))
 		return -1;
 	char q[QNAME];
-	qname(st, s, partials ? ko : ki, q);
-	int rf = make_stage(st, do_rfactor, q, NULL);
-	nest r;
-	if (rf < 0 || nest_of(st, rf, &r) || r.nspatial == 0)
+	sk_qname(st, s, partials ? ko : ki, q);
+	int rf = sk_make_stage(st, do_rfactor, q, NULL);
+	sk_nest r;
+	if (rf < 0 || sk_nest_of(st, rf, &r) || r.nspatial == 0)
 		return -1;
 	if (partials) {
-		try_annotate(st, rf, r.spatial[0], sch_parallel);
+		sk_try_annotate(st, rf, r.spatial[0], sch_parallel);
 		return 0;
 	}
 	int order[2 * MAX_AXES], c = 0;
@@ -961,24 +723,24 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	for (int d = 0; d < r.nreduce; d++)
 		order[c++] = r.reduce[d];
 	order[c++] = r.spatial[0];
-	if (reorder_iters(st, rf, order, c))
+	if (sk_reorder_iters(st, rf, order, c))
 		return -1;
-	try_annotate(st, rf, r.spatial[0], sch_vectorize);
-	s = stage_named(st, name);
-	nest o;
-	if (s < 0 || nest_of(st, s, &o) || o.nspatial == 0)
+	sk_try_annotate(st, rf, r.spatial[0], sch_vectorize);
+	s = sk_stage_named(st, name);
+	sk_nest o;
+	if (s < 0 || sk_nest_of(st, s, &o) || o.nspatial == 0)
 		return 0;
-	if (!st->stages[s].te->is_output && chance(rng, 50) &&
+	if (!st->stages[s].te->is_output && sk_chance(rng, 50) &&
 	    try_compute_at_consumer(st, s, rng) == 0) {
 		char at[QNAME];
-		qname(st, st->stages[s].attach_stage, st->stages[s].attach_iter, at);
+		sk_qname(st, st->stages[s].attach_stage, st->stages[s].attach_iter, at);
 		if (sch_compute_at(st, st->stages[rf].name, at))
 			tessel_ctx_clear_error(st->ctx);
 		return 0;
 	}
-	if (chance(rng, 50)) {
+	if (sk_chance(rng, 50)) {
 		char at[QNAME];
-		qname(st, s, o.spatial[o.nspatial - 1], at);
+		sk_qname(st, s, o.spatial[o.nspatial - 1], at);
 		if (sch_compute_at(st, st->stages[rf].name, at))
 			tessel_ctx_clear_error(st->ctx);
 	}
@@ -986,7 +748,7 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	    parallel_outer(sp, st, s, o.spatial, o.nspatial, rng) < 0)
 		tessel_ctx_clear_error(st->ctx);
 	if (st->stages[rf].attach == SCH_ROOT && r.nspatial > 1)
-		try_annotate(st, rf, order[0], sch_parallel);
+		sk_try_annotate(st, rf, order[0], sch_parallel);
 	return 0;
 }
 
@@ -1001,27 +763,20 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 	bool *skip = calloc((size_t)sp->nstages + 1, sizeof(bool));
 	int *fuse = malloc(((size_t)sp->nstages + 1) * sizeof(int));
 	int r = skip && fuse ? 0 : -1;
-	for (int i = 0; r == 0 && i < sp->nstages; i++) {
-		const stage_info *in = &sp->info[i];
-		if (in->role != ROLE_INLINE || (in->inline_optional && chance(rng, 50)))
-			continue;
-		if (sch_compute_inline(st, in->name) == 0)
-			skip[i] = true;
-		else
-			tessel_ctx_clear_error(st->ctx);
-	}
+	if (r == 0)
+		sk_inline_elementwise(sp, st, rng, skip);
 	for (int i = 0; r == 0 && i < sp->nstages; i++) {
 		int c = sp->info[i].fusable_consumer;
 		fuse[i] = -1;
 		if (k->tile == TILE_CACHE && sp->info[i].role == ROLE_TILE && c >= 0 &&
-		    !skip[c] && chance(rng, 75)) {
+		    !skip[c] && sk_chance(rng, 75)) {
 			fuse[i] = c;
 			skip[c] = true;
 		}
 	}
 	for (int i = sp->nstages - 1; i >= 0 && r == 0; i--) {
 		const stage_info *in = &sp->info[i];
-		int s = skip[i] ? -1 : stage_named(st, in->name);
+		int s = skip[i] ? -1 : sk_stage_named(st, in->name);
 		if (s < 0)
 			continue;
 		if (in->role == ROLE_TILE && k->tile == TILE_CACHE)
@@ -1044,11 +799,12 @@ sch_state *tune_space_sample(tune_space *sp, int sketch_index, uint64_t *rng)
 	const tune_task *task = sp->task;
 	for (int a = 0; a < SAMPLE_ATTEMPTS; a++) {
 		int k = sketch_index >= 0 && sketch_index < sp->nsketches ? sketch_index :
-			(int)below(rng, sp->nsketches);
+			(int)sk_below(rng, sp->nsketches);
 		sch_state *st = sch_state_new(task->ctx, task->op);
 		if (!st)
 			return NULL;
-		if (apply_sketch(sp, &sp->sketches[k], st, rng) == 0) {
+		if ((sp->gpu ? sk_gpu_apply(sp, &sp->sketches[k], st, rng) :
+			       apply_sketch(sp, &sp->sketches[k], st, rng)) == 0) {
 			tessel_ctx_clear_error(task->ctx);
 			return st;
 		}
@@ -1095,10 +851,10 @@ static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n)
 {
 	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
 	for (int a = 0; a < 8 && n > 1; a++) {
-		int64_t p = primes[below(rng, 6)];
-		int64_t w = chance(rng, 50) ? v * p : v / p;
-		if (chance(rng, 20))
-			w = random_divisor(rng, n, n, 1);
+		int64_t p = primes[sk_below(rng, 6)];
+		int64_t w = sk_chance(rng, 50) ? v * p : v / p;
+		if (sk_chance(rng, 20))
+			w = sk_random_divisor(rng, n, n, 1);
 		if (w >= 1 && w <= n && n % w == 0 && w != v)
 			return w;
 	}
@@ -1128,10 +884,10 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 	int nd = sch_step_decisions(step, d);
 	if (nd == 0)
 		return -1;
-	const sch_decision *pick = &d[below(rng, nd)];
+	const sch_decision *pick = &d[sk_below(rng, nd)];
 	char *arg = step->args[pick->arg];
 	if (strcmp(step->prim, "annotate") == 0) {
-		int64_t v = unroll_steps[below(rng, UNROLL_CHOICES)];
+		int64_t v = unroll_steps[sk_below(rng, UNROLL_CHOICES)];
 		if (v == pick->value)
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
@@ -1143,11 +899,11 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 			return -1;
 		const sch_stage *ss = &st->stages[s];
 		int pos = sch_leaf_pos(ss, it);
-		int np = pos + (chance(rng, 50) ? 1 : -1);
+		int np = pos + (sk_chance(rng, 50) ? 1 : -1);
 		if (np < 0 || np >= ss->nleaves)
 			return -1;
 		char q[QNAME];
-		qname(st, s, ss->leaves[np], q);
+		sk_qname(st, s, ss->leaves[np], q);
 		if (strlen(q) >= sizeof(step->args[0]))
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%s", q);
@@ -1174,7 +930,7 @@ static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t 
 		if (sch_step_decisions(&parent->steps[i], d) > 0)
 			with[nwith++] = i;
 	}
-	int target = nwith ? with[below(rng, nwith)] : -1;
+	int target = nwith ? with[sk_below(rng, nwith)] : -1;
 	free(with);
 	if (target < 0)
 		return NULL;

@@ -18,7 +18,12 @@
  *   - rfactor of reductions whose reduction dominates and whose spatial
  *     extent is small;
  *   - outer spatial loops fused until there is enough parallel work, then
- *     parallel; innermost contiguous loops vectorized; unroll limits. */
+ *     parallel; innermost contiguous loops vectorized; unroll limits.
+ * GPU rules, for a task on a GPU target (tuner/sketch_gpu.c): inlining;
+ * multi-level tiling "SSSRRSRS" of stages with reuse, blocks and threads
+ * bound, the reused inputs staged in shared memory or the accumulator in
+ * registers; cross-thread reductions; blocks and threads for every other
+ * stage, within the device's threads per block. */
 #ifndef TESSEL_TUNER_SKETCH_H
 #define TESSEL_TUNER_SKETCH_H
 

@@ -10,14 +10,24 @@ void tune_workload_key(const tessel_op *op, char key[TUNE_KEY_LEN])
 	snprintf(key, TUNE_KEY_LEN, "%016" PRIx64, tessel_op_hash(op));
 }
 
-/* The kind of the target string "s": its first word. */
-static int target_kind(const char *s, char *kind, size_t len)
+/* Describe the target "target" of kind "kind" in "task". */
+static int describe_target(tune_task *task, rt_target_kind kind, const char *target,
+	char *err, size_t errlen)
 {
-	size_t n = strcspn(s, " \t");
-	if (n == 0 || n >= len)
+	task->kind = kind;
+	if (kind == RT_TARGET_CPU) {
+		task->target_kind = "cpu";
+		if (rt_cpu_target_parse(target, &task->cpu, err, errlen))
+			return -1;
+		rt_cpu_target_print(&task->cpu, task->target, sizeof(task->target));
+		return 0;
+	}
+	task->target_kind = "opencl";
+	rt_cpu_target_host(&task->cpu);
+	if (tune_gpu_target_opencl(&task->gpu, err, errlen))
 		return -1;
-	memcpy(kind, s, n);
-	kind[n] = '\0';
+	tune_gpu_target_print(task->target_kind, &task->gpu, task->target,
+		sizeof(task->target));
 	return 0;
 }
 
@@ -25,20 +35,24 @@ int tune_task_init(tune_task *task, tessel_ctx *ctx, tessel_op *op,
 	const char *target, char *err, size_t errlen)
 {
 	memset(task, 0, sizeof(*task));
-	char kind[32];
+	rt_target_kind kind;
 	if (!target)
 		target = "cpu";
 	if (!tessel_op_is_bound(op)) {
 		snprintf(err, errlen, "op '%s' has unbound sizes", tessel_op_name(op));
 		return -1;
 	}
-	if (target_kind(target, kind, sizeof(kind)) || strcmp(kind, "cpu") != 0) {
-		snprintf(err, errlen, "unknown target '%s' (the tuner knows: cpu)", target);
+	size_t word = strcspn(target, " \t");
+	bool known = (word == 3 && strncmp(target, "cpu", 3) == 0) ||
+		     (word == 6 && strncmp(target, "opencl", 6) == 0);
+	if (!known) {
+		snprintf(err, errlen, "unknown target '%s' (the tuner knows: cpu, opencl)",
+			target);
 		return -1;
 	}
-	if (rt_cpu_target_parse(target, &task->cpu, err, errlen))
+	if (rt_target_kind_of(target, &kind, err, errlen) ||
+	    describe_target(task, kind, target, err, errlen))
 		return -1;
-	rt_cpu_target_print(&task->cpu, task->target, sizeof(task->target));
 	task->op_text = tessel_op_print(op);
 	if (!task->op_text) {
 		snprintf(err, errlen, "out of memory");
@@ -46,7 +60,6 @@ int tune_task_init(tune_task *task, tessel_ctx *ctx, tessel_op *op,
 	}
 	task->ctx = ctx;
 	task->op = tessel_op_retain(op);
-	task->target_kind = "cpu";
 	task->flops = tessel_op_flops(op);
 	tune_workload_key(op, task->key);
 	return 0;

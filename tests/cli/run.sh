@@ -15,12 +15,13 @@ ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 # expect STATUS PATTERN -- ARGS: run tessel ARGS, expect exit STATUS and
-# PATTERN (an extended regex) in its combined output.
+# PATTERN (an extended regex) in its combined output, within $limit
+# seconds (60 unless set: `limit=300 expect ...`).
 expect() {
 	local status=$1 pattern=$2
 	shift 3
 	local out rc
-	out=$(timeout 60 "$tessel" "$@" 2>&1)
+	out=$(timeout "${limit:-60}" "$tessel" "$@" 2>&1)
 	rc=$?
 	if [ "$rc" -ne "$status" ]; then
 		bad "tessel $* exited $rc, expected $status: $out"
@@ -272,7 +273,7 @@ expect 0 '__local float A_shared\[' -- codegen "${small[@]}" --target opencl --s
 expect 0 'barrier\(CLK_LOCAL_MEM_FENCE' -- codegen "${small[@]}" --target opencl --sched "$work/crossthread.trace"
 expect 1 'target: opencl takes no options yet' -- codegen "${small[@]}" --target "opencl -device=2"
 expect 1 "unknown target kind 'gpu' \(expected cpu, opencl or cuda\)" -- run "${small[@]}" --target gpu
-expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target opencl --db "$work/none.db"
+expect 1 'run: --db: tessel does not tune for CUDA yet' -- run "${small[@]}" --target cuda --db "$work/none.db"
 probe=$(timeout 60 "$tessel" run "${small[@]}" --target opencl --min-time 0.001 2>&1)
 if grep -q 'ERROR: AddressSanitizer\|LeakSanitizer' <<<"$probe" || [ -n "${TESSEL_SANITIZED:-}" ]; then
 	echo "skip: OpenCL runs under ASan (PoCL is not built with sanitizers)"
@@ -286,6 +287,14 @@ else
 	expect 0 'C: relative error .* ok' -- run "${small[@]}" --target opencl --sched "$work/crossthread.trace" --min-time 0.001
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target opencl --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target opencl --count 6 --seed 2 --keep "$work/ff"
+	# tune on the device: GPU sketches, the default GPU schedule as the
+	# baseline, the best checked against the interpreter, then applied
+	gdb=$work/gpu.db
+	gmm=(matmul --set M=64,N=64,K=64)
+	limit=400 expect 0 'best: [0-9.]+ GFLOP/s .*, [0-9.]+x the default schedule' -- tune "${gmm[@]}" --target opencl --trials 16 --min-time 0.01 --db "$gdb"
+	expect 0 'schedule: best record #[0-9]+ from .*gpu.db' -- run "${gmm[@]}" --target opencl --db "$gdb" --min-time 0.001
+	expect 0 'C: relative error .* ok' -- run "${gmm[@]}" --target opencl --db "$gdb" --min-time 0.001
+	expect 0 'records: 16 \(' -- db info --db "$gdb"
 fi
 
 # cuda: CUDA C, cubins from NVRTC with ptxas's report (no GPU needed;
@@ -299,7 +308,6 @@ expect 1 "'foo' is not an architecture sm_NN" -- codegen "${small[@]}" --target 
 expect 1 'cuda takes no options' -- run "${small[@]}" --target "cuda -arch=sm_90"
 expect 1 'codegen: --cubin needs --target cuda' -- codegen "${small[@]}" --cubin "$work/m.cubin"
 expect 1 "'sm_7' is not an architecture sm_NN" -- fuzz-sched "${small[@]}" --target cuda:sm_7 --count 1 --seed 1
-expect 1 'run: --db holds CPU records only' -- run "${small[@]}" --target cuda --db "$work/none.db"
 probe=$(timeout 60 "$tessel" codegen "${small[@]}" --target cuda --cubin "$work/probe.cubin" 2>&1)
 if grep -q 'NVRTC not found' <<<"$probe"; then
 	echo "skip: cubins: $(grep -o 'NVRTC not found.*' <<<"$probe" | head -1)"

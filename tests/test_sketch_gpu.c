@@ -1,0 +1,354 @@
+/* Tests of the GPU rules of the search space (tuner/sketch_gpu.c) on the
+ * OpenCL device (PoCL on the CPU): for every op of the library, a sample
+ * of every sketch and a mutation of it replay from their traces, fit the
+ * device's limits, and compute on the device what the interpreter
+ * computes; the rules give the structure they promise (blocks and
+ * threads, shared staging with a cooperative fetch, a local accumulator,
+ * cross-thread reductions).
+ *
+ * The task describes the device in a child process before the test opens
+ * it (tuner/gpu_target.h).  Tests skip, saying why, where there is no
+ * device and in the sanitized build (as tests/test_opencl.c).  Every
+ * timeout is 600 s: with timeouts that differ, Criterion 2.4.1's runner
+ * leaked 48 bytes under LeakSanitizer when tests ran on two jobs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/opencl_kernel.h"
+#include "runtime/opencl.h"
+#include "schedule/state.h"
+#include "schedule/trace.h"
+#include "tessel/ops.h"
+#include "tuner/runner_opencl.h"
+#include "tuner/sketch.h"
+#include "tuner/task.h"
+#include "tests/support.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+typedef struct fixture {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	tune_task task;
+	tune_space *space;
+	int nin, nout;
+	tessel_tensor *args[32];
+	tessel_tensor *expected[16];
+	void *data[32];
+} fixture;
+
+/* Skip in the sanitized build; keep PoCL's cache in the build tree. */
+static void need_opencl(void)
+{
+	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
+		cr_skip_test("OpenCL tests skip in the sanitized build (PoCL is not "
+			"built with ASan; TESSEL_OPENCL_UNDER_ASAN=1 runs them)");
+	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
+}
+
+/* Instantiate "name" with the attributes "spec" ("K=V;K=V") and make its
+ * task on the OpenCL device (skipping when there is none). */
+static void fixture_init(fixture *f, const char *name, const char *spec)
+{
+	char text[256], *save = NULL, err[512];
+	const char *keys[16], *values[16];
+	int n = 0;
+	snprintf(text, sizeof(text), "%s", spec);
+	for (char *kv = strtok_r(text, ";", &save); kv && n < 16;
+	     kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		cr_assert(eq, "bad spec %s", spec);
+		*eq = 0;
+		keys[n] = kv;
+		values[n++] = eq + 1;
+	}
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
+	cr_assert(f->op, "instantiating %s", name);
+	if (tune_task_init(&f->task, f->ctx, f->op, "opencl", err, sizeof(err)))
+		cr_skip_test("%s", err);
+	f->space = tune_space_new(&f->task);
+	cr_assert(f->space);
+	f->nin = tessel_op_num_inputs(f->op);
+	f->nout = tessel_op_num_outputs(f->op);
+	for (int i = 0; i < f->nin; i++) {
+		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
+		tessel_tensor_fill_random(f->args[i], 11 + (uint64_t)i);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
+		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
+	}
+	for (int i = 0; i < f->nin + f->nout; i++)
+		f->data[i] = f->args[i]->data;
+	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
+}
+
+static void fixture_fini(fixture *f)
+{
+	for (int i = 0; i < f->nin + f->nout; i++)
+		tessel_tensor_free(f->args[i]);
+	for (int i = 0; i < f->nout; i++)
+		tessel_tensor_free(f->expected[i]);
+	tune_space_free(f->space);
+	tune_task_clear(&f->task);
+	tessel_op_release(f->op);
+	tessel_ctx_free(f->ctx);
+}
+
+/* Return the OpenCL device (after the tasks described it). */
+static rt_cl_device *open_device(void)
+{
+	char err[512];
+	rt_cl_device *d = rt_cl_open(err, sizeof(err));
+	if (!d)
+		cr_skip_test("no OpenCL device: %s", err);
+	return d;
+}
+
+/* Check that "st" replays from its text, fits the device's limits and
+ * computes the interpreter's outputs on "dev"; return 0, or 1 with the
+ * reason and the trace logged. */
+static int check_on_device(fixture *f, rt_cl_device *dev, sch_state *st, const char *what)
+{
+	char *text = sch_trace_to_text(st->trace), msg[256];
+	sch_trace *t = text ? sch_trace_parse(f->ctx, "sample", text) : NULL;
+	sch_state *again = sch_state_new(f->ctx, f->op);
+	int bad = !t || sch_replay(again, t, "sample") != 0;
+	char *text2 = bad ? NULL : sch_trace_to_text(again->trace);
+	bad = bad || !text2 || strcmp(text, text2) != 0;
+	loop_prog *p = bad ? NULL : sch_program(again);
+	if (!p) {
+		cr_log_error("%s: does not replay or lower: %s\n%s", what,
+			tessel_ctx_error(f->ctx)->message, text);
+		bad = 1;
+	} else if (tune_opencl_check_limits(p, &f->task.gpu, msg, sizeof(msg))) {
+		cr_log_error("%s: past the device's limits: %s\n%s", what, msg, text);
+		bad = 1;
+	} else {
+		for (int i = 0; i < f->nout; i++)
+			memset(f->data[f->nin + i], 0xff, (size_t)tessel_tensor_numel(
+				f->args[f->nin + i]) * tessel_dtype_size(f->args[f->nin + i]->dtype));
+		cg_opencl_kernel k;
+		int r = cg_opencl_kernel_build(f->ctx, p, dev, &k);
+		if (r == 0) {
+			r = cg_opencl_kernel_run(f->ctx, &k, f->data);
+			cg_opencl_kernel_free(&k);
+		}
+		double err = r ? INFINITY : test_outputs_error(f->args + f->nin, f->expected,
+			f->nout);
+		if (!(err < 1e-5)) {
+			cr_log_error("%s: error %g on the device (%s)\n%s", what, err,
+				r ? tessel_ctx_error(f->ctx)->message : "wrong values", text);
+			bad = 1;
+		}
+	}
+	loop_prog_free(p);
+	sch_state_free(again);
+	sch_trace_free(t);
+	free(text);
+	free(text2);
+	return bad;
+}
+
+/* Sample "n" candidates of every sketch of "f" and mutate each once;
+ * check all on "dev".  Return how many failed; count in "*with" the
+ * samples whose trace holds "needle" (may be NULL). */
+static int sample_all(fixture *f, rt_cl_device *dev, int n, uint64_t seed,
+	const char *needle, int *with)
+{
+	uint64_t rng = seed;
+	int failed = 0;
+	for (int k = 0; k < tune_space_num_sketches(f->space); k++)
+		for (int i = 0; i < n; i++) {
+			char what[512], mutated[540];
+			snprintf(what, sizeof(what), "%s, sketch %d (%s), sample %d",
+				tessel_op_name(f->op), k, tune_space_sketch_name(f->space, k), i);
+			snprintf(mutated, sizeof(mutated), "%s, mutated", what);
+			sch_state *st = tune_space_sample(f->space, k, &rng);
+			if (!st) {
+				cr_log_error("%s: no sample: %s", what,
+					tessel_ctx_error(f->ctx)->message);
+				failed++;
+				continue;
+			}
+			failed += check_on_device(f, dev, st, what);
+			char *text = sch_trace_to_text(st->trace);
+			if (needle && with && text && strstr(text, needle))
+				(*with)++;
+			free(text);
+			sch_state *child = tune_space_mutate(f->space, st->trace, &rng);
+			if (child) {
+				failed += check_on_device(f, dev, child, mutated);
+				sch_state_free(child);
+			}
+			sch_state_free(st);
+		}
+	return failed;
+}
+
+/* Small attributes for every op of the library, large enough to tile. */
+static const struct { const char *name, *spec; } op_sizes[] = {
+	{ "matmul", "M=16;N=12;K=10" },
+	{ "batch_matmul", "B=2;M=6;N=8;K=4" },
+	{ "dense", "batch=4;in_features=6;out_features=8" },
+	{ "conv2d", "N=1;C=3;H=6;W=6;F=4;R=3;S=3;padding=1" },
+	{ "max_pool2d", "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1" },
+	{ "avg_pool2d", "N=1;C=2;H=6;W=6;kernel=2" },
+	{ "global_avg_pool", "N=2;C=3;H=4;W=3" },
+	{ "softmax", "shape=[4,24]" },
+	{ "log_softmax", "shape=[3,2,16]" },
+	{ "layer_norm", "shape=[4,32]" },
+	{ "batch_norm", "shape=[2,3,3,3]" },
+	{ "reduce_sum", "shape=[3,4,10];axes=[0,2]" },
+	{ "reduce_mean", "shape=[4,20];axes=[1]" },
+	{ "reduce_max", "shape=[12,4];axes=[0];keepdims=1" },
+	{ "reduce_min", "shape=[3,16]" },
+	{ "reduce_prod", "shape=[3,8];axes=[1]" },
+	{ "transpose", "shape=[2,3,4];perm=[2,0,1]" },
+	{ "reshape", "shape=[4,6];newshape=[3,-1]" },
+	{ "pad", "shape=[3,4];pads=[1,0,2,1]" },
+	{ "concat", "shape=[5,3];sizes=[2,3];axis=0" },
+	{ "softmax_cross_entropy", "N=4;C=12" },
+};
+
+/* Return the attributes of the op "name": its entry in op_sizes, two
+ * broadcasting shapes for binary ops, a shape for the others. */
+static const char *spec_of(const char *name)
+{
+	static const char *const binary[] = { "add", "sub", "mul", "div", "maximum",
+		"minimum", "pow", "equal", "not_equal", "less", "less_equal", "greater",
+		"greater_equal" };
+	for (size_t i = 0; i < sizeof(op_sizes) / sizeof(*op_sizes); i++)
+		if (strcmp(op_sizes[i].name, name) == 0)
+			return op_sizes[i].spec;
+	for (size_t i = 0; i < sizeof(binary) / sizeof(*binary); i++)
+		if (strcmp(binary[i], name) == 0)
+			return "a=[2,1,8];b=[4,8]";
+	return "shape=[6,10]";
+}
+
+Test(sketch_gpu, every_op_of_the_library, .timeout = 600)
+{
+	need_opencl();
+	fixture probe;
+	fixture_init(&probe, "matmul", spec_of("matmul"));
+	fixture_fini(&probe);
+	rt_cl_device *dev = open_device();
+	int failed = 0, samples = 0;
+	for (int i = 0; i < tessel_ops_count(); i++) {
+		const char *name = tessel_ops_name(i);
+		fixture f;
+		fixture_init(&f, name, spec_of(name));
+		failed += sample_all(&f, dev, 1, 1 + (uint64_t)i, NULL, NULL);
+		samples += tune_space_num_sketches(f.space);
+		fixture_fini(&f);
+	}
+	cr_log_info("%d ops, %d samples (and their mutations)", tessel_ops_count(), samples);
+	cr_expect_eq(failed, 0, "%d GPU samples or mutations fail", failed);
+	rt_cl_close(dev);
+}
+
+/* Run "n" samples of every sketch of "name" and expect "needle" in at
+ * least one trace. */
+static void expect_structure(const char *name, const char *spec, int n, const char *needle)
+{
+	need_opencl();
+	fixture f;
+	fixture_init(&f, name, spec);
+	rt_cl_device *dev = open_device();
+	int with = 0;
+	cr_expect_eq(sample_all(&f, dev, n, 7, needle, &with), 0);
+	cr_expect_gt(with, 0, "no sample of %s holds '%s'", name, needle);
+	rt_cl_close(dev);
+	fixture_fini(&f);
+}
+
+Test(sketch_gpu, matmul_stages_shared_tiles, .timeout = 600)
+{
+	expect_structure("matmul", "M=32;N=24;K=16", 3, "shared C -> ");
+}
+
+Test(sketch_gpu, matmul_accumulates_in_registers, .timeout = 600)
+{
+	expect_structure("matmul", "M=32;N=24;K=16", 3, "cache_write C local");
+}
+
+Test(sketch_gpu, softmax_reduces_across_threads, .timeout = 600)
+{
+	expect_structure("softmax", "shape=[4,64]", 3, "threadIdx.x");
+}
+
+Test(sketch_gpu, sketches_of_matmul_and_softmax)
+{
+	need_opencl();
+	fixture f;
+	fixture_init(&f, "matmul", "M=32;N=24;K=16");
+	cr_expect_eq(tune_space_num_sketches(f.space), 3);
+	cr_expect(strstr(tune_space_sketch_name(f.space, 0), "SSSRRSRS, shared"));
+	cr_expect(strstr(tune_space_sketch_name(f.space, 1), "SSSRRSRS, local"));
+	cr_expect(f.task.gpu.max_threads > 0 && f.task.gpu.max_threads <= 1024);
+	cr_expect(f.task.gpu.shared_bytes > 0 && f.task.gpu.shared_bytes <= 49152);
+	cr_expect(strncmp(f.task.target, "opencl -device=", 15) == 0, "%s", f.task.target);
+	fixture_fini(&f);
+	fixture_init(&f, "softmax", "shape=[4,64]");
+	cr_expect(strstr(tune_space_sketch_name(f.space, 0), "cross-thread"), "%s",
+		tune_space_sketch_name(f.space, 0));
+	fixture_fini(&f);
+}
+
+/* A mutation that computes the register tile at the block loop gives
+ * every thread the block's whole tile (128 KiB here; it crashed PoCL):
+ * refused before it runs.  No device needed: the limits are given. */
+Test(sketch_gpu, private_arrays_past_the_limit_are_refused)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	const char *keys[] = { "M", "N", "K" }, *values[] = { "256", "256", "256" };
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3, keys, values);
+	cr_assert(op);
+	const tune_gpu_target gpu = { "test", 1, 1024, 49152 };
+	const char *text =
+		"cache_write C local -> C_local\n"
+		"split C.i 256 -> C.io C.ii\nsplit C.ii 8 -> C.iio C.iii\n"
+		"split C.j 128 -> C.jo C.ji\nsplit C.ji 4 -> C.jio C.jii\n"
+		"reorder C.io C.jo C.iio C.jio C.iii C.jii\n"
+		"fuse C.io C.jo -> C.io_jo\nbind C.io_jo blockIdx.x\n"
+		"fuse C.iio C.jio -> C.iio_jio\nbind C.iio_jio threadIdx.x\n";
+	char at_block[1024], at_thread[1024], msg[256];
+	snprintf(at_block, sizeof(at_block), "%scompute_at C_local C.io_jo\n", text);
+	snprintf(at_thread, sizeof(at_thread), "%scompute_at C_local C.iio_jio\n", text);
+	const char *traces[2] = { at_block, at_thread };
+	for (int i = 0; i < 2; i++) {
+		sch_trace *t = sch_trace_parse(ctx, "test", traces[i]);
+		sch_state *st = sch_state_new(ctx, op);
+		cr_assert(t && sch_replay(st, t, "test") == 0, "%s",
+			tessel_ctx_error(ctx)->message);
+		loop_prog *p = sch_program(st);
+		cr_assert(p);
+		int r = tune_opencl_check_limits(p, &gpu, msg, sizeof(msg));
+		if (i == 0) {
+			cr_expect_eq(r, -1);
+			cr_expect(strstr(msg, "131072 bytes of private arrays per thread"), "%s", msg);
+		} else {
+			cr_expect_eq(r, 0, "%s", msg);
+		}
+		loop_prog_free(p);
+		sch_state_free(st);
+		sch_trace_free(t);
+	}
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+}

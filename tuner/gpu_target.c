@@ -1,0 +1,81 @@
+#include "tuner/gpu_target.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/isolate.h"
+#include "runtime/opencl.h"
+#include "schedule/bound.h"
+
+/* What the child leaves in shared memory. */
+typedef struct device_query {
+	tune_gpu_target t;
+	char error[512];
+} device_query;
+
+/* Replace the characters of "s" that a target string cannot hold. */
+static void plain_name(char *s)
+{
+	for (; *s; s++)
+		if (*s == ' ' || *s == '"' || *s == '\t' || *s == '\n')
+			*s = '_';
+}
+
+static int64_t at_most(int64_t v, int64_t limit)
+{
+	return v > 0 && v < limit ? v : limit;
+}
+
+/* The child: open the device and read its limits. */
+static int query_opencl(void *arg)
+{
+	device_query *q = arg;
+	rt_cl_device *d = rt_cl_open(q->error, sizeof(q->error));
+	if (!d)
+		return 1;
+	snprintf(q->t.device, sizeof(q->t.device), "%s", rt_cl_device_name(d));
+	q->t.compute_units = rt_cl_compute_units(d);
+	q->t.max_threads = rt_cl_max_threads(d);
+	q->t.shared_bytes = rt_cl_local_bytes(d);
+	rt_cl_close(d);
+	return 0;
+}
+
+int tune_gpu_target_opencl(tune_gpu_target *t, char *err, size_t errlen)
+{
+	static tune_gpu_target known;
+	if (known.device[0]) {
+		*t = known;
+		return 0;
+	}
+	device_query *q = rt_shared_alloc(sizeof(*q));
+	if (!q) {
+		snprintf(err, errlen, "out of shared memory");
+		return -1;
+	}
+	char why[256];
+	rt_run_status st = rt_run_isolated(query_opencl, q, 60, why, sizeof(why));
+	int r = 0;
+	if (st != RT_RUN_OK) {
+		snprintf(err, errlen, "no OpenCL device: %s", q->error[0] ? q->error : why);
+		r = -1;
+	} else {
+		*t = q->t;
+		plain_name(t->device);
+		if (!t->device[0])
+			snprintf(t->device, sizeof(t->device), "unnamed");
+		t->max_threads = at_most(t->max_threads, SCH_MAX_THREADS);
+		t->shared_bytes = at_most(t->shared_bytes, SCH_MAX_SHARED_BYTES);
+		known = *t;
+	}
+	rt_shared_free(q, sizeof(*q));
+	return r;
+}
+
+int tune_gpu_target_print(const char *kind, const tune_gpu_target *t, char *buf,
+	size_t len)
+{
+	return snprintf(buf, len, "%s -device=%s -units=%d -threads=%lld -shared=%lld", kind,
+		t->device, t->compute_units, (long long)t->max_threads,
+		(long long)t->shared_bytes);
+}

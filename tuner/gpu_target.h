@@ -1,0 +1,36 @@
+/* A GPU device as the tuner sees it (tuner/gpu_target.c): what the
+ * sketches need to keep their samples launchable (threads and shared
+ * bytes per block), read from the device's runtime when a task is made,
+ * and printed into the target string that records store.  OpenCL is the
+ * one runtime now; CUDA (the driver's attributes) is one more reader. */
+#ifndef TESSEL_TUNER_GPU_TARGET_H
+#define TESSEL_TUNER_GPU_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TUNE_GPU_NAME_LEN 128
+
+typedef struct tune_gpu_target {
+	char device[TUNE_GPU_NAME_LEN]; /* spaces and quotes made '_' */
+	int compute_units;
+	int64_t max_threads;            /* per block, at most SCH_MAX_THREADS */
+	int64_t shared_bytes;           /* per block, at most SCH_MAX_SHARED_BYTES */
+} tune_gpu_target;
+
+/* Describe the OpenCL device rt_cl_open picks in "t", asking it in a
+ * child process (an OpenCL runtime initialized in the tuner would not
+ * survive the fork of each measurement worker), once per process: later
+ * calls return the first answer, so that a process may open the device
+ * itself after its first task is made.  Limits the device does
+ * not report, or reports above the schedule layer's, are the schedule
+ * layer's.  Return 0, or -1 with the reason in "err" of size "errlen". */
+int tune_gpu_target_opencl(tune_gpu_target *t, char *err, size_t errlen);
+
+/* Write the canonical string of "t" for the target kind "kind" into
+ * "buf" of size "len": "KIND -device=NAME -units=N -threads=N
+ * -shared=BYTES".  Return the length of the full string, as snprintf. */
+int tune_gpu_target_print(const char *kind, const tune_gpu_target *t, char *buf,
+	size_t len);
+
+#endif

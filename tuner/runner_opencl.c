@@ -1,0 +1,162 @@
+#include "tuner/runner_opencl.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/opencl_kernel.h"
+
+/* Return 0 when the launch "l" fits "gpu", else -1 with the reason. */
+static int launch_fits(const cg_launch *l, const tune_gpu_target *gpu, char *msg, size_t len)
+{
+	int64_t threads = l->block[0] * l->block[1] * l->block[2];
+	if (threads > gpu->max_threads) {
+		snprintf(msg, len, "kernel %s: %lld threads per block, the device allows %lld",
+			l->name, (long long)threads, (long long)gpu->max_threads);
+		return -1;
+	}
+	if (l->shared_bytes > gpu->shared_bytes) {
+		snprintf(msg, len, "kernel %s: %lld bytes of shared memory per block, the "
+			"device has %lld", l->name, (long long)l->shared_bytes,
+			(long long)gpu->shared_bytes);
+		return -1;
+	}
+	return 0;
+}
+
+/* Return the most bytes of private arrays one thread holds at once in
+ * "s": allocations other than shared ones nested in a loop (those
+ * outside every loop are the program's global temporaries); "in_loop"
+ * says whether "s" lies in one. */
+static int64_t private_bytes(const loop_stmt *s, bool in_loop)
+{
+	if (!s)
+		return 0;
+	int64_t most = 0, own;
+	switch (s->kind) {
+	case LS_FOR: return private_bytes(s->u.for_.body, true);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++) {
+			int64_t b = private_bytes(s->u.seq.items[i], in_loop);
+			most = b > most ? b : most;
+		}
+		return most;
+	case LS_IF: {
+		int64_t a = private_bytes(s->u.if_.then_, in_loop);
+		int64_t b = private_bytes(s->u.if_.else_, in_loop);
+		return a > b ? a : b;
+	}
+	case LS_ALLOC:
+		own = in_loop && s->u.alloc.buf->scope != LOOP_SHARED ?
+			cg_buffer_elems(s->u.alloc.buf) *
+			(int64_t)tessel_dtype_size(s->u.alloc.buf->dtype) : 0;
+		return own + private_bytes(s->u.alloc.body, in_loop);
+	default: return 0;
+	}
+}
+
+int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
+	size_t len)
+{
+	int64_t priv = private_bytes(p->body, false);
+	if (priv > TUNE_GPU_MAX_PRIVATE_BYTES) {
+		snprintf(msg, len, "%lld bytes of private arrays per thread, more than %d",
+			(long long)priv, TUNE_GPU_MAX_PRIVATE_BYTES);
+		return -1;
+	}
+	tessel_ctx *ctx = tessel_ctx_new();
+	cg_target t = cg_target_opencl();
+	cg_gpu_plan plan = { 0 };
+	char *source = ctx ? cg_print_gpu(p, &t, &plan, ctx) : NULL;
+	int r = source ? 0 : -1;
+	if (!source)
+		snprintf(msg, len, "%s", ctx ? tessel_ctx_error(ctx)->message : "out of memory");
+	for (int i = 0; r == 0 && i < plan.nkernels; i++)
+		r = launch_fits(&plan.kernels[i], gpu, msg, len);
+	free(source);
+	cg_gpu_plan_free(&plan);
+	tessel_ctx_free(ctx);
+	return r;
+}
+
+typedef struct launch_call {
+	tessel_ctx *ctx;
+	cg_opencl_kernel *k;
+	int status;
+} launch_call;
+
+static void launch(void *arg)
+{
+	launch_call *c = arg;
+	c->status |= cg_opencl_kernel_launch(c->ctx, c->k);
+}
+
+/* Fill the output arguments of "k" on the device with all-ones bytes. */
+static int poison_outputs(cg_opencl_kernel *k, char *msg, size_t len)
+{
+	for (int i = 0; i < k->nargs; i++) {
+		if (!k->is_output[i])
+			continue;
+		void *ones = malloc(k->bytes[i] ? k->bytes[i] : 1);
+		if (!ones) {
+			snprintf(msg, len, "out of memory");
+			return -1;
+		}
+		memset(ones, 0xff, k->bytes[i]);
+		int r = rt_cl_write(k->params[i], ones, k->bytes[i], msg, len);
+		free(ones);
+		if (r)
+			return -1;
+	}
+	return 0;
+}
+
+/* Time the built "k" with "r"'s timer and download its outputs. */
+static tune_opencl_status time_built(const tune_opencl_run *r, tessel_ctx *ctx,
+	cg_opencl_kernel *k, rt_timing *timing, char *msg, size_t len)
+{
+	if (cg_opencl_kernel_upload(ctx, k, r->args) || poison_outputs(k, msg, len)) {
+		if (!msg[0])
+			snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+		return TUNE_OPENCL_RUNTIME;
+	}
+	launch_call call = { ctx, k, 0 };
+	int timed = rt_time(launch, &call, r->timer, timing);
+	if (call.status || cg_opencl_kernel_download(ctx, k, r->args)) {
+		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+		return TUNE_OPENCL_RUNTIME;
+	}
+	if (timed == RT_TIME_TIMEOUT) {
+		snprintf(msg, len, "%d of %d timed runs within %g s", timing->runs,
+			r->timer->min_repeats, r->timer->timeout_s);
+		return TUNE_OPENCL_TIMEOUT;
+	}
+	if (timed != RT_TIME_OK) {
+		snprintf(msg, len, "the timer failed (out of memory?)");
+		return TUNE_OPENCL_RUNTIME;
+	}
+	return TUNE_OPENCL_OK;
+}
+
+tune_opencl_status tune_opencl_time(const tune_opencl_run *r, rt_timing *timing, char *msg,
+	size_t len)
+{
+	msg[0] = '\0';
+	tessel_ctx *ctx = tessel_ctx_new();
+	rt_cl_device *dev = ctx ? rt_cl_open(msg, len) : NULL;
+	if (!dev) {
+		tessel_ctx_free(ctx);
+		return TUNE_OPENCL_BUILD;
+	}
+	cg_opencl_kernel k;
+	tune_opencl_status st = TUNE_OPENCL_BUILD;
+	if (cg_opencl_kernel_build(ctx, r->p, dev, &k))
+		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+	else
+		st = time_built(r, ctx, &k, timing, msg, len);
+	cg_opencl_kernel_free(&k);
+	rt_cl_close(dev);
+	tessel_ctx_free(ctx);
+	return st;
+}

@@ -1,0 +1,56 @@
+/* The OpenCL half of the measurer (tuner/runner_opencl.c): a check of a
+ * candidate's launch against the device's limits, made before it runs,
+ * and the run itself, made in the measurer's isolated worker process.
+ * The measurer (tuner/measure.c) keeps what every target shares: the
+ * seeded inputs, the shared outputs, the check against the interpreter,
+ * the batches and error classes. */
+#ifndef TESSEL_TUNER_RUNNER_OPENCL_H
+#define TESSEL_TUNER_RUNNER_OPENCL_H
+
+#include <stddef.h>
+
+#include "ir/loop.h"
+#include "runtime/timer.h"
+#include "tuner/gpu_target.h"
+
+/* The most bytes of private arrays a thread may hold (register tiles,
+ * per-thread copies of a stage computed at a loop).  Past it a GPU
+ * spills them to slow local memory, and PoCL, which keeps the private
+ * arrays of a whole work-group on a CPU thread's stack, overflows it (a
+ * block-sized tile per thread, which a mutated compute location makes,
+ * crashed PoCL with 128 KiB per thread). */
+#define TUNE_GPU_MAX_PRIVATE_BYTES 8192
+
+/* Return 0 when every kernel of "p" fits "gpu": threads per block and
+ * shared bytes per block (of cg_print_gpu's plan) within its limits, and
+ * private arrays within TUNE_GPU_MAX_PRIVATE_BYTES per thread; else -1
+ * with the reason in "msg" of size "len" (also when "p" does not print
+ * as OpenCL C). */
+int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
+	size_t len);
+
+/* What one timed run needs: the program, its arguments (host pointers,
+ * inputs then outputs, the outputs in shared memory), the timer. */
+typedef struct tune_opencl_run {
+	const loop_prog *p;
+	void *const *args;
+	const rt_timer_opts *timer;
+} tune_opencl_run;
+
+typedef enum tune_opencl_status {
+	TUNE_OPENCL_OK,
+	TUNE_OPENCL_BUILD,     /* clBuildProgram refused it, or no device */
+	TUNE_OPENCL_RUNTIME,   /* a launch or a copy failed */
+	TUNE_OPENCL_TIMEOUT    /* the timer ran past its limit */
+} tune_opencl_status;
+
+/* In the worker: open the device, build "r"->p with clBuildProgram,
+ * upload the inputs, fill the outputs on the device with all-ones bytes
+ * (so that an element no kernel writes fails the check), time the
+ * launches (each waits for the last kernel: wall clock to clFinish;
+ * warm-up, repeats, median) into "timing", and download the outputs.
+ * Return the status, with the reason in "msg" of size "len". */
+tune_opencl_status tune_opencl_time(const tune_opencl_run *r, rt_timing *timing, char *msg,
+	size_t len);
+
+#endif

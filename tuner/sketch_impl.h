@@ -1,0 +1,140 @@
+/* What the CPU rules (tuner/sketch.c) and the GPU rules
+ * (tuner/sketch_gpu.c) share: the analysis of a stage, the sketches, the
+ * space, and the helpers that draw decisions and apply primitives to
+ * iters by index (tuner/sketch_util.c).  Internal to tuner/sketch*.c. */
+#ifndef TESSEL_TUNER_SKETCH_IMPL_H
+#define TESSEL_TUNER_SKETCH_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "schedule/state.h"
+#include "tuner/sketch.h"
+
+#define MAX_SKETCHES 8
+#define MAX_AXES SCH_MAX_ARGS
+#define QNAME 160
+
+typedef enum stage_role {
+	ROLE_INLINE,    /* elementwise, not an output */
+	ROLE_TILE,      /* a reduction with data reuse */
+	ROLE_REDUCE,    /* another reduction */
+	ROLE_SIMPLE     /* an elementwise output */
+} stage_role;
+
+typedef struct stage_info {
+	const char *name;
+	stage_role role;
+	bool is_output;
+	bool inline_optional;     /* a select, costly math, or several readers:
+	                           * recomputing it in every reader can cost
+	                           * more than a copy */
+	int ndim, nraxes;
+	int64_t spatial;          /* product of the spatial extents */
+	int64_t reduction;        /* product of the reduction extents */
+	int fusable_consumer;     /* the only reader, elementwise with identity
+	                           * indices: a stage index, or -1 */
+} stage_info;
+
+/* How a sketch tiles the stages with reuse: not at all, the CPU's two
+ * SSRSRS forms (tuner/sketch.c), the GPU's two SSSRRSRS forms
+ * (tuner/sketch_gpu.c). */
+typedef enum tile_mode {
+	TILE_NONE,
+	TILE_CACHE,
+	TILE_IN_PLACE,
+	TILE_GPU_SHARED,   /* in place, the reused inputs staged in shared memory */
+	TILE_GPU_LOCAL     /* the accumulator in registers (cache_write local) */
+} tile_mode;
+
+typedef struct sketch {
+	tile_mode tile;
+	bool rfactor;
+	bool cross_thread;        /* GPU: reductions without reuse across the
+	                           * threads of a block */
+	char name[256];
+} sketch;
+
+struct tune_space {
+	const tune_task *task;
+	int nstages;
+	stage_info *info;         /* per compute stage of the op, in order */
+	int nsketches;
+	sketch sketches[MAX_SKETCHES];
+	int cores;
+	int vector_bytes;
+	bool gpu;                 /* the task's target runs bound loops */
+	int64_t max_threads;      /* GPU: per block */
+	int64_t shared_bytes;     /* GPU: per block */
+};
+
+/* The live spatial and reduction iters of a stage, in nest order. */
+typedef struct sk_nest {
+	int nspatial, nreduce;
+	int spatial[MAX_AXES], reduce[MAX_AXES];
+} sk_nest;
+
+/* Return a random number in 0.."n"-1 (0 when "n" <= 0), and whether a
+ * draw falls under "percent" percent. */
+int64_t sk_below(uint64_t *rng, int64_t n);
+bool sk_chance(uint64_t *rng, int percent);
+
+/* Return a random divisor of "n" that is at most "max" and, when one
+ * exists, a multiple of "multiple" (1: any). */
+int64_t sk_random_divisor(uint64_t *rng, int64_t n, int64_t max, int64_t multiple);
+
+/* Draw a perfect factorization of "n" into "levels" factors, outermost
+ * first, into "f": level l (but the outermost) at most "max"[l], the
+ * innermost a multiple of "inner_multiple" where possible. */
+void sk_perfect_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
+	int64_t inner_multiple, int64_t *f);
+
+/* Write the qualified name "STAGE.LOOP" of iter "iter" of stage "s". */
+void sk_qname(const sch_state *st, int s, int iter, char buf[QNAME]);
+
+/* Split iter "iter" of stage "s" by "factor"; store the outer and inner
+ * iters.  Return 0 or -1. */
+int sk_split_iter(sch_state *st, int s, int iter, int64_t factor, int *outer, int *inner);
+
+/* Put the "n" iters "iters" of stage "s" in this order, in the positions
+ * they occupy: one reorder, or, beyond the arguments a step holds, a swap
+ * per misplaced loop. */
+int sk_reorder_iters(sch_state *st, int s, const int *iters, int n);
+
+/* Fuse the "n" adjacent iters "iters" of stage "s" (outermost first) and
+ * return the fused iter, or -1. */
+int sk_fuse_iters(sch_state *st, int s, const int *iters, int n);
+
+/* Apply an optional annotation primitive "prim" to iter "iter" of "s":
+ * a refusal leaves the schedule as it was. */
+void sk_try_annotate(sch_state *st, int s, int iter,
+	int (*prim)(sch_state *, const char *));
+
+/* Return the index of the stage of "st" called "name", or -1 (no error). */
+int sk_stage_named(const sch_state *st, const char *name);
+
+/* Run the stage-making primitive "make" and return the new stage, or -1. */
+int sk_make_stage(sch_state *st, int (*make)(sch_state *, const char *, const char *),
+	const char *a, const char *b);
+/* cache_write as a stage-making primitive (sk_make_stage). */
+int sk_do_cache_write(sch_state *st, const char *stage, const char *scope);
+
+/* Fill "n" with the live spatial and reduction iters of stage "s", in
+ * nest order; -1 when there are more than MAX_AXES of one kind. */
+int sk_nest_of(const sch_state *st, int s, sk_nest *n);
+
+/* Drop the spatial loops of extent 1 from "n": tiling leaves them where
+ * they are. */
+void sk_drop_unit_loops(const sch_state *st, int s, sk_nest *n);
+
+/* Inline the elementwise stages of "sp" that are not outputs into the
+ * fresh "st" (those whose inlining is optional half of the time); mark
+ * them in "skip". */
+void sk_inline_elementwise(const tune_space *sp, sch_state *st, uint64_t *rng, bool *skip);
+
+/* The GPU rules (tuner/sketch_gpu.c): add the sketches of "sp", and
+ * apply sketch "k" with random decisions to the fresh "st". */
+void sk_gpu_add_sketches(tune_space *sp);
+int sk_gpu_apply(const tune_space *sp, const sketch *k, sch_state *st, uint64_t *rng);
+
+#endif
