@@ -458,16 +458,25 @@ tune_cost_model *tune_cost_model_load(const void *blob, size_t len, int nfeature
 	return NULL;
 }
 
-/* The pairwise accuracy of the task group "r"[0..n): correct pairs (a
- * tie in scores one half) into "correct", pairs into "pairs". */
+/* Whether the labels "a" and "b" differ by more than the factor
+ * "margin". */
+static bool labels_differ(float a, float b, double margin)
+{
+	float hi = a > b ? a : b, lo = a > b ? b : a;
+	return hi > lo && (double)hi > margin * (double)lo;
+}
+
+/* The pairwise accuracy of the task group "r"[0..n) over the pairs whose
+ * labels differ by more than "margin": correct pairs (a tie in scores one
+ * half) into "correct", pairs into "pairs". */
 static void group_pairs(const task_row *r, int n, const float *pred, const float *y,
-	double *correct, double *pairs)
+	double margin, double *correct, double *pairs)
 {
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++) {
 			float yi = y[r[i].row], yj = y[r[j].row];
 			float pi = pred[r[i].row], pj = pred[r[j].row];
-			if (yi == yj)
+			if (!labels_differ(yi, yj, margin))
 				continue;
 			*pairs += 1;
 			if (pi == pj)
@@ -477,8 +486,8 @@ static void group_pairs(const task_row *r, int n, const float *pred, const float
 		}
 }
 
-double tune_pairwise_accuracy(const float *pred, const float *y,
-	const uint32_t *task, int n)
+double tune_pairwise_accuracy_margin(const float *pred, const float *y,
+	const uint32_t *task, int n, double margin)
 {
 	if (n < 2)
 		return -1;
@@ -490,11 +499,17 @@ double tune_pairwise_accuracy(const float *pred, const float *y,
 		int end = start + 1;
 		while (end < n && r[end].task == r[start].task)
 			end++;
-		group_pairs(r + start, end - start, pred, y, &correct, &pairs);
+		group_pairs(r + start, end - start, pred, y, margin, &correct, &pairs);
 		start = end;
 	}
 	free(r);
 	return pairs > 0 ? correct / pairs : -1;
+}
+
+double tune_pairwise_accuracy(const float *pred, const float *y,
+	const uint32_t *task, int n)
+{
+	return tune_pairwise_accuracy_margin(pred, y, task, n, 1);
 }
 
 int tune_normalize_throughput(const double *seconds, const uint32_t *task, int n,
