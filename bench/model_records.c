@@ -5,7 +5,7 @@
  *
  *   model_records --db PATH [--train N] [--workload ID] [--shuffle SEED]
  *                 [--others none|past|all] [--margin M] [--recompute]
- *                 [--pooled] [--objective rank|reg|ndcg]
+ *                 [--pooled] [--store] [--objective rank|reg]
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F]
  *
@@ -24,9 +24,11 @@
  * --pooled is the earlier protocol: the first N records of the store,
  * whatever their workload, train, and all the later ones are scored
  * (pairs still within a workload): mostly a measure of transfer to
- * workloads never seen.  --recompute replays every record's trace on its
- * workload's op and computes the features of this build instead of the
- * stored ones (records stored by an older feature version). */
+ * workloads never seen.  Records stored by another feature version
+ * (tuner/record_features.h) have their trace replayed on their workload's
+ * op and this build's features computed; --recompute does so for every
+ * record, and --store writes them into the store (which must then be a
+ * copy one may change). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,11 +36,10 @@
 
 #include <sqlite3.h>
 
-#include "schedule/state.h"
-#include "schedule/trace.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
+#include "tuner/record_features.h"
 
 #define MAX_WORKLOADS 256
 
@@ -62,7 +63,8 @@ typedef struct options {
 	uint64_t shuffle_seed;
 	int others;             /* 0 none, 1 past, 2 all */
 	double margin;
-	bool recompute, pooled;
+	const char *label;
+	bool recompute, pooled, store;
 	tune_cost_model_opts model;
 } options;
 
@@ -72,6 +74,9 @@ typedef struct reader {
 	tessel_ctx *ctx;
 	rt_cpu_target cpu;
 	bool recompute;
+	int64_t only_workload;  /* read only its records (0: all) */
+	int recomputed;
+	int64_t *ids;           /* the record of each row */
 	workload_op ops[MAX_WORKLOADS];
 	int unusable;
 } reader;
@@ -115,40 +120,37 @@ static tessel_op *workload_op_of(reader *rd, int64_t id)
 	return w->op;
 }
 
-/* Compute the features of this build for record "r" into "out": replay
- * its trace on its workload's op and lower it.  Return 0 or -1. */
+/* Compute the features of this build for record "r" into "out".  Return
+ * 0 or -1. */
 static int recompute(reader *rd, const tune_record *r, float *out)
 {
 	if (r->workload_id < 1 || r->workload_id >= MAX_WORKLOADS)
 		return -1;
 	tessel_op *op = workload_op_of(rd, r->workload_id);
-	if (!op)
-		return -1;
-	sch_state *st = sch_state_new(rd->ctx, op);
-	sch_trace *tr = st ? sch_trace_parse(rd->ctx, "record", r->trace) : NULL;
-	loop_prog *p = tr && sch_replay(st, tr, "record") == 0 ? sch_program(st) : NULL;
-	int rc = p ? tune_program_features(p, &rd->cpu, out) : -1;
-	loop_prog_free(p);
-	sch_trace_free(tr);
-	sch_state_free(st);
-	return rc;
+	return op ? tune_trace_features(rd->ctx, op, r->trace, &rd->cpu, out) : -1;
 }
 
 static int collect(const tune_record *r, void *arg)
 {
 	reader *rd = arg;
 	rows *t = rd->t;
-	if (!rd->recompute && r->nfeatures != TUNE_PROGRAM_FEATURES)
+	if (rd->only_workload && r->workload_id != rd->only_workload)
 		return 0;
 	if (rows_grow(t))
 		return -1;
 	float *x = t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES;
-	if (!rd->recompute)
+	if (!rd->recompute && r->nfeatures == TUNE_PROGRAM_FEATURES)
 		memcpy(x, r->features, TUNE_PROGRAM_FEATURES * sizeof(float));
 	else if (recompute(rd, r, x)) {
 		rd->unusable++;
 		return 0;
+	} else {
+		rd->recomputed++;
 	}
+	rd->ids = realloc(rd->ids, (size_t)t->cap * sizeof(int64_t));
+	if (!rd->ids)
+		return -1;
+	rd->ids[t->n] = r->id;
 	t->seconds[t->n] = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->n++;
@@ -169,6 +171,20 @@ static int store_target(tune_db *db, rt_cpu_target *cpu)
 			sizeof(err));
 	sqlite3_finalize(st);
 	return rc;
+}
+
+/* Store the features of every row of "t" (record "ids"[i]) in "db", so
+ * that later runs read them instead of computing them again. */
+static int store_features(tune_db *db, const rows *t, const int64_t *ids)
+{
+	int r = tune_db_begin(db);
+	for (int i = 0; r == 0 && i < t->n; i++)
+		r = tune_db_set_features(db, ids[i], t->x + (size_t)i * TUNE_PROGRAM_FEATURES,
+			TUNE_PROGRAM_FEATURES);
+	if (r == 0)
+		return tune_db_commit(db);
+	tune_db_rollback(db);
+	return -1;
 }
 
 /* Draw a random order of "idx"[0..n) from "seed". */
@@ -193,6 +209,43 @@ typedef struct split {
 typedef struct score {
 	double all, beyond;
 } score;
+
+static int compare_floats(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* Turn the normalized throughputs "y" of "n" rows of tasks "task" into
+ * the labels "label" names: "log" log2 of it (failed: -10), "rank" the
+ * fraction of the task's rows it beats, "grade" that fraction in 16
+ * integer grades (rank:ndcg's relevance). */
+static void relabel(float *y, const uint32_t *task, int n, const char *label)
+{
+	if (strcmp(label, "throughput") == 0)
+		return;
+	float *v = malloc((size_t)n * sizeof(float)), *out = malloc((size_t)n * sizeof(float));
+	for (int i = 0; i < n; i++) {
+		int m = 0;
+		for (int j = 0; j < n; j++)
+			if (task[j] == task[i])
+				v[m++] = y[j];
+		qsort(v, (size_t)m, sizeof(float), compare_floats);
+		int below = 0;
+		while (below < m && v[below] < y[i])
+			below++;
+		double frac = m > 1 ? (double)below / (m - 1) : 1;
+		if (strcmp(label, "log") == 0)
+			out[i] = y[i] > 0 ? log2f(y[i]) : -10;
+		else if (strcmp(label, "rank") == 0)
+			out[i] = (float)frac;
+		else
+			out[i] = (float)floor(frac * 15.999);
+	}
+	memcpy(y, out, (size_t)n * sizeof(float));
+	free(v);
+	free(out);
+}
 
 /* Train a model with "o" on the rows "s->train" of "t", score it on
  * "s->test".  Return 0 or -1 (the reason printed). */
@@ -219,6 +272,8 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 			task[i] = t->task[r];
 		}
 		rc = tune_normalize_throughput(sec, task, counts[k], y);
+		if (rc == 0 && k == 0)
+			relabel(y, task, counts[k], o->label);
 		if (rc == 0 && k == 0)
 			rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task,
 				counts[k], err, sizeof(err));
@@ -349,7 +404,7 @@ static int pooled(const rows *t, const options *o)
 /* Parse the command line into "o"; return 0, or -1 on a bad option. */
 static int parse_args(int argc, char **argv, options *o)
 {
-	*o = (options){ .ntrain = 500, .margin = 1.03,
+	*o = (options){ .ntrain = 500, .margin = 1.03, .label = "throughput",
 		.model = tune_cost_model_opts_default() };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -357,6 +412,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->recompute = true;
 		else if (strcmp(a, "--pooled") == 0)
 			o->pooled = true;
+		else if (strcmp(a, "--store") == 0)
+			o->store = true;
 		else if (!v)
 			return -1;
 		else if (strcmp(a, "--db") == 0)
@@ -370,6 +427,8 @@ static int parse_args(int argc, char **argv, options *o)
 		else if (strcmp(a, "--others") == 0)
 			o->others = strcmp(v, "past") == 0 ? 1 : strcmp(v, "all") == 0 ? 2 :
 				strcmp(v, "none") == 0 ? 0 : -1;
+		else if (strcmp(a, "--label") == 0)
+			o->label = v;
 		else if (strcmp(a, "--margin") == 0)
 			o->margin = atof(v);
 		else if (strcmp(a, "--objective") == 0)
@@ -400,7 +459,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
-			"[--pooled] [--objective rank|reg|ndcg] [--rounds R] [--depth D] "
+			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F]\n");
 		return 1;
 	}
@@ -411,8 +470,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rows t = { 0 };
-	reader rd = { .t = &t, .db = db, .recompute = o.recompute };
-	if (o.recompute && (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu))) {
+	reader rd = { .t = &t, .db = db, .recompute = o.recompute,
+		.only_workload = o.others ? 0 : o.only_workload };
+	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
 		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
 		return 1;
 	}
@@ -420,17 +480,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "model_records: reading %s failed\n", o.path);
 		return 1;
 	}
-	printf("%d records in %s%s", t.n, o.path, o.recompute ? ", features recomputed" : "");
+	printf("%d records in %s", t.n, o.path);
+	if (rd.recomputed)
+		printf(", features of %d computed again", rd.recomputed);
 	if (rd.unusable)
 		printf(" (%d records no longer replay, left out)", rd.unusable);
 	printf("; %s, %s split%s\n", tune_objective_name(o.model.objective),
 		o.shuffle_seed ? "random" : "time",
 		o.others == 2 ? ", other workloads all" : o.others == 1 ?
 		", other workloads measured before" : "");
+	if (o.store && store_features(db, &t, rd.ids)) {
+		fprintf(stderr, "model_records: %s\n", tune_db_error(db));
+		return 1;
+	}
 	int rc = o.pooled ? pooled(&t, &o) : per_workload(&t, &o);
 	for (int i = 0; i < MAX_WORKLOADS; i++)
 		tessel_op_release(rd.ops[i].op);
 	tessel_ctx_free(rd.ctx);
+	free(rd.ids);
 	tune_db_close(db);
 	free(t.x);
 	free(t.seconds);
