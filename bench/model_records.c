@@ -7,7 +7,7 @@
  *                 [--others none|past|all] [--margin M] [--recompute]
  *                 [--pooled] [--store] [--objective rank|reg]
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
- *                 [--subsample F] [--colsample F]
+ *                 [--subsample F] [--colsample F] [--pairs P]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -408,13 +408,18 @@ static int parse_args(int argc, char **argv, options *o)
 		.model = tune_cost_model_opts_default() };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool flag = true;
 		if (strcmp(a, "--recompute") == 0)
 			o->recompute = true;
 		else if (strcmp(a, "--pooled") == 0)
 			o->pooled = true;
 		else if (strcmp(a, "--store") == 0)
 			o->store = true;
-		else if (!v)
+		else
+			flag = false;
+		if (flag)
+			continue;
+		if (!v)
 			return -1;
 		else if (strcmp(a, "--db") == 0)
 			o->path = v;
@@ -445,6 +450,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->model.subsample = atof(v);
 		else if (strcmp(a, "--colsample") == 0)
 			o->model.colsample = atof(v);
+		else if (strcmp(a, "--pairs") == 0)
+			o->model.pair_samples = atoi(v);
 		else
 			return -1;
 		i++;
@@ -460,7 +467,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
-			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F]\n");
+			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P]\n");
 		return 1;
 	}
 	char err[1024];

@@ -475,6 +475,8 @@ Test(model, save_load_round_trip_predicts_identically)
 	cr_expect_eq(tune_cost_model_nfeatures(l), NSYN);
 	cr_expect_eq(tune_cost_model_options(l)->objective, TUNE_OBJ_REGRESSION);
 	cr_expect_eq(tune_cost_model_options(l)->rounds, 60);
+	cr_expect_eq(tune_cost_model_options(l)->pair_samples,
+		tune_cost_model_opts_default().pair_samples);
 	cr_assert_eq(tune_cost_model_predict(l, X, NSYN, NTEST, after, err, sizeof(err)), 0);
 	cr_expect_arr_eq(before, after, sizeof(before));
 	void *blob2 = NULL;
@@ -553,6 +555,10 @@ Test(model, errors_are_reported)
 	o = tune_cost_model_opts_default();
 	o.subsample = 0;
 	cr_expect_null(tune_cost_model_new(4, &o, err, sizeof(err)));
+	o = tune_cost_model_opts_default();
+	o.pair_samples = 0;
+	cr_expect_null(tune_cost_model_new(4, &o, err, sizeof(err)));
+	cr_expect(strstr(err, "pair_samples") != NULL, "%s", err);
 	tune_cost_model *m = tune_cost_model_new(4, NULL, err, sizeof(err));
 	cr_assert_not_null(m, "%s", err);
 	cr_expect(!tune_cost_model_trained(m));

@@ -41,6 +41,8 @@ typedef struct tune_cost_model_opts {
 	double min_child_weight;
 	double subsample;        /* fraction of rows per tree, (0, 1] */
 	double colsample;        /* fraction of features per tree, (0, 1] */
+	int pair_samples;        /* rank:pairwise: pairs drawn per record and
+	                          * round (XGBoost's num_pairsample), >= 1 */
 	uint64_t seed;
 	int nthread;             /* 0: XGBoost's default (all cores) */
 } tune_cost_model_opts;
