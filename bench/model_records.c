@@ -1,28 +1,47 @@
-/* The cost model on the tuner's own records: the model the search uses
- * (tuner/model.h, default options), trained on the first --train records
- * of a record store in the order they were measured (every workload of
- * the target kind together, as the tuner trains), scored on the records
- * measured after them by the pairwise ranking accuracy within each task
- * (tune_pairwise_accuracy), overall and per workload.  Records that
- * failed count with throughput 0, as in training.
+/* The cost model on the tuner's own records: how well the model the
+ * search uses (tuner/model.h) orders, within one task, candidates it was
+ * not trained on.  docs/cost-model.md ("Measuring the model") gives the
+ * protocol and the numbers.
  *
  *   model_records --db PATH [--train N] [--workload ID] [--shuffle SEED]
- *                 [--objective rank|reg]
+ *                 [--others none|past|all] [--margin M] [--recompute]
+ *                 [--pooled] [--store] [--objective rank|reg]
+ *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
+ *                 [--subsample F] [--colsample F] [--pairs P]
  *
- * The held-out records are those the search proposed later, so this
- * measures what the tuner needs: whether the model orders the candidates
- * it has not measured yet (candidates the model itself picked as the
- * most promising, a harder set than random schedules).  --workload keeps
- * the records of one workload (its id in the store); --shuffle splits at
- * random instead of by time. */
+ * Per workload of the store with more than N (500) records: train on its
+ * first N records in the order they were measured (--shuffle SEED: N
+ * drawn at random instead), test on the rest of that workload.  With
+ * --others past the training set also holds every record of other
+ * workloads measured before the workload's N-th (what the tuner had at
+ * that point); with --others all, every record of other workloads.  The
+ * score is the pairwise ranking accuracy over held-out pairs of the same
+ * workload, once over every pair whose times differ and once over the
+ * pairs whose times differ by more than the factor M (default 1.03: 3%,
+ * above the noise of a measurement).  Failed records count with
+ * throughput 0, as in training.
+ *
+ * --pooled is the earlier protocol: the first N records of the store,
+ * whatever their workload, train, and all the later ones are scored
+ * (pairs still within a workload): mostly a measure of transfer to
+ * workloads never seen.  Records stored by another feature version
+ * (tuner/record_features.h) have their trace replayed on their workload's
+ * op and this build's features computed; --recompute does so for every
+ * record, and --store writes them into the store (which must then be a
+ * copy one may change). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
+#include "tuner/record_features.h"
+
+#define MAX_WORKLOADS 256
 
 typedef struct rows {
 	int n, cap;
@@ -31,147 +50,464 @@ typedef struct rows {
 	uint32_t *task;
 } rows;
 
-static int64_t only_workload;
+/* The op and target of each workload, for --recompute. */
+typedef struct workload_op {
+	tessel_op *op;
+	bool tried;
+} workload_op;
+
+typedef struct options {
+	const char *path;
+	int ntrain;
+	int64_t only_workload;
+	uint64_t shuffle_seed;
+	int others;             /* 0 none, 1 past, 2 all */
+	double margin;
+	const char *label;
+	bool recompute, pooled, store;
+	tune_cost_model_opts model;
+} options;
+
+typedef struct reader {
+	rows *t;
+	tune_db *db;
+	tessel_ctx *ctx;
+	rt_cpu_target cpu;
+	bool recompute;
+	int64_t only_workload;  /* read only its records (0: all) */
+	int recomputed;
+	int64_t *ids;           /* the record of each row */
+	workload_op ops[MAX_WORKLOADS];
+	int unusable;
+} reader;
+
+static int rows_grow(rows *t)
+{
+	if (t->n < t->cap)
+		return 0;
+	t->cap = t->cap ? 2 * t->cap : 1024;
+	t->x = realloc(t->x, (size_t)t->cap * TUNE_PROGRAM_FEATURES * sizeof(float));
+	t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
+	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
+	return t->x && t->seconds && t->task ? 0 : -1;
+}
+
+/* Return the op of workload "id" parsed from the store (NULL when it does
+ * not parse). */
+static tessel_op *workload_op_of(reader *rd, int64_t id)
+{
+	workload_op *w = &rd->ops[id];
+	if (w->tried)
+		return w->op;
+	w->tried = true;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *sql = tune_db_sqlite(rd->db);
+	if (sqlite3_prepare_v2(sql, "SELECT op_text FROM workloads WHERE id = ?1", -1, &st,
+		    NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 0);
+		tessel_module *m = tessel_parse(rd->ctx, "workload", text, strlen(text));
+		tessel_op *op = m ? tessel_module_find(rd->ctx, m, NULL) : NULL;
+		if (op && tessel_op_is_bound(op))
+			w->op = tessel_op_retain(op);
+		else if (op)
+			w->op = tessel_op_bind(op, 0, NULL, NULL);
+		tessel_module_free(m);
+	}
+	sqlite3_finalize(st);
+	return w->op;
+}
+
+/* Compute the features of this build for record "r" into "out".  Return
+ * 0 or -1. */
+static int recompute(reader *rd, const tune_record *r, float *out)
+{
+	if (r->workload_id < 1 || r->workload_id >= MAX_WORKLOADS)
+		return -1;
+	tessel_op *op = workload_op_of(rd, r->workload_id);
+	return op ? tune_trace_features(rd->ctx, op, r->trace, &rd->cpu, out) : -1;
+}
 
 static int collect(const tune_record *r, void *arg)
 {
-	rows *t = arg;
-	if (r->nfeatures != TUNE_PROGRAM_FEATURES ||
-	    (only_workload && r->workload_id != only_workload))
+	reader *rd = arg;
+	rows *t = rd->t;
+	if (rd->only_workload && r->workload_id != rd->only_workload)
 		return 0;
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 1024;
-		t->x = realloc(t->x, (size_t)t->cap * TUNE_PROGRAM_FEATURES * sizeof(float));
-		t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
-		t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
-		if (!t->x || !t->seconds || !t->task)
-			return -1;
+	if (rows_grow(t))
+		return -1;
+	float *x = t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES;
+	if (!rd->recompute && r->nfeatures == TUNE_PROGRAM_FEATURES)
+		memcpy(x, r->features, TUNE_PROGRAM_FEATURES * sizeof(float));
+	else if (recompute(rd, r, x)) {
+		rd->unusable++;
+		return 0;
+	} else {
+		rd->recomputed++;
 	}
-	memcpy(t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES, r->features,
-		TUNE_PROGRAM_FEATURES * sizeof(float));
+	rd->ids = realloc(rd->ids, (size_t)t->cap * sizeof(int64_t));
+	if (!rd->ids)
+		return -1;
+	rd->ids[t->n] = r->id;
 	t->seconds[t->n] = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->n++;
 	return 0;
 }
 
-/* Put the rows of "t" in a random order drawn from "seed". */
-static void shuffle(rows *t, uint64_t seed)
+/* Read the target of the store's records into "cpu" (the first one). */
+static int store_target(tune_db *db, rt_cpu_target *cpu)
 {
-	float tmp[TUNE_PROGRAM_FEATURES];
-	for (int i = t->n - 1; i > 0; i--) {
+	sqlite3_stmt *st = NULL;
+	char err[256];
+	int rc = -1;
+	if (sqlite3_prepare_v2(tune_db_sqlite(db), "SELECT description FROM targets "
+		    "WHERE kind = 'cpu' ORDER BY id LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		rc = rt_cpu_target_parse((const char *)sqlite3_column_text(st, 0), cpu, err,
+			sizeof(err));
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Store the features of every row of "t" (record "ids"[i]) in "db", so
+ * that later runs read them instead of computing them again. */
+static int store_features(tune_db *db, const rows *t, const int64_t *ids)
+{
+	int r = tune_db_begin(db);
+	for (int i = 0; r == 0 && i < t->n; i++)
+		r = tune_db_set_features(db, ids[i], t->x + (size_t)i * TUNE_PROGRAM_FEATURES,
+			TUNE_PROGRAM_FEATURES);
+	if (r == 0)
+		return tune_db_commit(db);
+	tune_db_rollback(db);
+	return -1;
+}
+
+/* Draw a random order of "idx"[0..n) from "seed". */
+static void shuffle(int *idx, int n, uint64_t seed)
+{
+	for (int i = n - 1; i > 0; i--) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		int j = (int)((seed >> 33) % (uint64_t)(i + 1));
-		float *a = t->x + (size_t)i * TUNE_PROGRAM_FEATURES;
-		float *b = t->x + (size_t)j * TUNE_PROGRAM_FEATURES;
-		memcpy(tmp, a, sizeof(tmp));
-		memcpy(a, b, sizeof(tmp));
-		memcpy(b, tmp, sizeof(tmp));
-		double s = t->seconds[i];
-		t->seconds[i] = t->seconds[j];
-		t->seconds[j] = s;
-		uint32_t w = t->task[i];
-		t->task[i] = t->task[j];
-		t->task[j] = w;
+		int k = idx[i];
+		idx[i] = idx[j];
+		idx[j] = k;
 	}
+}
+
+/* One train/test split of the rows of "t": row indices. */
+typedef struct split {
+	int *train, *test;
+	int ntrain, ntest;
+} split;
+
+/* The score of one split. */
+typedef struct score {
+	double all, beyond;
+} score;
+
+static int compare_floats(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* Turn the normalized throughputs "y" of "n" rows of tasks "task" into
+ * the labels "label" names: "log" log2 of it (failed: -10), "rank" the
+ * fraction of the task's rows it beats, "grade" that fraction in 16
+ * integer grades (rank:ndcg's relevance). */
+static void relabel(float *y, const uint32_t *task, int n, const char *label)
+{
+	if (strcmp(label, "throughput") == 0)
+		return;
+	float *v = malloc((size_t)n * sizeof(float)), *out = malloc((size_t)n * sizeof(float));
+	for (int i = 0; i < n; i++) {
+		int m = 0;
+		for (int j = 0; j < n; j++)
+			if (task[j] == task[i])
+				v[m++] = y[j];
+		qsort(v, (size_t)m, sizeof(float), compare_floats);
+		int below = 0;
+		while (below < m && v[below] < y[i])
+			below++;
+		double frac = m > 1 ? (double)below / (m - 1) : 1;
+		if (strcmp(label, "log") == 0)
+			out[i] = y[i] > 0 ? log2f(y[i]) : -10;
+		else if (strcmp(label, "rank") == 0)
+			out[i] = (float)frac;
+		else
+			out[i] = (float)floor(frac * 15.999);
+	}
+	memcpy(y, out, (size_t)n * sizeof(float));
+	free(v);
+	free(out);
+}
+
+/* Train a model with "o" on the rows "s->train" of "t", score it on
+ * "s->test".  Return 0 or -1 (the reason printed). */
+static int evaluate(const rows *t, const split *s, const options *o, score *out)
+{
+	int n = s->ntrain > s->ntest ? s->ntrain : s->ntest;
+	float *x = malloc((size_t)n * TUNE_PROGRAM_FEATURES * sizeof(float));
+	float *y = malloc((size_t)n * sizeof(float)), *pred = malloc((size_t)n * sizeof(float));
+	double *sec = malloc((size_t)n * sizeof(double));
+	uint32_t *task = malloc((size_t)n * sizeof(uint32_t));
+	char err[1024] = "";
+	int rc = x && y && pred && sec && task ? 0 : -1;
+	const int *sets[2] = { s->train, s->test };
+	int counts[2] = { s->ntrain, s->ntest };
+	tune_cost_model *m = rc ? NULL : tune_cost_model_new(TUNE_PROGRAM_FEATURES, &o->model,
+		err, sizeof(err));
+	for (int k = 0; k < 2 && m && rc == 0; k++) {
+		for (int i = 0; i < counts[k]; i++) {
+			int r = sets[k][i];
+			memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES,
+				t->x + (size_t)r * TUNE_PROGRAM_FEATURES,
+				TUNE_PROGRAM_FEATURES * sizeof(float));
+			sec[i] = t->seconds[r];
+			task[i] = t->task[r];
+		}
+		rc = tune_normalize_throughput(sec, task, counts[k], y);
+		if (rc == 0 && k == 0)
+			relabel(y, task, counts[k], o->label);
+		if (rc == 0 && k == 0)
+			rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task,
+				counts[k], err, sizeof(err));
+		else if (rc == 0)
+			rc = tune_cost_model_predict(m, x, TUNE_PROGRAM_FEATURES, counts[k], pred,
+				err, sizeof(err));
+	}
+	if (!m || rc)
+		fprintf(stderr, "model_records: %s\n", err[0] ? err : "out of memory");
+	else {
+		out->all = tune_pairwise_accuracy(pred, y, task, s->ntest);
+		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, s->ntest, o->margin);
+	}
+	tune_cost_model_free(m);
+	free(x);
+	free(y);
+	free(pred);
+	free(sec);
+	free(task);
+	return m && rc == 0 ? 0 : -1;
+}
+
+/* Split the rows of workload "w" of "t" into "s" under "o"; return 0, 1
+ * when the workload has too few records, -1 when memory runs out. */
+static int split_workload(const rows *t, uint32_t w, const options *o, split *s)
+{
+	int *mine = malloc((size_t)t->n * sizeof(int)), nmine = 0;
+	s->train = malloc((size_t)t->n * sizeof(int));
+	s->test = malloc((size_t)t->n * sizeof(int));
+	s->ntrain = s->ntest = 0;
+	if (!mine || !s->train || !s->test) {
+		free(mine);
+		return -1;
+	}
+	for (int i = 0; i < t->n; i++)
+		if (t->task[i] == w)
+			mine[nmine++] = i;
+	if (nmine <= o->ntrain) {
+		free(mine);
+		return 1;
+	}
+	if (o->shuffle_seed)
+		shuffle(mine, nmine, o->shuffle_seed);
+	int last = -1;
+	for (int i = 0; i < nmine; i++) {
+		if (i < o->ntrain) {
+			s->train[s->ntrain++] = mine[i];
+			last = mine[i] > last ? mine[i] : last;
+		} else {
+			s->test[s->ntest++] = mine[i];
+		}
+	}
+	for (int i = 0; i < t->n && o->others; i++)
+		if (t->task[i] != w && (o->others == 2 || i < last))
+			s->train[s->ntrain++] = i;
+	free(mine);
+	return 0;
+}
+
+static void split_free(split *s)
+{
+	free(s->train);
+	free(s->test);
+}
+
+/* Score every workload of "t" with more than "o->ntrain" records (or
+ * only "o->only_workload"), one line each, and the mean. */
+static int per_workload(const rows *t, const options *o)
+{
+	bool seen[MAX_WORKLOADS] = { false };
+	double sum_all = 0, sum_beyond = 0;
+	int nw = 0;
+	for (int i = 0; i < t->n; i++) {
+		uint32_t w = t->task[i];
+		if (w >= MAX_WORKLOADS || seen[w] || (o->only_workload && w != o->only_workload))
+			continue;
+		seen[w] = true;
+		split s;
+		score sc;
+		int r = split_workload(t, w, o, &s);
+		if (r == 0 && evaluate(t, &s, o, &sc))
+			r = -1;
+		if (r == 0) {
+			printf("  workload #%u: trained on %d (%d of its own), held out %d: "
+				"accuracy %.3f, beyond %.0f%% %.3f\n", w, s.ntrain,
+				o->ntrain, s.ntest, sc.all, (o->margin - 1) * 100, sc.beyond);
+			sum_all += sc.all;
+			sum_beyond += sc.beyond;
+			nw++;
+		}
+		split_free(&s);
+		if (r < 0)
+			return -1;
+	}
+	if (nw == 0) {
+		fprintf(stderr, "model_records: no workload has more than %d records\n",
+			o->ntrain);
+		return -1;
+	}
+	printf("mean over %d workloads: accuracy %.3f, beyond %.0f%% %.3f\n", nw,
+		sum_all / nw, (o->margin - 1) * 100, sum_beyond / nw);
+	return 0;
+}
+
+/* The earlier protocol: the first "o->ntrain" rows of "t" train. */
+static int pooled(const rows *t, const options *o)
+{
+	split s = { malloc((size_t)t->n * sizeof(int)), malloc((size_t)t->n * sizeof(int)),
+		0, 0 };
+	score sc;
+	int rc = -1;
+	if (s.train && s.test && t->n > o->ntrain) {
+		for (int i = 0; i < t->n; i++)
+			if (i < o->ntrain)
+				s.train[s.ntrain++] = i;
+			else
+				s.test[s.ntest++] = i;
+		rc = evaluate(t, &s, o, &sc);
+	}
+	if (rc == 0)
+		printf("pooled: trained on the first %d, held out %d: accuracy %.3f, "
+			"beyond %.0f%% %.3f\n", s.ntrain, s.ntest, sc.all,
+			(o->margin - 1) * 100, sc.beyond);
+	split_free(&s);
+	return rc;
+}
+
+/* Parse the command line into "o"; return 0, or -1 on a bad option. */
+static int parse_args(int argc, char **argv, options *o)
+{
+	*o = (options){ .ntrain = 500, .margin = 1.03, .label = "throughput",
+		.model = tune_cost_model_opts_default() };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool flag = true;
+		if (strcmp(a, "--recompute") == 0)
+			o->recompute = true;
+		else if (strcmp(a, "--pooled") == 0)
+			o->pooled = true;
+		else if (strcmp(a, "--store") == 0)
+			o->store = true;
+		else
+			flag = false;
+		if (flag)
+			continue;
+		if (!v)
+			return -1;
+		else if (strcmp(a, "--db") == 0)
+			o->path = v;
+		else if (strcmp(a, "--train") == 0)
+			o->ntrain = atoi(v);
+		else if (strcmp(a, "--workload") == 0)
+			o->only_workload = atoll(v);
+		else if (strcmp(a, "--shuffle") == 0)
+			o->shuffle_seed = strtoull(v, NULL, 10);
+		else if (strcmp(a, "--others") == 0)
+			o->others = strcmp(v, "past") == 0 ? 1 : strcmp(v, "all") == 0 ? 2 :
+				strcmp(v, "none") == 0 ? 0 : -1;
+		else if (strcmp(a, "--label") == 0)
+			o->label = v;
+		else if (strcmp(a, "--margin") == 0)
+			o->margin = atof(v);
+		else if (strcmp(a, "--objective") == 0)
+			o->model.objective = (tune_objective)tune_objective_parse(v);
+		else if (strcmp(a, "--rounds") == 0)
+			o->model.rounds = atoi(v);
+		else if (strcmp(a, "--depth") == 0)
+			o->model.max_depth = atoi(v);
+		else if (strcmp(a, "--eta") == 0)
+			o->model.eta = atof(v);
+		else if (strcmp(a, "--min-child-weight") == 0)
+			o->model.min_child_weight = atof(v);
+		else if (strcmp(a, "--subsample") == 0)
+			o->model.subsample = atof(v);
+		else if (strcmp(a, "--colsample") == 0)
+			o->model.colsample = atof(v);
+		else if (strcmp(a, "--pairs") == 0)
+			o->model.pair_samples = atoi(v);
+		else
+			return -1;
+		i++;
+	}
+	return o->path && o->ntrain >= 1 && o->others >= 0 && o->margin >= 1 &&
+		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv)
 {
-	const char *path = NULL;
-	int ntrain = 500;
-	uint64_t shuffle_seed = 0;
-	int objective = TUNE_OBJ_RANK;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--db") == 0)
-			path = argv[i + 1];
-		else if (strcmp(argv[i], "--train") == 0)
-			ntrain = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--workload") == 0)
-			only_workload = atoll(argv[i + 1]);
-		else if (strcmp(argv[i], "--objective") == 0)
-			objective = tune_objective_parse(argv[i + 1]);
-		else if (strcmp(argv[i], "--shuffle") == 0)
-			shuffle_seed = strtoull(argv[i + 1], NULL, 10);
-	}
-	if (!path || ntrain < 1 || objective < 0) {
+	options o;
+	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
-			"[--shuffle SEED] [--objective rank|reg]\n");
+			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
+			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
+			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P]\n");
 		return 1;
 	}
 	char err[1024];
-	tune_db *db = tune_db_open(path, err, sizeof(err));
+	tune_db *db = tune_db_open(o.path, err, sizeof(err));
 	if (!db) {
 		fprintf(stderr, "model_records: %s\n", err);
 		return 1;
 	}
 	rows t = { 0 };
-	if (tune_db_foreach(db, 0, 0, collect, &t)) {
-		fprintf(stderr, "model_records: reading %s failed\n", path);
+	reader rd = { .t = &t, .db = db, .recompute = o.recompute,
+		.only_workload = o.others ? 0 : o.only_workload };
+	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
+		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
 		return 1;
 	}
-	if (t.n <= ntrain) {
-		fprintf(stderr, "model_records: %d records, not more than --train %d\n", t.n, ntrain);
+	if (tune_db_foreach(db, 0, 0, collect, &rd)) {
+		fprintf(stderr, "model_records: reading %s failed\n", o.path);
 		return 1;
 	}
-	if (shuffle_seed)
-		shuffle(&t, shuffle_seed);
-	float *y = malloc((size_t)t.n * sizeof(float));
-	float *pred = malloc((size_t)t.n * sizeof(float));
-	if (!y || !pred || tune_normalize_throughput(t.seconds, t.task, t.n, y)) {
-		fprintf(stderr, "model_records: out of memory\n");
+	printf("%d records in %s", t.n, o.path);
+	if (rd.recomputed)
+		printf(", features of %d computed again", rd.recomputed);
+	if (rd.unusable)
+		printf(" (%d records no longer replay, left out)", rd.unusable);
+	printf("; %s, %s split%s\n", tune_objective_name(o.model.objective),
+		o.shuffle_seed ? "random" : "time",
+		o.others == 2 ? ", other workloads all" : o.others == 1 ?
+		", other workloads measured before" : "");
+	if (o.store && store_features(db, &t, rd.ids)) {
+		fprintf(stderr, "model_records: %s\n", tune_db_error(db));
 		return 1;
 	}
-	float *ytrain = malloc((size_t)ntrain * sizeof(float));
-	if (!ytrain || tune_normalize_throughput(t.seconds, t.task, ntrain, ytrain))
-		return 1;
-	tune_cost_model_opts mo = tune_cost_model_opts_default();
-	mo.objective = (tune_objective)objective;
-	tune_cost_model *m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, err, sizeof(err));
-	if (!m || tune_cost_model_train(m, t.x, TUNE_PROGRAM_FEATURES, ytrain, t.task, ntrain,
-		err, sizeof(err)) ||
-	    tune_cost_model_predict(m, t.x + (size_t)ntrain * TUNE_PROGRAM_FEATURES,
-		TUNE_PROGRAM_FEATURES, t.n - ntrain, pred, err, sizeof(err))) {
-		fprintf(stderr, "model_records: %s\n", err);
-		return 1;
-	}
-	int held = t.n - ntrain;
-	printf("%d records in %s: trained on the first %d, held out %d\n", t.n, path, ntrain,
-		held);
-	printf("pairwise ranking accuracy on the held-out records: %.3f\n",
-		tune_pairwise_accuracy(pred, y + ntrain, t.task + ntrain, held));
-	for (int i = ntrain; i < t.n; i++) {
-		uint32_t w = t.task[i];
-		bool first = true;
-		for (int j = ntrain; j < i && first; j++)
-			first = t.task[j] != w;
-		if (!first)
-			continue;
-		int k = 0;
-		for (int j = ntrain; j < t.n; j++)
-			k += t.task[j] == w;
-		float *p = malloc((size_t)k * sizeof(float)), *yy = malloc((size_t)k * sizeof(float));
-		uint32_t *tt = malloc((size_t)k * sizeof(uint32_t));
-		int c = 0;
-		for (int j = ntrain; j < t.n; j++)
-			if (t.task[j] == w) {
-				p[c] = pred[j - ntrain];
-				yy[c] = y[j];
-				tt[c++] = w;
-			}
-		printf("  workload #%u: %d held out, accuracy %.3f\n", w, k,
-			tune_pairwise_accuracy(p, yy, tt, k));
-		free(p);
-		free(yy);
-		free(tt);
-	}
-	tune_cost_model_free(m);
+	int rc = o.pooled ? pooled(&t, &o) : per_workload(&t, &o);
+	for (int i = 0; i < MAX_WORKLOADS; i++)
+		tessel_op_release(rd.ops[i].op);
+	tessel_ctx_free(rd.ctx);
+	free(rd.ids);
 	tune_db_close(db);
-	free(y);
-	free(ytrain);
-	free(pred);
 	free(t.x);
 	free(t.seconds);
 	free(t.task);
-	return 0;
+	return rc ? 1 : 0;
 }

@@ -447,6 +447,35 @@ Test(db, records_round_trip_and_resume)
 	tune_db_close(db);
 }
 
+Test(db, features_are_replaced_in_place)
+{
+	char path[PATH_LEN];
+	tune_db *db = open_ok(scratch_file(path, "f.db"));
+	int64_t t = tune_db_target(db, "cpu", "cpu -isa=avx512");
+	int64_t w = tune_db_workload(db, "w1", "op", NAN);
+	float old[2] = { 1, 2 }, fresh[4] = { 3, 4, 5, 6 };
+	tune_record a = ok_record(w, t, "split C.i 8 -> C.io C.ii\n", 2e-3);
+	a.features = old;
+	a.nfeatures = 2;
+	cr_assert_eq(tune_db_add_record(db, &a, NULL), 0, "%s", tune_db_error(db));
+	tune_record best;
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	int64_t id = best.id;
+	tune_record_clear(&best);
+	cr_assert_eq(tune_db_set_features(db, id, fresh, 4), 0, "%s", tune_db_error(db));
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	cr_assert_eq(best.nfeatures, 4);
+	cr_assert_eq(best.features[3], 6.0f);
+	cr_assert_eq(best.cost_median_s, 2e-3, "nothing else changes");
+	tune_record_clear(&best);
+	cr_assert_eq(tune_db_set_features(db, id + 100, fresh, 4), -1);
+	cr_assert(strstr(tune_db_error(db), "no record"), "%s", tune_db_error(db));
+	fresh[1] = NAN;
+	cr_assert_eq(tune_db_set_features(db, id, fresh, 4), -1);
+	cr_assert_eq(tune_db_set_features(db, id, fresh, 0), -1);
+	tune_db_close(db);
+}
+
 Test(db, best_is_lowest_ok_median)
 {
 	char path[PATH_LEN];

@@ -23,6 +23,7 @@
 #include "tessel/ops.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
+#include "tuner/record_features.h"
 
 #define MAX_STORES 16
 
@@ -266,6 +267,26 @@ Test(features, tiled_matmul_sees_tiles_vectors_and_tasks)
 	expect_program(&f, TP_STORE0 + TF_TRIP_COUNT, 64 * 64 * 64);
 }
 
+Test(features, stored_trace_gives_the_lowered_programs_features)
+{
+	features f;
+	matmul_features(64, 64, 64, tiled_matmul, &f);
+	tessel_ctx *ctx = tessel_ctx_new();
+	const char *keys[] = { "M", "N", "K" }, *values[] = { "64", "64", "64" };
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3, keys, values);
+	cr_assert_not_null(op, "%s", tessel_ctx_error(ctx)->message);
+	rt_cpu_target t = test_target();
+	float x[TUNE_PROGRAM_FEATURES];
+	cr_assert_eq(tune_trace_features(ctx, op, tiled_matmul, &t, x), 0, "%s",
+		tessel_ctx_error(ctx)->message);
+	for (int i = 0; i < TUNE_PROGRAM_FEATURES; i++)
+		cr_expect_eq(x[i], f.program[i], "feature %d", i);
+	cr_expect_eq(tune_trace_features(ctx, op, "split C.nope 4 -> a b\n", &t, x), -1,
+		"a trace that no longer replays is refused");
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+}
+
 Test(features, softmax_counts_math_functions)
 {
 	features f;
@@ -455,6 +476,8 @@ Test(model, save_load_round_trip_predicts_identically)
 	cr_expect_eq(tune_cost_model_nfeatures(l), NSYN);
 	cr_expect_eq(tune_cost_model_options(l)->objective, TUNE_OBJ_REGRESSION);
 	cr_expect_eq(tune_cost_model_options(l)->rounds, 60);
+	cr_expect_eq(tune_cost_model_options(l)->pair_samples,
+		tune_cost_model_opts_default().pair_samples);
 	cr_assert_eq(tune_cost_model_predict(l, X, NSYN, NTEST, after, err, sizeof(err)), 0);
 	cr_expect_arr_eq(before, after, sizeof(before));
 	void *blob2 = NULL;
@@ -533,6 +556,10 @@ Test(model, errors_are_reported)
 	o = tune_cost_model_opts_default();
 	o.subsample = 0;
 	cr_expect_null(tune_cost_model_new(4, &o, err, sizeof(err)));
+	o = tune_cost_model_opts_default();
+	o.pair_samples = 0;
+	cr_expect_null(tune_cost_model_new(4, &o, err, sizeof(err)));
+	cr_expect(strstr(err, "pair_samples") != NULL, "%s", err);
 	tune_cost_model *m = tune_cost_model_new(4, NULL, err, sizeof(err));
 	cr_assert_not_null(m, "%s", err);
 	cr_expect(!tune_cost_model_trained(m));
@@ -586,6 +613,22 @@ Test(model, pairwise_accuracy_counts_pairs_within_tasks)
 	cr_expect_float_eq(tune_pairwise_accuracy(right, same, task, 3), -1.0, 0);
 	cr_expect_float_eq(tune_pairwise_accuracy(right, y, alone, 3), -1.0, 0);
 	cr_expect_float_eq(tune_pairwise_accuracy(right, y, task, 1), -1.0, 0);
+}
+
+Test(model, pairwise_accuracy_leaves_out_pairs_within_the_margin)
+{
+	float y[] = { 1, 1.02f, 2, 0, 0.5f };
+	uint32_t task[] = { 0, 0, 0, 0, 1 };
+	float pred[] = { 2, 1, 3, 0, 7 };
+	cr_expect_float_eq(tune_pairwise_accuracy(pred, y, task, 5), 5.0 / 6, 1e-12,
+		"the pair (1, 1.02) is ordered wrongly");
+	cr_expect_float_eq(tune_pairwise_accuracy_margin(pred, y, task, 5, 1.03), 1.0,
+		1e-12, "and left out within 3%%; a failed record (0) stays in");
+	float flat[] = { 1, 1.02f, 2, 0, 0.5f };
+	cr_expect_float_eq(tune_pairwise_accuracy_margin(pred, flat, task, 5, 3), 1.0,
+		1e-12, "within a factor 3 only the pairs with a failure are left");
+	cr_expect_float_eq(tune_pairwise_accuracy_margin(pred, flat, task, 3, 3), -1.0, 0,
+		"and without the failure, none");
 }
 
 Test(model, throughput_is_normalized_per_task)

@@ -17,6 +17,7 @@
 #include "schedule/trace.h"
 #include "tessel/ops.h"
 #include "tuner/db.h"
+#include "tuner/features.h"
 #include "tuner/search.h"
 #include "tuner/task.h"
 #include "tests/support.h"
@@ -177,6 +178,50 @@ Test(search, a_rerun_resumes_without_measuring_again)
 	cr_expect_leq(s.best_s, first_best);
 	cr_expect_eq(tune_db_count(db, 0, 0), 32, "nothing was measured twice");
 	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+typedef struct feature_census {
+	int n, current;
+	int64_t ids[64];
+} feature_census;
+
+static int census(const tune_record *r, void *arg)
+{
+	feature_census *c = arg;
+	if (c->n < 64)
+		c->ids[c->n] = r->id;
+	c->n++;
+	c->current += r->nfeatures == TUNE_PROGRAM_FEATURES;
+	return 0;
+}
+
+Test(search, records_of_another_feature_version_get_this_builds_features)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_summary s;
+	char err[512];
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(16, 5);
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	feature_census before = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, census, &before), 0);
+	cr_assert_eq(before.n, 16);
+	float stale[3] = { 1, 2, 3 };
+	for (int i = 0; i < before.n; i++)
+		cr_assert_eq(tune_db_set_features(db, before.ids[i], stale, 3), 0, "%s",
+			tune_db_error(db));
+	o.trials = 8;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.known, 16);
+	tune_summary_clear(&s);
+	feature_census after = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, census, &after), 0);
+	cr_expect_eq(after.n, 24);
+	cr_expect_eq(after.current, 24, "the 16 stale records were computed again");
 	tune_db_close(db);
 	fixture_fini(&f);
 }

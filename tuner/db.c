@@ -953,6 +953,39 @@ int tune_db_add_record(tune_db *db, const tune_record *r, bool *added)
 	return 0;
 }
 
+int tune_db_set_features(tune_db *db, int64_t record, const float *features, int n)
+{
+	if (check_batch(db) < 0)
+		return -1;
+	if (n < 1 || n > MAX_FEATURES || !features)
+		return fail(db, "record %" PRId64 " with %d features", record, n);
+	for (int i = 0; i < n; i++)
+		if (!isfinite(features[i]))
+			return fail(db, "feature %d is not finite", i);
+	unsigned char *blob = encode_features(features, n);
+	if (!blob)
+		return fail(db, "out of memory");
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->sql, "UPDATE records SET features = ?2 WHERE id = ?1",
+		    -1, &st, NULL) != SQLITE_OK) {
+		free(blob);
+		fail_sql(db, "updating features");
+		fail_batch(db);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, record);
+	sqlite3_bind_blob64(st, 2, blob, (sqlite3_uint64)n * 4, free);
+	int rc = step_retry(st);
+	int changed = sqlite3_changes(db->sql);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		fail_sql(db, "updating features");
+		fail_batch(db);
+		return -1;
+	}
+	return changed > 0 ? 0 : fail(db, "no record %" PRId64, record);
+}
+
 bool tune_db_has_record(tune_db *db, int64_t workload, int64_t target,
 	const char *trace_hash)
 {

@@ -146,6 +146,14 @@ int tune_db_commit(tune_db *db);
 /* Discard the open batch of "db", if any. */
 void tune_db_rollback(tune_db *db);
 
+/* Replace the features of record "record" of "db" with the "n" floats
+ * "features" (features computed again by a newer feature version:
+ * tuner/record_features.h), in the open batch or else in a transaction
+ * of its own.  Return 0, or -1 when "n" is out of range, a value is not
+ * finite, there is no such record, or the write failed (which fails the
+ * batch as tune_db_add_record does). */
+int tune_db_set_features(tune_db *db, int64_t record, const float *features, int n);
+
 /* Return whether "db" holds a record of trace hash "trace_hash" for
  * "workload" on "target" (an error reads as false: measure again). */
 bool tune_db_has_record(tune_db *db, int64_t workload, int64_t target,

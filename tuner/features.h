@@ -151,6 +151,12 @@ enum tune_program_feature {
 	TUNE_PROGRAM_FEATURES = TP_STORE0 + TUNE_PROGRAM_STORES * TUNE_STORE_FEATURES
 };
 
+/* Stored records are told apart by the length of their vector (tuner/
+ * record_features.h): a new version must have a new length.  Version 1
+ * has 433 features. */
+_Static_assert(TUNE_FEATURES_VERSION == 1 && TUNE_PROGRAM_FEATURES == 433,
+	"a new TUNE_FEATURES_VERSION needs a new length, and a new length a new version");
+
 /* The index of feature "f" (enum tune_loop_feature) of loop slot "slot". */
 static inline int tune_loop_feature(int slot, int f)
 {

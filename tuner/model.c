@@ -40,6 +40,7 @@ tune_cost_model_opts tune_cost_model_opts_default(void)
 		.min_child_weight = 1,
 		.subsample = 1,
 		.colsample = 1,
+		.pair_samples = 20,
 		.seed = 0,
 		.nthread = 0,
 	};
@@ -103,6 +104,9 @@ static int check_opts(const tune_cost_model_opts *o, char *err, size_t errlen)
 		return fail(err, errlen, "subsample must be in (0, 1], not %g", o->subsample);
 	if (!(o->colsample > 0 && o->colsample <= 1))
 		return fail(err, errlen, "colsample must be in (0, 1], not %g", o->colsample);
+	if (o->pair_samples < 1 || o->pair_samples > 1000)
+		return fail(err, errlen, "pair_samples must be in [1, 1000], not %d",
+			o->pair_samples);
 	if (o->nthread < 0)
 		return fail(err, errlen, "nthread must be >= 0, not %d", o->nthread);
 	return 0;
@@ -171,20 +175,23 @@ static int set_param(BoosterHandle b, char *err, size_t errlen, const char *name
  * attribute into "buf" of size "len". */
 static void params_text(const tune_cost_model_opts *o, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s %d %d %.17g %.17g %.17g %.17g %llu",
+	snprintf(buf, len, "%s %d %d %.17g %.17g %.17g %.17g %llu %d",
 		objective_names[o->objective], o->rounds, o->max_depth, o->eta,
 		o->min_child_weight, o->subsample, o->colsample,
-		(unsigned long long)o->seed);
+		(unsigned long long)o->seed, o->pair_samples);
 }
 
-/* Parse the "tessel_params" text "s" into "o"; return 0 or -1. */
+/* Parse the "tessel_params" text "s" into "o"; return 0 or -1.  Models
+ * saved before pair_samples existed have 8 fields and drew one pair. */
 static int params_parse(const char *s, tune_cost_model_opts *o)
 {
 	char objective[32];
 	unsigned long long seed;
-	if (sscanf(s, "%31s %d %d %lg %lg %lg %lg %llu", objective, &o->rounds,
-		    &o->max_depth, &o->eta, &o->min_child_weight, &o->subsample,
-		    &o->colsample, &seed) != 8)
+	o->pair_samples = 1;
+	int n = sscanf(s, "%31s %d %d %lg %lg %lg %lg %llu %d", objective, &o->rounds,
+		&o->max_depth, &o->eta, &o->min_child_weight, &o->subsample,
+		&o->colsample, &seed, &o->pair_samples);
+	if (n != 8 && n != 9)
 		return -1;
 	int obj = tune_objective_parse(objective);
 	if (obj < 0)
@@ -212,6 +219,9 @@ static int configure(const tune_cost_model *m, BoosterHandle b, char *err, size_
 	    set_param(b, err, errlen, "seed", "%llu", (unsigned long long)(o->seed & 0x7fffffff)))
 		return -1;
 	if (o->nthread > 0 && set_param(b, err, errlen, "nthread", "%d", o->nthread))
+		return -1;
+	if (o->objective == TUNE_OBJ_RANK &&
+	    set_param(b, err, errlen, "num_pairsample", "%d", o->pair_samples))
 		return -1;
 	return xgb_check(XGBoosterSetAttr(b, ATTR_PARAMS, params), "set attribute",
 		       err, errlen) ||
@@ -458,16 +468,25 @@ tune_cost_model *tune_cost_model_load(const void *blob, size_t len, int nfeature
 	return NULL;
 }
 
-/* The pairwise accuracy of the task group "r"[0..n): correct pairs (a
- * tie in scores one half) into "correct", pairs into "pairs". */
+/* Whether the labels "a" and "b" differ by more than the factor
+ * "margin". */
+static bool labels_differ(float a, float b, double margin)
+{
+	float hi = a > b ? a : b, lo = a > b ? b : a;
+	return hi > lo && (double)hi > margin * (double)lo;
+}
+
+/* The pairwise accuracy of the task group "r"[0..n) over the pairs whose
+ * labels differ by more than "margin": correct pairs (a tie in scores one
+ * half) into "correct", pairs into "pairs". */
 static void group_pairs(const task_row *r, int n, const float *pred, const float *y,
-	double *correct, double *pairs)
+	double margin, double *correct, double *pairs)
 {
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++) {
 			float yi = y[r[i].row], yj = y[r[j].row];
 			float pi = pred[r[i].row], pj = pred[r[j].row];
-			if (yi == yj)
+			if (!labels_differ(yi, yj, margin))
 				continue;
 			*pairs += 1;
 			if (pi == pj)
@@ -477,8 +496,8 @@ static void group_pairs(const task_row *r, int n, const float *pred, const float
 		}
 }
 
-double tune_pairwise_accuracy(const float *pred, const float *y,
-	const uint32_t *task, int n)
+double tune_pairwise_accuracy_margin(const float *pred, const float *y,
+	const uint32_t *task, int n, double margin)
 {
 	if (n < 2)
 		return -1;
@@ -490,11 +509,17 @@ double tune_pairwise_accuracy(const float *pred, const float *y,
 		int end = start + 1;
 		while (end < n && r[end].task == r[start].task)
 			end++;
-		group_pairs(r + start, end - start, pred, y, &correct, &pairs);
+		group_pairs(r + start, end - start, pred, y, margin, &correct, &pairs);
 		start = end;
 	}
 	free(r);
 	return pairs > 0 ? correct / pairs : -1;
+}
+
+double tune_pairwise_accuracy(const float *pred, const float *y,
+	const uint32_t *task, int n)
+{
+	return tune_pairwise_accuracy_margin(pred, y, task, n, 1);
 }
 
 int tune_normalize_throughput(const double *seconds, const uint32_t *task, int n,

@@ -41,6 +41,8 @@ typedef struct tune_cost_model_opts {
 	double min_child_weight;
 	double subsample;        /* fraction of rows per tree, (0, 1] */
 	double colsample;        /* fraction of features per tree, (0, 1] */
+	int pair_samples;        /* rank:pairwise: pairs drawn per record and
+	                          * round (XGBoost's num_pairsample), >= 1 */
 	uint64_t seed;
 	int nthread;             /* 0: XGBoost's default (all cores) */
 } tune_cost_model_opts;
@@ -107,6 +109,14 @@ tune_cost_model *tune_cost_model_load(const void *blob, size_t len, int nfeature
  * pair among the "n" records. */
 double tune_pairwise_accuracy(const float *pred, const float *y,
 	const uint32_t *task, int n);
+/* The same over the pairs whose labels differ by more than the factor
+ * "margin" (>= 1): the larger label above "margin" times the smaller (a
+ * label of 0, a failed candidate, is below any positive one).  With
+ * normalized throughput as labels, "margin" 1.03 leaves out the pairs
+ * whose times are within 3% of each other: closer than the noise of a
+ * measurement, so their order is a coin toss (docs/cost-model.md). */
+double tune_pairwise_accuracy_margin(const float *pred, const float *y,
+	const uint32_t *task, int n, double margin);
 
 /* Write into "y" the normalized throughput of "n" measurements: the best
  * (smallest positive finite) time of the record's task, "task"[i],

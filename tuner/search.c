@@ -11,6 +11,7 @@
 #include "schedule/random.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
+#include "tuner/record_features.h"
 #include "tuner/sketch.h"
 
 /* The best measured traces kept as parents for mutation. */
@@ -125,6 +126,15 @@ typedef struct train_set {
 	uint32_t *task;
 } train_set;
 
+/* Records of the task whose stored features were of another version:
+ * their ids and the training rows with this build's features, written
+ * back to the store once it has been read. */
+typedef struct stale_set {
+	int n, cap;
+	int64_t *id;
+	int *row;
+} stale_set;
+
 typedef struct search {
 	const tune_task *task;
 	tune_db *db;
@@ -138,6 +148,7 @@ typedef struct search {
 	tune_cost_model *model;
 	int model_rows;          /* rows the model was trained on */
 	train_set train;
+	stale_set stale;
 	hash_set measured_traces;  /* of this task, in the store */
 	hash_set measured_progs;   /* of this task, measured in this run */
 	elite elites[ELITES];
@@ -237,13 +248,70 @@ static void train_free(train_set *t)
 
 /* ---- what the store already knows -------------------------------------------- */
 
+static int stale_add(stale_set *t, int64_t id, int row)
+{
+	if (t->n == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 64;
+		int64_t *ni = realloc(t->id, (size_t)cap * sizeof(*ni));
+		if (!ni)
+			return -1;
+		t->id = ni;
+		int *nr = realloc(t->row, (size_t)cap * sizeof(*nr));
+		if (!nr)
+			return -1;
+		t->row = nr;
+		t->cap = cap;
+	}
+	t->id[t->n] = id;
+	t->row[t->n++] = row;
+	return 0;
+}
+
+/* Add record "r" (of time "seconds") to the training rows: with its
+ * stored features when they are this build's, else, for a record of the
+ * task, with features computed again from its trace (remembered for the
+ * write-back); a stale record of another workload is left out. */
+static int train_record(search *s, const tune_record *r, double seconds)
+{
+	if (r->nfeatures == TUNE_PROGRAM_FEATURES)
+		return train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id);
+	float x[TUNE_PROGRAM_FEATURES];
+	if (r->workload_id != s->workload_id ||
+	    tune_trace_features(s->task->ctx, s->task->op, r->trace, &s->task->cpu, x))
+		return 0;
+	return train_add(&s->train, x, seconds, (uint32_t)r->workload_id) ||
+		stale_add(&s->stale, r->id, s->train.n - 1) ? -1 : 0;
+}
+
+/* Store this build's features of the stale records in one batch; a
+ * failure only costs the next run the same work again. */
+static void write_back_features(search *s)
+{
+	if (s->stale.n == 0)
+		return;
+	int r = tune_db_begin(s->db);
+	for (int i = 0; r == 0 && i < s->stale.n; i++)
+		r = tune_db_set_features(s->db, s->stale.id[i],
+			s->train.x + (size_t)s->stale.row[i] * TUNE_PROGRAM_FEATURES,
+			TUNE_PROGRAM_FEATURES);
+	if (r == 0)
+		r = tune_db_commit(s->db);
+	else
+		tune_db_rollback(s->db);
+	if (r == 0)
+		logf_(s, "cost model: features of %d records computed again (version %d)",
+			s->stale.n, TUNE_FEATURES_VERSION);
+	else
+		logf_(s, "cost model: features of %d records not stored (%s)", s->stale.n,
+			tune_db_error(s->db));
+}
+
 static int load_record(const tune_record *r, void *arg)
 {
 	search *s = arg;
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
-	if (r->nfeatures == TUNE_PROGRAM_FEATURES &&
-	    train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id))
+	if (train_record(s, r, seconds))
 		return -1;
 	if (r->workload_id != s->workload_id)
 		return 0;
@@ -270,6 +338,7 @@ static int load_store(search *s)
 	if (r)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
+	write_back_features(s);
 	tune_model saved;
 	r = tune_db_load_model(s->db, s->task->target_kind, &saved);
 	if (r < 0)
@@ -693,6 +762,8 @@ static void search_teardown(search *s)
 	tune_measurer_free(s->measurer);
 	tune_cost_model_free(s->model);
 	train_free(&s->train);
+	free(s->stale.id);
+	free(s->stale.row);
 	free(s->measured_traces.slots);
 	free(s->measured_progs.slots);
 }
