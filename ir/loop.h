@@ -185,5 +185,9 @@ int loop_verify(tessel_ctx *ctx, const loop_prog *p);
  * tighten loop bounds, drop conditions that always hold and branches that
  * never run (ir/loop_simplify.c). */
 void loop_simplify(loop_prog *p);
+/* Split loops whose bodies are guarded by conditions on their variable
+ * into guard-free main parts and guarded rests, or unswitch them
+ * (ir/loop_partition.c); run loop_simplify after it. */
+void loop_partition(loop_prog *p);
 
 #endif
