@@ -192,5 +192,9 @@ void loop_simplify(loop_prog *p);
  * "ctx" when a barrier would lie where not every thread of a block
  * reaches it (a thread loop, a condition on a thread index). */
 int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p);
+/* Split loops whose bodies are guarded by conditions on their variable
+ * into guard-free main parts and guarded rests, or unswitch them
+ * (ir/loop_partition.c); run loop_simplify after it. */
+void loop_partition(loop_prog *p);
 
 #endif

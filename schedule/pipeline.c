@@ -11,6 +11,12 @@ loop_prog *sch_program(sch_state *st)
 	loop_simplify(p);
 	if (loop_insert_barriers(st->ctx, p) || loop_verify(st->ctx, p))
 		goto fail;
+	loop_partition(p);
+	if (loop_verify(st->ctx, p))
+		goto fail;
+	loop_simplify(p);
+	if (loop_verify(st->ctx, p))
+		goto fail;
 	return p;
 fail:
 	loop_prog_free(p);

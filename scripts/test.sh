@@ -13,7 +13,7 @@ failed=0
 run_suite() {
 	local builddir=$1
 	echo "== test suite in $builddir"
-	for t in test_te test_interp test_npy test_ops test_loop test_schedule test_runtime test_codegen test_trace test_db test_model test_sketch test_measure test_search test_opencl test_cuda test_sketch_gpu; do
+	for t in test_te test_interp test_npy test_ops test_loop test_schedule test_runtime test_codegen test_trace test_db test_model test_sketch test_partition test_measure test_search test_opencl test_cuda test_sketch_gpu; do
 		if [ ! -x "$builddir/tests/$t" ]; then
 			echo "missing test binary $builddir/tests/$t"
 			failed=1

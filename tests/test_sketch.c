@@ -253,3 +253,58 @@ LIB_CASE(transpose, "transpose", 4, "shape", "[2, 3, 32]", "perm", "[2, 0, 1]")
 LIB_CASE(pad, "pad", 4, "shape", "[3, 20]", "pads", "[1, 0, 2, 1]")
 LIB_CASE(concat, "concat", 3, "shape", "[5, 17]", "sizes", "[2, 3]", "axis", "0")
 LIB_CASE(cross_entropy, "softmax_cross_entropy", 4, "N", "4", "C", "33")
+
+/* Return how many split steps of "t" on a replay from "op" have a factor
+ * that does not divide their loop (a partial last tile). */
+static int partial_splits(fixture *f, const sch_trace *t)
+{
+	sch_state *st = sch_state_new(f->ctx, f->op);
+	int n = 0;
+	for (int i = 0; i < t->nsteps; i++) {
+		const sch_step *s = &t->steps[i];
+		int si, it;
+		if (strcmp(s->prim, "split") == 0 && strncmp(s->args[1], "nparts=", 7) != 0 &&
+		    sch_find_loop(st, s->args[0], &si, &it) == 0) {
+			int64_t ext = st->stages[si].iters[it].extent;
+			int64_t fac = strtoll(s->args[1], NULL, 10);
+			n += fac < ext && ext % fac != 0;
+		}
+		cr_assert_eq(sch_apply_step(st, s), 0);
+	}
+	sch_state_free(st);
+	return n;
+}
+
+/* 40 has no divisor that is a multiple of 16 lanes: tiles of the
+ * contiguous axis are sometimes whole vectors with a partial last tile;
+ * those samples and their mutations replay and compute the right
+ * values, and mutations keep some tiles partial. */
+Test(sketch, partial_tiles_where_no_factor_fills_vectors)
+{
+	const char *kv[] = { "M", "24", "N", "40", "K", "12" };
+	fixture f;
+	fixture_lib(&f, "matmul", 3, kv);
+	uint64_t rng = 17;
+	int partial = 0, mutated_partial = 0;
+	for (int i = 0; i < 30; i++) {
+		sch_state *st = tune_space_sample(f.space, 0, &rng);
+		cr_assert(st);
+		int n = partial_splits(&f, st->trace);
+		partial += n > 0;
+		if (n > 0) {
+			free(check_state(&f, st, "a sample with partial tiles"));
+			for (int m = 0; m < 3; m++) {
+				sch_state *child = tune_space_mutate(f.space, st->trace, &rng);
+				if (!child)
+					continue;
+				mutated_partial += partial_splits(&f, child->trace) > 0;
+				free(check_state(&f, child, "a mutation of a sample with partial tiles"));
+				sch_state_free(child);
+			}
+		}
+		sch_state_free(st);
+	}
+	cr_expect_geq(partial, 5, "partial tiles in %d of 30 samples", partial);
+	cr_expect_gt(mutated_partial, 0, "no mutation kept a partial tile");
+	fixture_fini(&f);
+}

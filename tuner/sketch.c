@@ -26,7 +26,9 @@
  *   - auto_unroll_max_step on the outermost loop of tiled stages.
  * Tile sizes are drawn as perfect factorizations of the extents, the
  * innermost factor of the contiguous axis a multiple of the vector width
- * where one divides.  Every choice goes into the trace as a primitive's
+ * where one divides; where none does (1000 and 16 lanes), half the time
+ * a multiple of the vector width that leaves a partial last tile, which
+ * loop partitioning keeps apart from the full ones.  Every choice goes into the trace as a primitive's
  * argument, so a sampled candidate replays with the schedule layer alone.
  *
  * Every primitive checks its own legality: a refused sample is drawn
@@ -318,6 +320,42 @@ const char *tune_space_sketch_name(const tune_space *sp, int i)
 
 /* ---- random decisions ------------------------------------------------------------ */
 
+/* Return whether "n" has a divisor in [multiple, max] that is a multiple
+ * of "multiple": a tile size that fills vectors (or registers) exactly. */
+static bool has_good_divisor(int64_t n, int64_t max, int64_t multiple)
+{
+	for (int64_t d = multiple > 1 ? multiple : 2; d <= n && d <= max; d += multiple)
+		if (n % d == 0)
+			return true;
+	return false;
+}
+
+/* Draw tile factors of an axis of extent "n" into "levels" factors,
+ * outermost first, as sk_perfect_tile does; but where "n" has no divisor
+ * that fills the innermost level (a multiple of "inner_multiple" between
+ * it and "max"[levels - 1]: 1000 has none for 16 lanes), half the time
+ * the innermost factor is such a multiple that does not divide "n", and
+ * the levels above it a perfect factorization of the number of tiles.
+ * The last tile of each level is then partial: lowering guards it and
+ * loop partitioning (ir/loop_partition.c) keeps the guards out of the
+ * full tiles. */
+static void draw_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
+	int64_t inner_multiple, int64_t *f)
+{
+	int64_t top = max[levels - 1], m = inner_multiple > 0 ? inner_multiple : 1;
+	if (levels < 2 || top < m || has_good_divisor(n, top, m) || sk_chance(rng, 50)) {
+		sk_perfect_tile(rng, n, levels, max, inner_multiple, f);
+		return;
+	}
+	int64_t inner = m * (1 + sk_below(rng, top / m));
+	if (inner >= n) {
+		sk_perfect_tile(rng, n, levels, max, inner_multiple, f);
+		return;
+	}
+	sk_perfect_tile(rng, (n + inner - 1) / inner, levels - 1, max, 1, f);
+	f[levels - 1] = inner;
+}
+
 /* Vector lanes of stage "s"'s elements on the target. */
 static int64_t lanes_of(const tune_space *sp, const sch_stage *s)
 {
@@ -385,7 +423,8 @@ static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
 
 /* ---- multi-level tiling -------------------------------------------------------------- */
 
-/* Tile factors of one spatial axis: S0 S1 S2 S3, outermost first. */
+/* Tile factors of one spatial axis: S0 S1 S2 S3, outermost first (S0
+ * the number of tiles, rounded up). */
 typedef int64_t tile4[4];
 
 static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *extent, int n,
@@ -395,7 +434,7 @@ static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *exte
 		bool contiguous = d == n - 1;
 		const int64_t max[4] = { 0, MAX_S1, MAX_S2,
 			contiguous ? lanes * MAX_S3_VECTORS : MAX_S3 };
-		sk_perfect_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
+		draw_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
 	}
 }
 
@@ -846,30 +885,35 @@ static int64_t gcd64(int64_t a, int64_t b)
 
 /* Return a new value for the tile factor "v" of a loop of extent "n": a
  * neighbouring divisor (twice or half, or another small prime factor
- * moved) most of the time, any divisor otherwise. */
+ * moved) most of the time, any divisor otherwise.  A factor that does
+ * not divide "n" (a tile with a partial last one) moves to a neighbour
+ * that need not divide it either. */
 static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n)
 {
 	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
+	bool ragged = n % v != 0;
 	for (int a = 0; a < 8 && n > 1; a++) {
 		int64_t p = primes[sk_below(rng, 6)];
 		int64_t w = sk_chance(rng, 50) ? v * p : v / p;
 		if (sk_chance(rng, 20))
 			w = sk_random_divisor(rng, n, n, 1);
-		if (w >= 1 && w <= n && n % w == 0 && w != v)
+		if (w >= 1 && w <= n && (ragged || n % w == 0) && w != v)
 			return w;
 	}
 	return v;
 }
 
 /* Replay step "s" on "st", first making a split whose factor divided its
- * loop in the parent divide it again (the loops above it may have been
- * resized by the mutation). */
-static int replay_repaired(sch_state *st, sch_step *s)
+ * loop in the parent (replayed to this step in "parent") divide it again
+ * (the loops above it may have been resized by the mutation); a split
+ * that was partial in the parent stays as it is. */
+static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 {
 	const char *loop = decision_loop(s, 1);
 	if (loop && strncmp(s->args[1], "nparts=", 7) != 0) {
 		int64_t n = loop_extent(st, loop), f = strtoll(s->args[1], NULL, 10);
-		if (n > 0 && f > 0 && n % f && f < n)
+		int64_t was = loop_extent(parent, loop);
+		if (n > 0 && f > 0 && n % f && f < n && was > 0 && was % f == 0)
 			snprintf(s->args[1], sizeof(s->args[1]), "%lld", (long long)gcd64(n, f));
 	}
 	return sch_apply_step(st, s);
@@ -935,20 +979,25 @@ static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t 
 	if (target < 0)
 		return NULL;
 	sch_state *st = sch_state_new(task->ctx, task->op);
-	if (!st)
-		return NULL;
+	sch_state *was = sch_state_new(task->ctx, task->op);
+	if (!st || !was)
+		goto refused;
 	for (int i = 0; i < parent->nsteps; i++) {
 		sch_step step = parent->steps[i];
 		if (i == target && mutate_step(st, &step, rng))
 			goto refused;
-		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, &step)))
+		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, was, &step)))
+			goto refused;
+		if (sch_apply_step(was, &parent->steps[i]))
 			goto refused;
 	}
 	tessel_ctx_clear_error(task->ctx);
+	sch_state_free(was);
 	return st;
 refused:
 	tessel_ctx_clear_error(task->ctx);
 	sch_state_free(st);
+	sch_state_free(was);
 	return NULL;
 }
 

@@ -1,0 +1,790 @@
+/* Loop partitioning: a loop whose body is guarded by conditions on its
+ * variable is split into a guard-free main part and the rest, so that
+ * full tiles run without the guards of non-dividing splits and partial
+ * regions (TVM's LoopPartition; Halide's boundary splitting of the
+ * "steady state", Ragan-Kelley et al., PLDI 2013, section 4.3).
+ *
+ * For a loop of variable v and each integer comparison that is a
+ * conjunct of an `if` inside it and mentions v: the comparison is written
+ * as f <= 0, where f is affine in the variables of the loops between v
+ * and the `if` (those with constant bounds) plus a rest that mentions
+ * none of them.  Its maximum over those loops' ranges is taken at a
+ * corner of the box, so "max f <= 0" holds exactly when the comparison
+ * holds in every iteration of the inner loops.  Then:
+ *   - when the maximum is affine in v (c * v + r, r free of v), the values
+ *     of v where it holds form an interval: the loop becomes up to three
+ *     loops, [min, lo) and [hi, end) with the body as it was and [lo, hi)
+ *     with those conjuncts dropped (their bounds are floor divisions of
+ *     the rest, clamped to the loop's range);
+ *   - otherwise (v fused, divided: `t / 2 * 6 + i <= ...`) the body is
+ *     unswitched: `if (max f <= 0 for each) body' else body`, body'
+ *     without those conjuncts.
+ * Dropping a conjunct in a place where it is proven to hold changes
+ * nothing, so the pass is exact for any program; the tests compare
+ * partitioned programs with the interpreter and the schedule fuzzer runs
+ * it on every random schedule.
+ *
+ * Loops are visited outside in, and each copy's inner loops after.
+ * Vectorized loops (they need constant extents), loops bound to GPU
+ * indices and loops whose bodies hold a barrier (a branch around one
+ * would diverge) are left alone.  Copies get fresh loop variables and
+ * share buffers and expressions.  Duplication is bounded: a loop is not
+ * partitioned once the statements copied in the program would exceed
+ * PARTITION_BUDGET. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/loop.h"
+#include "ir/te_impl.h"
+
+#define MAX_TERMS 16
+#define MAX_CONJUNCTS 32
+#define MAX_CANDIDATES 64
+#define PARTITION_BUDGET 20000
+
+typedef enum var_place {
+	VAR_OUTSIDE,     /* bound outside the loop partitioned, or v itself */
+	VAR_BOXED,       /* bound inside it by a loop of constant bounds */
+	VAR_UNBOXED      /* bound inside it otherwise */
+} var_place;
+
+typedef struct partitioner {
+	loop_prog *p;
+	unsigned char *place;   /* by variable id, while a loop is analysed */
+	int64_t *lo, *hi;       /* by variable id: boxed loops' ranges */
+	loop_expr **subst;      /* by variable id, while a body is copied */
+	int nslots;             /* size of the arrays above */
+	int copied;             /* statements copied so far */
+	int nbufs;              /* buffers allocated in the copy being made */
+	loop_buffer *from[64], *to[64];
+} partitioner;
+
+/* f = sum coef * var + rest + c, where the vars are boxed or v */
+typedef struct lin_form {
+	int n;
+	const loop_var *var[MAX_TERMS];
+	int64_t coef[MAX_TERMS];
+	int64_t c;
+	loop_expr *rest;    /* NULL when 0 */
+	bool ok;
+} lin_form;
+
+/* What a comparison gives the loop of "v". */
+typedef struct candidate {
+	loop_expr *conjunct;
+	bool interval;      /* true: c * v + r <= 0 with "cv", "bound" = -r */
+	int64_t cv;
+	loop_expr *bound;
+	loop_expr *live;    /* "bound" for the smallest value of f: beyond it
+			       the conjunct never holds (NULL: unknown) */
+	loop_expr *test;    /* unswitch: the condition under which it holds */
+} candidate;
+
+typedef struct analysis {
+	const loop_var *v;
+	int n;
+	candidate c[MAX_CANDIDATES];
+} analysis;
+
+static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s);
+
+/* ---- variables --------------------------------------------------------------- */
+
+/* Make room for the variables of "P"'s program in its arrays. */
+static void grow_slots(partitioner *P)
+{
+	int n = P->p->nvars + 1;
+	if (n <= P->nslots)
+		return;
+	P->place = realloc(P->place, (size_t)n);
+	P->lo = realloc(P->lo, sizeof(int64_t) * (size_t)n);
+	P->hi = realloc(P->hi, sizeof(int64_t) * (size_t)n);
+	P->subst = realloc(P->subst, sizeof(loop_expr *) * (size_t)n);
+	for (int i = P->nslots; i < n; i++) {
+		P->place[i] = VAR_OUTSIDE;
+		P->subst[i] = NULL;
+	}
+	P->nslots = n;
+}
+
+static var_place place_of(const partitioner *P, const loop_var *v)
+{
+	return v->id >= 0 && v->id < P->nslots ? P->place[v->id] : VAR_OUTSIDE;
+}
+
+/* Return whether "e" mentions a variable bound inside the loop analysed,
+ * or, when "v" is not NULL, "v". */
+static bool mentions(const partitioner *P, const loop_expr *e, const loop_var *v)
+{
+	switch (e->kind) {
+	case LX_VAR:
+		return e->u.var == v || place_of(P, e->u.var) != VAR_OUTSIDE;
+	case LX_LOAD:
+		for (int i = 0; i < e->u.load.n; i++)
+			if (mentions(P, e->u.load.index[i], v))
+				return true;
+		return false;
+	case LX_UNARY:
+		return mentions(P, e->u.un.a, v);
+	case LX_BINARY:
+		return mentions(P, e->u.bin.a, v) || mentions(P, e->u.bin.b, v);
+	case LX_SELECT:
+		return mentions(P, e->u.sel.cond, v) || mentions(P, e->u.sel.then_, v) ||
+		       mentions(P, e->u.sel.else_, v);
+	case LX_CAST:
+		return mentions(P, e->u.cast.a, v);
+	default:
+		return false;
+	}
+}
+
+/* ---- affine forms ------------------------------------------------------------- */
+
+static void form_add_term(lin_form *F, const loop_var *var, int64_t coef)
+{
+	for (int i = 0; i < F->n; i++)
+		if (F->var[i] == var) {
+			if (__builtin_add_overflow(F->coef[i], coef, &F->coef[i]))
+				F->ok = false;
+			return;
+		}
+	if (F->n == MAX_TERMS) {
+		F->ok = false;
+		return;
+	}
+	F->var[F->n] = var;
+	F->coef[F->n++] = coef;
+}
+
+/* Add "scale" * "e" to the rest of "F". */
+static void form_add_rest(partitioner *P, lin_form *F, loop_expr *e, int64_t scale)
+{
+	loop_expr *x = scale == 1 || scale == -1 ? e : lx_mul(P->p, e, lx_int(P->p, scale));
+	if (!F->rest)
+		F->rest = scale == -1 ? lx_sub(P->p, lx_int(P->p, 0), x) : x;
+	else
+		F->rest = scale == -1 ? lx_sub(P->p, F->rest, x) : lx_add(P->p, F->rest, x);
+}
+
+/* Add "scale" * the i64 expression "e" to "F": boxed variables and, when
+ * "v" is not NULL, "v" as terms (they may appear only in sums, differences
+ * and products by constants), subexpressions free of them in the rest. */
+static void form_add(partitioner *P, lin_form *F, loop_expr *e, int64_t scale,
+	const loop_var *v)
+{
+	int64_t k;
+	if (!F->ok)
+		return;
+	if (e->dtype != TESSEL_I64 || !mentions(P, e, v)) {
+		if (e->kind == LX_INT && e->dtype == TESSEL_I64) {
+			if (__builtin_mul_overflow(e->u.ival, scale, &k) ||
+			    __builtin_add_overflow(F->c, k, &F->c))
+				F->ok = false;
+		} else if (e->dtype == TESSEL_I64) {
+			form_add_rest(P, F, e, scale);
+		} else {
+			F->ok = false;
+		}
+		return;
+	}
+	if (e->kind == LX_VAR) {
+		if (e->u.var != v && place_of(P, e->u.var) != VAR_BOXED)
+			F->ok = false;
+		else
+			form_add_term(F, e->u.var, scale);
+		return;
+	}
+	if (e->kind == LX_UNARY && e->u.un.op == TESSEL_NEG && scale != INT64_MIN) {
+		form_add(P, F, e->u.un.a, -scale, v);
+		return;
+	}
+	if (e->kind != LX_BINARY) {
+		F->ok = false;
+		return;
+	}
+	loop_expr *a = e->u.bin.a, *b = e->u.bin.b;
+	switch (e->u.bin.op) {
+	case TESSEL_ADD:
+		form_add(P, F, a, scale, v);
+		form_add(P, F, b, scale, v);
+		return;
+	case TESSEL_SUB:
+		form_add(P, F, a, scale, v);
+		if (scale == INT64_MIN)
+			F->ok = false;
+		else
+			form_add(P, F, b, -scale, v);
+		return;
+	case TESSEL_MUL:
+		if (b->kind == LX_INT && !__builtin_mul_overflow(scale, b->u.ival, &k))
+			form_add(P, F, a, k, v);
+		else if (a->kind == LX_INT && !__builtin_mul_overflow(scale, a->u.ival, &k))
+			form_add(P, F, b, k, v);
+		else
+			F->ok = false;
+		return;
+	default:
+		F->ok = false;
+		return;
+	}
+}
+
+/* Write the integer comparison "cmp" as f <= 0 in "F" (see form_add),
+ * then replace each boxed term by its largest value on its loop's range
+ * (its smallest when "least").  Return whether "F" is valid. */
+static bool extreme_form(partitioner *P, const loop_expr *cmp, const loop_var *v,
+	bool least, lin_form *F)
+{
+	tessel_binary op = cmp->u.bin.op;
+	int64_t s = op == TESSEL_LT || op == TESSEL_LE ? 1 : -1;
+	*F = (lin_form){ .ok = true, .c = op == TESSEL_LT || op == TESSEL_GT };
+	form_add(P, F, cmp->u.bin.a, s, v);
+	form_add(P, F, cmp->u.bin.b, -s, v);
+	int k = 0;
+	for (int i = 0; i < F->n && F->ok; i++) {
+		const loop_var *w = F->var[i];
+		int64_t c = F->coef[i], x;
+		if (c == 0)
+			continue;
+		if (w == v) {
+			F->var[k] = w;
+			F->coef[k++] = c;
+			continue;
+		}
+		int64_t at = (c > 0) != least ? P->hi[w->id] : P->lo[w->id];
+		if (__builtin_mul_overflow(c, at, &x) || __builtin_add_overflow(F->c, x, &F->c))
+			F->ok = false;
+	}
+	F->n = k;
+	return F->ok;
+}
+
+/* ---- analysis ----------------------------------------------------------------- */
+
+static bool is_int_compare(const loop_expr *e)
+{
+	return e->kind == LX_BINARY && e->u.bin.op >= TESSEL_LT && e->u.bin.op <= TESSEL_GE &&
+	       e->u.bin.a->dtype == TESSEL_I64 && e->u.bin.b->dtype == TESSEL_I64;
+}
+
+/* Store the conjuncts of "c" in "out" from position "n"; return the new
+ * count, or -1 when there are more than MAX_CONJUNCTS. */
+static int flatten_conjuncts(loop_expr *c, loop_expr **out, int n)
+{
+	if (c->kind == LX_BINARY && c->u.bin.op == TESSEL_AND && n >= 0) {
+		n = flatten_conjuncts(c->u.bin.a, out, n);
+		return n < 0 ? n : flatten_conjuncts(c->u.bin.b, out, n);
+	}
+	if (n < 0 || n == MAX_CONJUNCTS)
+		return -1;
+	out[n] = c;
+	return n + 1;
+}
+
+/* Return -(rest + c) of "F": c * v <= it is the condition on v. */
+static loop_expr *bound_of(partitioner *P, const lin_form *F)
+{
+	return F->rest ? lx_sub(P->p, lx_int(P->p, -F->c), F->rest) : lx_int(P->p, -F->c);
+}
+
+/* Add what the conjunct "cmp" tells the loop of A->v to "A": an interval
+ * of v, or a test on v and the outer loops; nothing when it does not
+ * mention v or is not affine in the boxed loops. */
+static void analyse_conjunct(partitioner *P, analysis *A, loop_expr *cmp)
+{
+	lin_form F;
+	for (int i = 0; i < A->n; i++)
+		if (A->c[i].conjunct == cmp)
+			return;
+	if (A->n == MAX_CANDIDATES || !is_int_compare(cmp) || !mentions(P, cmp, A->v))
+		return;
+	candidate *c = &A->c[A->n];
+	*c = (candidate){ .conjunct = cmp };
+	if (extreme_form(P, cmp, A->v, false, &F) && F.n == 1 && F.c != INT64_MIN) {
+		c->interval = true;
+		c->cv = F.coef[0];
+		c->bound = bound_of(P, &F);
+		if (extreme_form(P, cmp, A->v, true, &F) && F.n == 1 && F.c != INT64_MIN)
+			c->live = bound_of(P, &F);
+		A->n++;
+		return;
+	}
+	if (!extreme_form(P, cmp, NULL, false, &F) || !F.rest || F.c == INT64_MIN ||
+	    !mentions(P, F.rest, A->v))
+		return;
+	c->test = lx_cmp(P->p, TESSEL_LE, F.rest, lx_int(P->p, -F.c));
+	A->n++;
+}
+
+/* Gather into "A" the candidates of the ifs in "s", marking the
+ * variables of the loops on the way. */
+static void analyse_stmt(partitioner *P, analysis *A, loop_stmt *s)
+{
+	loop_expr *cj[MAX_CONJUNCTS];
+	switch (s->kind) {
+	case LS_FOR: {
+		const loop_var *w = s->u.for_.var;
+		loop_expr *min = s->u.for_.min, *ext = s->u.for_.extent;
+		bool boxed = min->kind == LX_INT && ext->kind == LX_INT && ext->u.ival > 0 &&
+			!__builtin_add_overflow(min->u.ival, ext->u.ival - 1, &P->hi[w->id]);
+		P->lo[w->id] = boxed ? min->u.ival : 0;
+		P->place[w->id] = boxed ? VAR_BOXED : VAR_UNBOXED;
+		analyse_stmt(P, A, s->u.for_.body);
+		P->place[w->id] = VAR_OUTSIDE;
+		return;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			analyse_stmt(P, A, s->u.seq.items[i]);
+		return;
+	case LS_IF: {
+		int n = flatten_conjuncts(s->u.if_.cond, cj, 0);
+		for (int i = 0; i < n; i++)
+			analyse_conjunct(P, A, cj[i]);
+		analyse_stmt(P, A, s->u.if_.then_);
+		if (s->u.if_.else_)
+			analyse_stmt(P, A, s->u.if_.else_);
+		return;
+	}
+	case LS_ALLOC:
+		analyse_stmt(P, A, s->u.alloc.body);
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---- copies -------------------------------------------------------------------- */
+
+static loop_expr *copy_expr(partitioner *P, loop_expr *e);
+
+/* Return the copy of buffer "b" in the copy being made, or "b". */
+static loop_buffer *copy_buf(const partitioner *P, loop_buffer *b)
+{
+	for (int i = P->nbufs - 1; i >= 0; i--)
+		if (P->from[i] == b)
+			return P->to[i];
+	return b;
+}
+
+/* Return "e" with the variables that "P" substitutes replaced (itself
+ * when none occurs). */
+static loop_expr *copy_expr(partitioner *P, loop_expr *e)
+{
+	loop_prog *p = P->p;
+	switch (e->kind) {
+	case LX_VAR: {
+		int id = e->u.var->id;
+		return id >= 0 && id < P->nslots && P->subst[id] ? P->subst[id] : e;
+	}
+	case LX_LOAD: {
+		loop_expr *idx[TESSEL_MAX_DIMS];
+		loop_buffer *b = copy_buf(P, e->u.load.buf);
+		bool changed = b != e->u.load.buf;
+		for (int i = 0; i < e->u.load.n; i++) {
+			idx[i] = copy_expr(P, e->u.load.index[i]);
+			changed |= idx[i] != e->u.load.index[i];
+		}
+		return changed ? lx_load(p, b, e->u.load.n, idx) : e;
+	}
+	case LX_UNARY: {
+		loop_expr *a = copy_expr(P, e->u.un.a);
+		return a == e->u.un.a ? e : lx_unary(p, e->u.un.op, a, e->dtype);
+	}
+	case LX_BINARY: {
+		loop_expr *a = copy_expr(P, e->u.bin.a), *b = copy_expr(P, e->u.bin.b);
+		return a == e->u.bin.a && b == e->u.bin.b ? e
+			: lx_binary(p, e->u.bin.op, a, b, e->dtype);
+	}
+	case LX_SELECT: {
+		loop_expr *c = copy_expr(P, e->u.sel.cond);
+		loop_expr *a = copy_expr(P, e->u.sel.then_), *b = copy_expr(P, e->u.sel.else_);
+		return c == e->u.sel.cond && a == e->u.sel.then_ && b == e->u.sel.else_ ? e
+			: lx_select(p, c, a, b, e->dtype);
+	}
+	case LX_CAST: {
+		loop_expr *a = copy_expr(P, e->u.cast.a);
+		return a == e->u.cast.a ? e : lx_cast(p, e->u.cast.to, a);
+	}
+	default:
+		return e;
+	}
+}
+
+/* Return whether "x" is the conjunct of a candidate of "A" that "drop"
+ * selects (NULL: none). */
+static bool dropped(const analysis *A, const bool *drop, const loop_expr *x)
+{
+	for (int i = 0; drop && i < A->n; i++)
+		if (drop[i] && A->c[i].conjunct == x)
+			return true;
+	return false;
+}
+
+static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop);
+static loop_stmt *copy_alloc(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop);
+
+/* Return a copy of the if "s" without the dropped conjuncts. */
+static loop_stmt *copy_if(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop)
+{
+	loop_expr *cj[MAX_CONJUNCTS], *cond = NULL;
+	int n = flatten_conjuncts(s->u.if_.cond, cj, 0);
+	if (n < 0) {
+		cond = s->u.if_.cond;
+	} else {
+		for (int i = 0; i < n; i++)
+			if (!dropped(A, drop, cj[i]))
+				cond = lx_and(P->p, cond, cj[i]);
+	}
+	loop_stmt *then_ = copy_stmt(P, s->u.if_.then_, A, drop);
+	if (!cond)
+		return then_;
+	loop_stmt *else_ = s->u.if_.else_ ? copy_stmt(P, s->u.if_.else_, A, drop) : NULL;
+	return ls_if(P->p, copy_expr(P, cond), then_, else_);
+}
+
+/* Return a copy of the allocation "s" of a new buffer like its own (two
+ * allocations of one buffer may end up in one C scope). */
+static loop_stmt *copy_alloc(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop)
+{
+	loop_buffer *b = s->u.alloc.buf;
+	if (P->nbufs == 64)
+		return ls_alloc(P->p, b, copy_stmt(P, s->u.alloc.body, A, drop));
+	loop_buffer *nb = te_arena_alloc(&P->p->arena, sizeof(*nb));
+	*nb = *b;
+	P->from[P->nbufs] = b;
+	P->to[P->nbufs++] = nb;
+	loop_stmt *body = copy_stmt(P, s->u.alloc.body, A, drop);
+	P->nbufs--;
+	return ls_alloc(P->p, nb, body);
+}
+
+/* Return a copy of "s" with fresh loop variables, without the conjuncts
+ * of "A" that "drop" selects. */
+static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop)
+{
+	loop_prog *p = P->p;
+	P->copied++;
+	switch (s->kind) {
+	case LS_FOR: {
+		loop_var *w = s->u.for_.var, *nw = loop_var_new(p, w->name);
+		grow_slots(P);
+		loop_expr *min = copy_expr(P, s->u.for_.min), *ext = copy_expr(P, s->u.for_.extent);
+		P->subst[w->id] = lx_var(p, nw);
+		loop_stmt *body = copy_stmt(P, s->u.for_.body, A, drop);
+		P->subst[w->id] = NULL;
+		loop_stmt *f = ls_for(p, nw, min, ext, s->u.for_.kind, body);
+		f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+		return f;
+	}
+	case LS_SEQ: {
+		loop_stmt *seq = ls_seq(p, 0, NULL);
+		for (int i = 0; i < s->u.seq.n; i++)
+			ls_seq_append(p, seq, copy_stmt(P, s->u.seq.items[i], A, drop));
+		return seq;
+	}
+	case LS_STORE: {
+		loop_expr *idx[TESSEL_MAX_DIMS];
+		for (int i = 0; i < s->u.store.n; i++)
+			idx[i] = copy_expr(P, s->u.store.index[i]);
+		return ls_store(p, copy_buf(P, s->u.store.buf), s->u.store.n, idx,
+			copy_expr(P, s->u.store.value), s->u.store.stage);
+	}
+	case LS_IF:
+		return copy_if(P, s, A, drop);
+	case LS_ALLOC:
+		return copy_alloc(P, s, A, drop);
+	default:
+		return ls_barrier(p);
+	}
+}
+
+/* Return the number of statements of "s", and whether it holds a
+ * barrier in "*barrier". */
+static int count_stmts(const loop_stmt *s, bool *barrier)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		return 1 + count_stmts(s->u.for_.body, barrier);
+	case LS_SEQ: {
+		int n = 1;
+		for (int i = 0; i < s->u.seq.n; i++)
+			n += count_stmts(s->u.seq.items[i], barrier);
+		return n;
+	}
+	case LS_IF:
+		return 1 + count_stmts(s->u.if_.then_, barrier) +
+		       (s->u.if_.else_ ? count_stmts(s->u.if_.else_, barrier) : 0);
+	case LS_ALLOC:
+		return 1 + count_stmts(s->u.alloc.body, barrier);
+	case LS_BARRIER:
+		*barrier = true;
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+/* ---- partitioning ------------------------------------------------------------- */
+
+/* Return a loop like "s" over [min, min + extent) with the body "body",
+ * under a fresh copy of its variable. */
+static loop_stmt *loop_over(partitioner *P, loop_stmt *s, loop_expr *min, loop_expr *end,
+	loop_stmt *body, loop_var *var)
+{
+	loop_stmt *f = ls_for(P->p, var, min, lx_sub(P->p, end, min), s->u.for_.kind, body);
+	f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+	return f;
+}
+
+/* Return a copy of the body of loop "s" under the new variable "nv",
+ * without the conjuncts "drop" selects. */
+static loop_stmt *body_under(partitioner *P, loop_stmt *s, loop_var *nv, const analysis *A,
+	const bool *drop)
+{
+	int id = s->u.for_.var->id;
+	P->subst[id] = lx_var(P->p, nv);
+	loop_stmt *b = copy_stmt(P, s->u.for_.body, A, drop);
+	P->subst[id] = NULL;
+	return b;
+}
+
+/* Return whether "a" and "b" are the same expression. */
+static bool same_expr(const loop_expr *a, const loop_expr *b)
+{
+	if (a == b)
+		return true;
+	if (a->kind != b->kind || a->dtype != b->dtype)
+		return false;
+	switch (a->kind) {
+	case LX_INT:
+	case LX_BOOL:
+		return a->u.ival == b->u.ival;
+	case LX_VAR:
+		return a->u.var == b->u.var;
+	case LX_UNARY:
+		return a->u.un.op == b->u.un.op && same_expr(a->u.un.a, b->u.un.a);
+	case LX_BINARY:
+		return a->u.bin.op == b->u.bin.op && same_expr(a->u.bin.a, b->u.bin.a) &&
+		       same_expr(a->u.bin.b, b->u.bin.b);
+	case LX_SELECT:
+		return same_expr(a->u.sel.cond, b->u.sel.cond) &&
+		       same_expr(a->u.sel.then_, b->u.sel.then_) &&
+		       same_expr(a->u.sel.else_, b->u.sel.else_);
+	case LX_CAST:
+		return a->u.cast.to == b->u.cast.to && same_expr(a->u.cast.a, b->u.cast.a);
+	default:
+		return false;
+	}
+}
+
+/* Return whether every store in "s" lies in the then-branch of an if
+ * that has the conjunct "x". */
+static bool stores_guarded_by(loop_stmt *s, const loop_expr *x)
+{
+	loop_expr *cj[MAX_CONJUNCTS];
+	switch (s->kind) {
+	case LS_FOR:
+		return stores_guarded_by(s->u.for_.body, x);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (!stores_guarded_by(s->u.seq.items[i], x))
+				return false;
+		return true;
+	case LS_IF: {
+		int n = flatten_conjuncts(s->u.if_.cond, cj, 0);
+		bool has = false;
+		for (int i = 0; i < n && !has; i++)
+			has = cj[i] == x;
+		if (s->u.if_.else_ && !stores_guarded_by(s->u.if_.else_, x))
+			return false;
+		return has || stores_guarded_by(s->u.if_.then_, x);
+	}
+	case LS_ALLOC:
+		return stores_guarded_by(s->u.alloc.body, x);
+	case LS_STORE:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* Return "x" clamped to [lo, hi] (lo <= hi). */
+static loop_expr *clamp(loop_prog *p, loop_expr *x, loop_expr *lo, loop_expr *hi)
+{
+	return lx_min(p, lx_max(p, x, lo), hi);
+}
+
+/* Narrow "*lo" and "*hi" (the values of v, hi exclusive) to c * v <= "bound"
+ * for each interval candidate of "A" selected in "use", with "bound" the
+ * candidate's bound ("live" false) or live bound ("live" true). */
+static void narrow(partitioner *P, const analysis *A, const bool *use, bool live,
+	loop_expr **lo, loop_expr **hi)
+{
+	loop_prog *p = P->p;
+	for (int i = 0; i < A->n; i++) {
+		const candidate *c = &A->c[i];
+		loop_expr *b = live ? c->live : c->bound;
+		if (!use[i] || !b)
+			continue;
+		int64_t m = c->cv > 0 ? c->cv : -c->cv;
+		loop_expr *q = lx_div(p, b, lx_int(p, m));
+		if (c->cv > 0)
+			*hi = lx_min(p, *hi, lx_add(p, q, lx_int(p, 1)));
+		else
+			*lo = lx_max(p, *lo, lx_sub(p, lx_int(p, 0), q));
+	}
+}
+
+/* Return whether the part of the loop above ("upper") or below the main
+ * part may run a store: not when a candidate that bounds it there guards
+ * every store and holds wherever it may hold. */
+static bool rest_runs(const analysis *A, const bool *drop, const bool *covers, bool upper)
+{
+	for (int i = 0; i < A->n; i++)
+		if (drop[i] && (A->c[i].cv > 0) == upper &&
+		    !(covers[i] && same_expr(A->c[i].live, A->c[i].bound)))
+			return true;
+	return false;
+}
+
+/* Split the loop "s" by the interval candidates of "A" (selected in
+ * "drop"): the values [a, b) where its stores may run (candidates that
+ * guard every store bound them; the rest of the loop does nothing), and
+ * in them [lo, hi) where every candidate holds.  The loops [a, lo) and
+ * [hi, b) keep the body; [lo, hi) runs without the candidates. */
+static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+{
+	loop_prog *p = P->p;
+	loop_expr *min = s->u.for_.min, *end = lx_add(p, min, s->u.for_.extent);
+	bool covers[MAX_CANDIDATES] = { false };
+	for (int i = 0; i < A->n; i++)
+		covers[i] = drop[i] && A->c[i].live &&
+			stores_guarded_by(s->u.for_.body, A->c[i].conjunct);
+	loop_expr *a = min, *b = end;
+	narrow(P, A, covers, true, &a, &b);
+	a = lx_min(p, a, end);
+	b = clamp(p, b, a, end);
+	loop_expr *lo = a, *hi = b;
+	narrow(P, A, drop, false, &lo, &hi);
+	lo = clamp(p, lo, a, b);
+	hi = clamp(p, hi, lo, b);
+	grow_slots(P);
+	loop_var *v = s->u.for_.var;
+	loop_stmt *seq = ls_seq(p, 0, NULL);
+	loop_var *nv = loop_var_new(p, v->name);
+	grow_slots(P);
+	if (rest_runs(A, drop, covers, false))
+		ls_seq_append(p, seq, loop_over(P, s, a, lo, body_under(P, s, nv, A, NULL), nv));
+	loop_var *mv = loop_var_new(p, v->name);
+	grow_slots(P);
+	ls_seq_append(p, seq, loop_over(P, s, lo, hi, body_under(P, s, mv, A, drop), mv));
+	if (rest_runs(A, drop, covers, true))
+		ls_seq_append(p, seq, loop_over(P, s, hi, b, s->u.for_.body, v));
+	return seq;
+}
+
+/* Give the loop "s" the body `if (tests) body' else body`, body' without
+ * the unswitch candidates of "A" (selected in "drop"). */
+static void unswitch_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+{
+	loop_expr *test = NULL;
+	for (int i = 0; i < A->n; i++) {
+		bool repeated = false;
+		for (int j = 0; j < i && !repeated; j++)
+			repeated = drop[j] && same_expr(A->c[j].test, A->c[i].test);
+		if (drop[i] && !repeated)
+			test = lx_and(P->p, test, A->c[i].test);
+	}
+	grow_slots(P);
+	loop_stmt *fast = body_under(P, s, s->u.for_.var, A, drop);
+	s->u.for_.body = ls_if(P->p, test, fast, s->u.for_.body);
+}
+
+/* Return whether a loop of kind "k" may be partitioned. */
+static bool partitionable(loop_kind k)
+{
+	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_UNROLLED;
+}
+
+/* Partition the loop "s" when its body has candidates; return what
+ * replaces it, its parts' bodies partitioned in turn. */
+static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
+{
+	bool barrier = false;
+	int size = count_stmts(s->u.for_.body, &barrier);
+	analysis *A = calloc(1, sizeof(*A));
+	A->v = s->u.for_.var;
+	if (partitionable(s->u.for_.kind) && !barrier && P->copied + 2 * size <= PARTITION_BUDGET) {
+		grow_slots(P);
+		analyse_stmt(P, A, s->u.for_.body);
+	}
+	bool drop[MAX_CANDIDATES] = { false }, any_interval = false, any_test = false;
+	for (int i = 0; i < A->n; i++)
+		any_interval |= A->c[i].interval;
+	for (int i = 0; i < A->n; i++) {
+		drop[i] = A->c[i].interval == any_interval;
+		any_test |= drop[i];
+	}
+	loop_stmt *r = s;
+	if (any_interval)
+		r = split_loop(P, s, A, drop);
+	else if (any_test)
+		unswitch_loop(P, s, A, drop);
+	free(A);
+	if (r == s) {
+		s->u.for_.body = partition_stmt(P, s->u.for_.body);
+		return s;
+	}
+	for (int i = 0; i < r->u.seq.n; i++) {
+		loop_stmt *f = r->u.seq.items[i];
+		f->u.for_.body = partition_stmt(P, f->u.for_.body);
+	}
+	return r;
+}
+
+static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		return partition_for(P, s);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			s->u.seq.items[i] = partition_stmt(P, s->u.seq.items[i]);
+		return s;
+	case LS_IF:
+		s->u.if_.then_ = partition_stmt(P, s->u.if_.then_);
+		if (s->u.if_.else_)
+			s->u.if_.else_ = partition_stmt(P, s->u.if_.else_);
+		return s;
+	case LS_ALLOC:
+		s->u.alloc.body = partition_stmt(P, s->u.alloc.body);
+		return s;
+	default:
+		return s;
+	}
+}
+
+/* requires: "p" passes loop_verify (best simplified first: guards that
+ *   always hold are gone); its statements form a tree
+ * guarantees: "p" computes what it computed and passes loop_verify; loops
+ *   with guards on their variable are split or unswitched as the file
+ *   comment says (run loop_simplify after it to drop what became empty
+ *   and to narrow the new loops)
+ * invalidates: pointers into the statement tree of "p" */
+void loop_partition(loop_prog *p)
+{
+	partitioner P = { .p = p };
+	grow_slots(&P);
+	if (p->body)
+		p->body = partition_stmt(&P, p->body);
+	free(P.place);
+	free(P.lo);
+	free(P.hi);
+	free(P.subst);
+}
