@@ -33,6 +33,10 @@
 #include "tessel/ops.h"
 #include "tessel/te.h"
 #include "tests/support.h"
+#include "tuner/measure.h"
+#include "tuner/runner_cuda.h"
+#include "tuner/sketch.h"
+#include "tuner/task.h"
 
 /* Skip the test, saying why, when NVRTC cannot be used. */
 static void need_nvrtc(void)
@@ -164,6 +168,192 @@ FUZZ_CASE(add_broadcast, "add", 12, "a=[2, 1, 3];b=[4, 3]")
 FUZZ_CASE(reduce_sum, "reduce_sum", 10, "shape=[3, 4, 5];axes=[0, 2]")
 FUZZ_CASE(max_pool2d, "max_pool2d", 10, "N=1;C=2;H=7;W=7;kernel=3;stride=2;padding=1")
 FUZZ_CASE(gelu, "gelu", 8, "shape=[6, 5]")
+
+/* ---- the GPU sketches on CUDA tasks ------------------------------------ */
+
+/* What sampling the sketches of the library on one architecture gave. */
+typedef struct sketch_counts {
+	int launchable, rejected, failed;
+} sketch_counts;
+
+/* Lower "st" and check it with tune_cuda_check for the task "task";
+ * count the outcome in "n", logging rejections and failures (with the
+ * trace) under the name "what". */
+static void check_candidate(const tune_task *task, sch_state *st, const char *what,
+	sketch_counts *n)
+{
+	char msg[1024];
+	loop_prog *p = sch_program(st);
+	tune_cuda_status r = p ? tune_cuda_check(task->ctx, p, &task->gpu, msg, sizeof(msg)) :
+		TUNE_CUDA_BUILD;
+	if (!p)
+		snprintf(msg, sizeof(msg), "%s", tessel_ctx_error(task->ctx)->message);
+	if (r == TUNE_CUDA_LAUNCHABLE) {
+		n->launchable++;
+	} else if (r == TUNE_CUDA_REJECTED && msg[0]) {
+		cr_log_info("%s: rejected: %s", what, msg);
+		n->rejected++;
+	} else {
+		char *text = sch_trace_to_text(st->trace);
+		cr_log_error("%s: %s\n%s", what, msg, text ? text : "");
+		free(text);
+		n->failed++;
+	}
+	loop_prog_free(p);
+}
+
+/* Sample "per_sketch" candidates of every GPU sketch of every op of the
+ * library on a task for "target", mutate the first of each once, and
+ * check them all; return the counts. */
+static sketch_counts sample_library(const char *target, int per_sketch)
+{
+	sketch_counts n = { 0 };
+	for (int i = 0; i < tessel_ops_count(); i++) {
+		const char *name = tessel_ops_name(i);
+		test_fixture f;
+		tune_task task;
+		char err[512], what[512];
+		test_fixture_init(&f, name, test_library_spec(name));
+		cr_assert_eq(tune_task_init(&task, f.ctx, f.op, target, err, sizeof(err)), 0,
+			"%s", err);
+		tune_space *space = tune_space_new(&task);
+		cr_assert(space);
+		uint64_t rng = 1 + (uint64_t)i;
+		for (int k = 0; k < tune_space_num_sketches(space); k++)
+			for (int j = 0; j < per_sketch; j++) {
+				snprintf(what, sizeof(what), "%s, %s, sketch %d (%s), sample %d",
+					target, name, k, tune_space_sketch_name(space, k), j);
+				sch_state *st = tune_space_sample(space, k, &rng);
+				if (!st) {
+					cr_log_error("%s: no sample: %s", what,
+						tessel_ctx_error(f.ctx)->message);
+					n.failed++;
+					continue;
+				}
+				check_candidate(&task, st, what, &n);
+				sch_state *child = j ? NULL :
+					tune_space_mutate(space, st->trace, &rng);
+				if (child) {
+					strncat(what, ", mutated", sizeof(what) - strlen(what) - 1);
+					check_candidate(&task, child, what, &n);
+					sch_state_free(child);
+				}
+				sch_state_free(st);
+			}
+		tune_space_free(space);
+		tune_task_clear(&task);
+		test_fixture_fini(&f);
+	}
+	return n;
+}
+
+/* Every candidate compiles, with no error from NVRTC, and either can
+ * launch or is rejected with a reason; at least 90% can launch. */
+static void expect_sketches_compile(const char *target)
+{
+	need_nvrtc();
+	sketch_counts n = sample_library(target, 2);
+	int total = n.launchable + n.rejected + n.failed;
+	cr_log_info("%s: %d candidates, %d launchable, %d rejected, %d failed", target, total,
+		n.launchable, n.rejected, n.failed);
+	cr_expect_eq(n.failed, 0, "%s: %d of %d candidates failed", target, n.failed, total);
+	cr_expect_gt(total, 2 * tessel_ops_count());
+	cr_expect_geq(n.launchable * 10, total * 9, "%s: only %d of %d candidates launch",
+		target, n.launchable, total);
+}
+
+Test(cuda_sketch, every_op_of_the_library_for_sm_90, .timeout = 600)
+{
+	expect_sketches_compile("cuda:sm_90");
+}
+
+Test(cuda_sketch, every_op_of_the_library_for_sm_80, .timeout = 600)
+{
+	expect_sketches_compile("cuda:sm_80");
+}
+
+Test(cuda_sketch, tasks_describe_the_architecture)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=32;N=24;K=16");
+	tune_task task;
+	char err[1024];
+	cr_assert_eq(tune_task_init(&task, f.ctx, f.op, "cuda", err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(task.target_kind, "cuda");
+	cr_expect(tune_task_is_gpu(&task));
+	cr_expect_eq(task.gpu.sm, RT_CUDA_DEFAULT_SM);
+	cr_expect_eq(task.gpu.max_threads, 1024);
+	cr_expect_eq(task.gpu.shared_bytes, 49152);
+	cr_expect_str_eq(task.target, "cuda -arch=sm_90 -device=sm_90 -units=0 -threads=1024 "
+		"-shared=49152");
+	tune_space *space = tune_space_new(&task);
+	cr_assert(space);
+	cr_expect_eq(tune_space_num_sketches(space), 3);
+	cr_expect(strstr(tune_space_sketch_name(space, 0), "SSSRRSRS, shared"), "%s",
+		tune_space_sketch_name(space, 0));
+	tune_space_free(space);
+	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
+	cr_expect_null(m);
+	cr_expect(strstr(err, "tessel cannot measure on CUDA yet: no CUDA runner"), "%s", err);
+	tune_measurer_free(m);
+	tune_task_clear(&task);
+	cr_assert_eq(tune_task_init(&task, f.ctx, f.op, "cuda:sm_80", err, sizeof(err)), 0,
+		"%s", err);
+	cr_expect(strncmp(task.target, "cuda -arch=sm_80 ", 17) == 0, "%s", task.target);
+	tune_task_clear(&task);
+	cr_expect_neq(tune_task_init(&task, f.ctx, f.op, "cuda:sm_1000", err, sizeof(err)), 0);
+	cr_expect(strstr(err, "unknown CUDA architecture sm_1000"), "%s", err);
+	cr_expect_neq(tune_task_init(&task, f.ctx, f.op, "cudax", err, sizeof(err)), 0);
+	cr_expect(strstr(err, "unknown target 'cudax'"), "%s", err);
+	test_fixture_fini(&f);
+}
+
+/* Return what tune_cuda_check says of "trace" on matmul of size "n" for
+ * sm_80, with its reason in "msg" of size "len". */
+static tune_cuda_status check_matmul_trace(const char *n, const char *trace, char *msg,
+	size_t len)
+{
+	char spec[64], err[512];
+	snprintf(spec, sizeof(spec), "M=%s;N=%s;K=64", n, n);
+	test_fixture f;
+	test_fixture_init(&f, "matmul", spec);
+	tune_task task;
+	cr_assert_eq(tune_task_init(&task, f.ctx, f.op, "cuda:sm_80", err, sizeof(err)), 0,
+		"%s", err);
+	sch_trace *t = sch_trace_parse(f.ctx, "test", trace);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	msg[0] = 0;
+	tune_cuda_status r = tune_cuda_check(f.ctx, p, &task.gpu, msg, len);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
+	return r;
+}
+
+/* A register tile of 8 x 8 per thread, unrolled: 96 registers a thread
+ * with NVRTC 13.0 for sm_80, which a block of 32 x 32 threads cannot
+ * have (98304 of 65536) and one of 16 x 16 can. */
+Test(cuda_sketch, a_candidate_past_the_registers_is_rejected_before_measurement)
+{
+	need_nvrtc();
+	static const char tile[] = "cache_write C local -> C_local\n"
+		"split C.i 8 -> C.io C.ii\nsplit C.j 8 -> C.jo C.ji\n"
+		"reorder C.io C.jo C.ii C.ji\nbind C.io threadIdx.y\nbind C.jo threadIdx.x\n"
+		"compute_at C_local C.jo\nreorder C_local.k C_local.i C_local.j\n"
+		"unroll C_local.i\nunroll C_local.j\nunroll C.ii\nunroll C.ji\n";
+	char msg[1024];
+	cr_expect_eq(check_matmul_trace("128", tile, msg, sizeof(msg)), TUNE_CUDA_LAUNCHABLE,
+		"%s", msg);
+	cr_expect_eq(check_matmul_trace("256", tile, msg, sizeof(msg)), TUNE_CUDA_REJECTED,
+		"%s", msg);
+	cr_expect(strstr(msg, "cannot launch on sm_80") && strstr(msg, "registers for a "
+		"block of 1024 threads"), "%s", msg);
+}
 
 Test(cuda_nvrtc, f16_and_bf16_compile)
 {

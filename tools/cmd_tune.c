@@ -32,6 +32,8 @@ static const char tune_help[] =
 	"measured. TARGET is a CPU target string (default: this machine) or\n"
 	"opencl: the device `tessel run --target opencl` uses, with the GPU\n"
 	"sketches, kernels built by clBuildProgram and timed to clFinish.\n"
+	"cuda and cuda:sm_NN are refused: their tasks sample and compile the GPU\n"
+	"sketches (tests/test_cuda.c), but there is no CUDA runner to measure yet.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
 	"(default 300; 0: never). --min-time is the measured time per candidate\n"
 	"(default 0.05 s). `tessel best` and `tessel run --db` use the result.\n";
@@ -223,6 +225,10 @@ static int tune_op(tune_args *a, tessel_ctx *ctx, tessel_op *op)
 	tune_task task;
 	if (tune_task_init(&task, ctx, op, a->target, err, sizeof(err)))
 		return cli_fail("%s", err);
+	if (tune_measure_can_run(&task, err, sizeof(err))) {
+		tune_task_clear(&task);
+		return cli_fail("%s", err);
+	}
 	if (!a->db && tune_db_default_path(path, sizeof(path))) {
 		tune_task_clear(&task);
 		return cli_fail("no --db given and no cache directory for the default store");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/gpu_target.h"
 #include "runtime/isolate.h"
 #include "runtime/opencl.h"
 #include "schedule/bound.h"
@@ -72,10 +73,27 @@ int tune_gpu_target_opencl(tune_gpu_target *t, char *err, size_t errlen)
 	return r;
 }
 
+int tune_gpu_target_cuda(int sm, tune_gpu_target *t, char *err, size_t errlen)
+{
+	rt_gpu_target arch;
+	memset(t, 0, sizeof(*t));
+	if (rt_gpu_target_for_sm(sm, &arch, err, errlen))
+		return -1;
+	snprintf(t->device, sizeof(t->device), "sm_%d", sm);
+	t->compute_units = arch.sm_count;
+	t->max_threads = at_most(arch.max_threads_per_block, SCH_MAX_THREADS);
+	t->shared_bytes = at_most(arch.shared_per_block, SCH_MAX_SHARED_BYTES);
+	t->sm = sm;
+	return 0;
+}
+
 int tune_gpu_target_print(const char *kind, const tune_gpu_target *t, char *buf,
 	size_t len)
 {
-	return snprintf(buf, len, "%s -device=%s -units=%d -threads=%lld -shared=%lld", kind,
-		t->device, t->compute_units, (long long)t->max_threads,
+	char arch[32] = "";
+	if (t->sm > 0)
+		snprintf(arch, sizeof(arch), " -arch=sm_%d", t->sm);
+	return snprintf(buf, len, "%s%s -device=%s -units=%d -threads=%lld -shared=%lld",
+		kind, arch, t->device, t->compute_units, (long long)t->max_threads,
 		(long long)t->shared_bytes);
 }

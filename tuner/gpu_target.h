@@ -1,8 +1,10 @@
 /* A GPU device as the tuner sees it (tuner/gpu_target.c): what the
  * sketches need to keep their samples launchable (threads and shared
  * bytes per block), read from the device's runtime when a task is made,
- * and printed into the target string that records store.  OpenCL is the
- * one runtime now; CUDA (the driver's attributes) is one more reader. */
+ * and printed into the target string that records store.  OpenCL's are
+ * read from its device; CUDA's, without a device, from the table of an
+ * architecture (runtime/gpu_target.h); the driver's attributes are one
+ * more reader, with the CUDA runner. */
 #ifndef TESSEL_TUNER_GPU_TARGET_H
 #define TESSEL_TUNER_GPU_TARGET_H
 
@@ -16,6 +18,8 @@ typedef struct tune_gpu_target {
 	int compute_units;
 	int64_t max_threads;            /* per block, at most SCH_MAX_THREADS */
 	int64_t shared_bytes;           /* per block, at most SCH_MAX_SHARED_BYTES */
+	int sm;                         /* CUDA: the architecture, 90 for
+	                                 * sm_90; 0 for OpenCL */
 } tune_gpu_target;
 
 /* Describe the OpenCL device rt_cl_open picks in "t", asking it in a
@@ -27,9 +31,18 @@ typedef struct tune_gpu_target {
  * layer's.  Return 0, or -1 with the reason in "err" of size "errlen". */
 int tune_gpu_target_opencl(tune_gpu_target *t, char *err, size_t errlen);
 
+/* Describe the CUDA architecture sm_"sm" in "t" from NVIDIA's table
+ * (rt_gpu_target_for_sm), without a device: the device is named "sm_NN",
+ * its compute units are the table's SM count (0: only a device knows
+ * it), its limits the table's, and none above the schedule layer's, as
+ * for OpenCL.  Return 0, or -1 with the reason in "err" of size "errlen"
+ * (an architecture not in the table). */
+int tune_gpu_target_cuda(int sm, tune_gpu_target *t, char *err, size_t errlen);
+
 /* Write the canonical string of "t" for the target kind "kind" into
  * "buf" of size "len": "KIND -device=NAME -units=N -threads=N
- * -shared=BYTES".  Return the length of the full string, as snprintf. */
+ * -shared=BYTES", with " -arch=sm_NN" after KIND for CUDA.  Return the
+ * length of the full string, as snprintf. */
 int tune_gpu_target_print(const char *kind, const tune_gpu_target *t, char *buf,
 	size_t len);
 

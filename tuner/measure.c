@@ -153,12 +153,22 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 	return -1;
 }
 
+int tune_measure_can_run(const tune_task *task, char *err, size_t errlen)
+{
+	if (task->kind != RT_TARGET_CUDA)
+		return 0;
+	snprintf(err, errlen, "tessel cannot measure on CUDA yet: no CUDA runner; CUDA "
+		"tasks sample GPU sketches and compile them with NVRTC without measuring "
+		"(docs/gpu.md); tune with --target opencl or a CPU target");
+	return -1;
+}
+
 tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts *o,
 	char *err, size_t errlen)
 {
 	tune_measure_opts defaults = tune_measure_opts_default();
 	o = o ? o : &defaults;
-	if (check_opts(o, err, errlen))
+	if (check_opts(o, err, errlen) || tune_measure_can_run(task, err, errlen))
 		return NULL;
 	tune_measurer *m = calloc(1, sizeof(*m));
 	if (!m) {

@@ -69,6 +69,12 @@ typedef struct tune_result {
 
 typedef struct tune_measurer tune_measurer;
 
+/* Return 0 when the target kind of "task" has a runner, else -1 with the
+ * reason in "err" of size "errlen": CUDA tasks are sampled, compiled and
+ * checked (tune_cuda_check, tuner/runner_cuda.h), but nothing runs them
+ * yet.  tune_measurer_new refuses the same tasks. */
+int tune_measure_can_run(const tune_task *task, char *err, size_t errlen);
+
 /* Make a measurer for "task" (kept by pointer: it must outlive the
  * measurer) with the options "o" (NULL: the defaults): allocates the
  * seeded random inputs.  NULL with the reason in "err" of size "errlen". */

@@ -5,9 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/gpu_target.h"
+
 void tune_workload_key(const tessel_op *op, char key[TUNE_KEY_LEN])
 {
 	snprintf(key, TUNE_KEY_LEN, "%016" PRIx64, tessel_op_hash(op));
+}
+
+/* Describe the CUDA target "target" ("cuda" or "cuda:sm_NN") in "task"
+ * from the table of its architecture; "cuda" alone is sm_90
+ * (RT_CUDA_DEFAULT_SM): the tuner opens no device, as there is no CUDA
+ * runner yet to measure on one. */
+static int describe_cuda(tune_task *task, const char *target, char *err, size_t errlen)
+{
+	int sm;
+	if (rt_cuda_target_parse(target, &sm, err, errlen))
+		return -1;
+	return tune_gpu_target_cuda(sm ? sm : RT_CUDA_DEFAULT_SM, &task->gpu, err, errlen);
 }
 
 /* Describe the target "target" of kind "kind" in "task". */
@@ -22,10 +36,16 @@ static int describe_target(tune_task *task, rt_target_kind kind, const char *tar
 		rt_cpu_target_print(&task->cpu, task->target, sizeof(task->target));
 		return 0;
 	}
-	task->target_kind = "opencl";
 	rt_cpu_target_host(&task->cpu);
-	if (tune_gpu_target_opencl(&task->gpu, err, errlen))
-		return -1;
+	if (kind == RT_TARGET_CUDA) {
+		task->target_kind = "cuda";
+		if (describe_cuda(task, target, err, errlen))
+			return -1;
+	} else {
+		task->target_kind = "opencl";
+		if (tune_gpu_target_opencl(&task->gpu, err, errlen))
+			return -1;
+	}
 	tune_gpu_target_print(task->target_kind, &task->gpu, task->target,
 		sizeof(task->target));
 	return 0;
@@ -44,10 +64,12 @@ int tune_task_init(tune_task *task, tessel_ctx *ctx, tessel_op *op,
 	}
 	size_t word = strcspn(target, " \t");
 	bool known = (word == 3 && strncmp(target, "cpu", 3) == 0) ||
-		     (word == 6 && strncmp(target, "opencl", 6) == 0);
+		     (word == 6 && strncmp(target, "opencl", 6) == 0) ||
+		     (word >= 4 && strncmp(target, "cuda", 4) == 0 &&
+		      (word == 4 || target[4] == ':'));
 	if (!known) {
-		snprintf(err, errlen, "unknown target '%s' (the tuner knows: cpu, opencl)",
-			target);
+		snprintf(err, errlen, "unknown target '%s' (the tuner knows: cpu, opencl, "
+			"cuda, cuda:sm_NN)", target);
 		return -1;
 	}
 	if (rt_target_kind_of(target, &kind, err, errlen) ||

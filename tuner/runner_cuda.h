@@ -1,0 +1,33 @@
+/* The CUDA half of the measurer (tuner/runner_cuda.c), so far its first
+ * step only: a candidate is compiled by NVRTC for the task's architecture
+ * and rejected before measurement when ptxas's report or its launches say
+ * it cannot launch there.  No device is needed; the run itself (load the
+ * cubin, time it in the measurer's worker) is not written yet, so
+ * tune_measurer_new refuses CUDA tasks (docs/gpu.md). */
+#ifndef TESSEL_TUNER_RUNNER_CUDA_H
+#define TESSEL_TUNER_RUNNER_CUDA_H
+
+#include <stddef.h>
+
+#include "ir/loop.h"
+#include "tuner/gpu_target.h"
+
+typedef enum tune_cuda_status {
+	TUNE_CUDA_LAUNCHABLE,           /* compiled; every kernel can launch */
+	TUNE_CUDA_REJECTED,             /* compiled; a kernel cannot launch */
+	TUNE_CUDA_BUILD                 /* not printed or not compiled (or no
+	                                 * NVRTC): a bug or a missing library,
+	                                 * not a candidate to reject */
+} tune_cuda_status;
+
+/* Print "p" as CUDA C, compile it with NVRTC for the architecture sm_NN
+ * of "gpu" (gpu->sm) and check every kernel of its plan against that
+ * architecture's limits in NVIDIA's table (cg_cuda_check_launch:
+ * ptxas's registers and shared memory, block and grid sizes).  The CUDA
+ * runner calls it before it measures a candidate and measures only the
+ * launchable.  Return the status, with the reason in "msg" of size "len"
+ * unless launchable; errors of "p" go to "ctx". */
+tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
+	const tune_gpu_target *gpu, char *msg, size_t len);
+
+#endif
