@@ -220,8 +220,7 @@ void tune_measurer_free(tune_measurer *m)
 
 void tune_measurer_set_best(tune_measurer *m, double seconds)
 {
-	if (seconds < m->best_s)
-		m->best_s = seconds;
+	m->best_s = seconds;
 }
 
 /* ---- results -------------------------------------------------------------- */

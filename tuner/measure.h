@@ -82,8 +82,9 @@ tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts 
 	char *err, size_t errlen);
 void tune_measurer_free(tune_measurer *m);
 
-/* Candidates slower than "seconds" need no check (a best known from the
- * records, already checked when it was measured). */
+/* Make "seconds" the best time so far: candidates slower than it need no
+ * check (a best known from the records, already checked when it was
+ * measured, or a best confirmed by a second measurement). */
 void tune_measurer_set_best(tune_measurer *m, double seconds);
 
 /* Build the "n" programs "progs" in parallel, then run and time each in an

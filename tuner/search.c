@@ -680,7 +680,57 @@ static int default_candidate(search *s, candidate *c)
 	return r;
 }
 
-/* One round: evolve, pick a batch, measure, record, retrain. */
+/* Measure again, once and each alone, the candidates of the batch
+ * ("progs", results "res") that would become the best, fastest first
+ * while one is faster than the best so far, checking each against the
+ * interpreter, and keep the slower of its two medians (and the faster
+ * minimum): of many noisy measurements the fastest is partly the
+ * luckiest, and a best that does not hold on a second run should neither
+ * steer the search nor be applied.  A second run that fails makes the
+ * candidate's result that failure (one cut short by an interrupt keeps
+ * the first).  Return 0, or -1 when the measurer failed (message in
+ * res[0].msg). */
+static int confirm_bests(search *s, loop_prog **progs, tune_result *res, int n)
+{
+	double best = isnan(s->sum->best_s) ? INFINITY : s->sum->best_s;
+	int order[n], k = 0;
+	for (int i = 0; i < n; i++) {
+		if (res[i].error != TUNE_OK)
+			continue;
+		int j = k++;
+		for (; j > 0 && res[order[j - 1]].median_s > res[i].median_s; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (int j = 0; j < k && res[order[j]].median_s < best; j++) {
+		int i = order[j];
+		tune_result *r = &res[i], second = { .error = TUNE_ERR_RUNTIME };
+		tune_measurer_set_best(s->measurer, INFINITY);
+		if (tune_measure_batch(s->measurer, &progs[i], 1, &second,
+			(volatile const int *)s->o->stop)) {
+			res[0] = second;
+			return -1;
+		}
+		if (second.error != TUNE_OK && s->o->stop && *s->o->stop)
+			break;
+		if (second.error != TUNE_OK) {
+			*r = second;
+			continue;
+		}
+		r->median_s = fmax(r->median_s, second.median_s);
+		r->min_s = fmin(r->min_s, second.min_s);
+		r->runs += second.runs;
+		r->checked = second.checked;
+		r->rel_error = second.rel_error;
+		if (r->checked && r->median_s < best)
+			best = r->median_s;
+	}
+	tune_measurer_set_best(s->measurer, best);
+	return 0;
+}
+
+/* One round: evolve, pick a batch, measure (bests twice), record,
+ * retrain. */
 static int round_(search *s, candidate *pool, int cap, tune_result *res)
 {
 	int left = s->o->trials - s->sum->trials;
@@ -703,7 +753,7 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 		res[i] = (tune_result){ .error = TUNE_ERR_RUNTIME };
 	}
 	if (tune_measure_batch(s->measurer, progs, picked, res,
-		(volatile const int *)s->o->stop))
+		(volatile const int *)s->o->stop) || confirm_bests(s, progs, res, picked))
 		return fail(s, "measuring: %s", res[0].msg);
 	double t2 = rt_now_s();
 	int r = record_batch(s, pool, res, picked);
