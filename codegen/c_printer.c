@@ -600,43 +600,6 @@ bool cg_expr_has_load(const loop_expr *e)
 
 /* Return whether "a" and "b" are structurally equal (same kinds, dtypes,
  * operators, literals bit for bit, variables and buffers). */
-bool cg_expr_equal(const loop_expr *a, const loop_expr *b)
-{
-	if (a == b)
-		return true;
-	if (a->kind != b->kind || a->dtype != b->dtype)
-		return false;
-	switch (a->kind) {
-	case LX_INT:
-	case LX_BOOL:
-		return a->u.ival == b->u.ival;
-	case LX_FLOAT:
-		return memcmp(&a->u.fval, &b->u.fval, sizeof(double)) == 0;
-	case LX_VAR:
-		return a->u.var == b->u.var;
-	case LX_LOAD:
-		if (a->u.load.buf != b->u.load.buf || a->u.load.n != b->u.load.n)
-			return false;
-		for (int i = 0; i < a->u.load.n; i++)
-			if (!cg_expr_equal(a->u.load.index[i], b->u.load.index[i]))
-				return false;
-		return true;
-	case LX_UNARY:
-		return a->u.un.op == b->u.un.op && cg_expr_equal(a->u.un.a, b->u.un.a);
-	case LX_BINARY:
-		return a->u.bin.op == b->u.bin.op &&
-			cg_expr_equal(a->u.bin.a, b->u.bin.a) &&
-			cg_expr_equal(a->u.bin.b, b->u.bin.b);
-	case LX_SELECT:
-		return cg_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
-			cg_expr_equal(a->u.sel.then_, b->u.sel.then_) &&
-			cg_expr_equal(a->u.sel.else_, b->u.sel.else_);
-	case LX_CAST:
-		return a->u.cast.to == b->u.cast.to &&
-			cg_expr_equal(a->u.cast.a, b->u.cast.a);
-	}
-	return false;
-}
 
 /* Return whether "e" is integer index arithmetic: i64 operators over
  * literals and loop variables only, whose values the loops bound. */
@@ -946,11 +909,11 @@ bool cg_affine_equal(const cg_affine *a, const cg_affine *b)
 			int64_t cx = 0, cy = 0;
 			for (int j = 0; j < x->n; j++)
 				if (x->var[j] == x->var[i] && (x->var[i] ||
-				    cg_expr_equal(x->rest[j], x->rest[i])))
+				    loop_expr_equal(x->rest[j], x->rest[i])))
 					cx += x->coef[j];
 			for (int j = 0; j < y->n; j++)
 				if (y->var[j] == x->var[i] && (x->var[i] ||
-				    (y->rest[j] && cg_expr_equal(y->rest[j], x->rest[i]))))
+				    (y->rest[j] && loop_expr_equal(y->rest[j], x->rest[i]))))
 					cy += y->coef[j];
 			if (cx != cy)
 				return false;
@@ -1675,7 +1638,7 @@ static const char *compound_operator(const loop_stmt *s)
 	if (a->kind != LX_LOAD || a->u.load.buf != b || a->u.load.n != s->u.store.n)
 		return NULL;
 	for (int i = 0; i < a->u.load.n; i++)
-		if (!cg_expr_equal(a->u.load.index[i], s->u.store.index[i]))
+		if (!loop_expr_equal(a->u.load.index[i], s->u.store.index[i]))
 			return NULL;
 	return binary_symbol[v->u.bin.op];
 }

@@ -276,8 +276,6 @@ int64_t cg_buffer_elems(const loop_buffer *b);
 bool cg_expr_uses_var(const loop_expr *e, const loop_var *v);
 /* Return whether "e" contains a load. */
 bool cg_expr_has_load(const loop_expr *e);
-/* Return whether "a" and "b" are the same expression. */
-bool cg_expr_equal(const loop_expr *a, const loop_expr *b);
 /* Return the range of the integer expression "e". */
 cg_range cg_range_of(const cg_printer *pr, const loop_expr *e);
 /* Set the range of "v" from the loop "s" that binds it. */

@@ -178,6 +178,9 @@ const char *loop_kind_name(loop_kind k);
 const char *loop_scope_name(loop_scope s);
 /* Print "p" in the loop-IR text form (stable; golden-tested); malloc'ed. */
 char *loop_prog_print(const loop_prog *p);
+/* Return true when "a" and "b" are the same expression: the same tree of
+ * operators, constants, variables and loads (ir/loop_simplify.c). */
+bool loop_expr_equal(const loop_expr *a, const loop_expr *b);
 /* Check the invariants of "p": variables defined before use and bound
  * once, loads and stores with the buffer's rank, allocations enclosing
  * their uses, types consistent.  Return 0, or -1 with the first violation

@@ -554,35 +554,6 @@ static loop_stmt *body_under(partitioner *P, loop_stmt *s, loop_var *nv, const a
 	return b;
 }
 
-/* Return whether "a" and "b" are the same expression. */
-static bool same_expr(const loop_expr *a, const loop_expr *b)
-{
-	if (a == b)
-		return true;
-	if (a->kind != b->kind || a->dtype != b->dtype)
-		return false;
-	switch (a->kind) {
-	case LX_INT:
-	case LX_BOOL:
-		return a->u.ival == b->u.ival;
-	case LX_VAR:
-		return a->u.var == b->u.var;
-	case LX_UNARY:
-		return a->u.un.op == b->u.un.op && same_expr(a->u.un.a, b->u.un.a);
-	case LX_BINARY:
-		return a->u.bin.op == b->u.bin.op && same_expr(a->u.bin.a, b->u.bin.a) &&
-		       same_expr(a->u.bin.b, b->u.bin.b);
-	case LX_SELECT:
-		return same_expr(a->u.sel.cond, b->u.sel.cond) &&
-		       same_expr(a->u.sel.then_, b->u.sel.then_) &&
-		       same_expr(a->u.sel.else_, b->u.sel.else_);
-	case LX_CAST:
-		return a->u.cast.to == b->u.cast.to && same_expr(a->u.cast.a, b->u.cast.a);
-	default:
-		return false;
-	}
-}
-
 /* Return whether every store in "s" lies in the then-branch of an if
  * that has the conjunct "x". */
 static bool stores_guarded_by(loop_stmt *s, const loop_expr *x)
@@ -648,7 +619,7 @@ static bool rest_runs(const analysis *A, const bool *drop, const bool *covers, b
 {
 	for (int i = 0; i < A->n; i++)
 		if (drop[i] && (A->c[i].cv > 0) == upper &&
-		    !(covers[i] && same_expr(A->c[i].live, A->c[i].bound)))
+		    !(covers[i] && loop_expr_equal(A->c[i].live, A->c[i].bound)))
 			return true;
 	return false;
 }
@@ -697,7 +668,7 @@ static void unswitch_loop(partitioner *P, loop_stmt *s, const analysis *A, const
 	for (int i = 0; i < A->n; i++) {
 		bool repeated = false;
 		for (int j = 0; j < i && !repeated; j++)
-			repeated = drop[j] && same_expr(A->c[j].test, A->c[i].test);
+			repeated = drop[j] && loop_expr_equal(A->c[j].test, A->c[i].test);
 		if (drop[i] && !repeated)
 			test = lx_and(P->p, test, A->c[i].test);
 	}

@@ -256,8 +256,8 @@ static range expr_range(const simplifier *S, const loop_expr *e)
 
 /* ---- structural equality ------------------------------------------------ */
 
-/* Return true when "a" and "b" are the same expression. */
-static bool lx_equal(const loop_expr *a, const loop_expr *b)
+/* The structural equality ir/loop.h declares. */
+bool loop_expr_equal(const loop_expr *a, const loop_expr *b)
 {
 	if (a == b)
 		return true;
@@ -275,20 +275,20 @@ static bool lx_equal(const loop_expr *a, const loop_expr *b)
 		if (a->u.load.buf != b->u.load.buf || a->u.load.n != b->u.load.n)
 			return false;
 		for (int i = 0; i < a->u.load.n; i++)
-			if (!lx_equal(a->u.load.index[i], b->u.load.index[i]))
+			if (!loop_expr_equal(a->u.load.index[i], b->u.load.index[i]))
 				return false;
 		return true;
 	case LX_UNARY:
-		return a->u.un.op == b->u.un.op && lx_equal(a->u.un.a, b->u.un.a);
+		return a->u.un.op == b->u.un.op && loop_expr_equal(a->u.un.a, b->u.un.a);
 	case LX_BINARY:
-		return a->u.bin.op == b->u.bin.op && lx_equal(a->u.bin.a, b->u.bin.a) &&
-		       lx_equal(a->u.bin.b, b->u.bin.b);
+		return a->u.bin.op == b->u.bin.op && loop_expr_equal(a->u.bin.a, b->u.bin.a) &&
+		       loop_expr_equal(a->u.bin.b, b->u.bin.b);
 	case LX_SELECT:
-		return lx_equal(a->u.sel.cond, b->u.sel.cond) &&
-		       lx_equal(a->u.sel.then_, b->u.sel.then_) &&
-		       lx_equal(a->u.sel.else_, b->u.sel.else_);
+		return loop_expr_equal(a->u.sel.cond, b->u.sel.cond) &&
+		       loop_expr_equal(a->u.sel.then_, b->u.sel.then_) &&
+		       loop_expr_equal(a->u.sel.else_, b->u.sel.else_);
 	case LX_CAST:
-		return a->u.cast.to == b->u.cast.to && lx_equal(a->u.cast.a, b->u.cast.a);
+		return a->u.cast.to == b->u.cast.to && loop_expr_equal(a->u.cast.a, b->u.cast.a);
 	}
 	return false;
 }
@@ -318,7 +318,7 @@ static void add_term(affine *A, loop_expr *atom, int64_t coef)
 	if (!A->ok || coef == 0)
 		return;
 	for (int i = 0; i < A->n; i++) {
-		if (!lx_equal(A->t[i].atom, atom))
+		if (!loop_expr_equal(A->t[i].atom, atom))
 			continue;
 		if (__builtin_add_overflow(A->t[i].coef, coef, &A->t[i].coef))
 			A->ok = false;
@@ -511,7 +511,7 @@ static void merge_div_mod_pairs(simplifier *S, affine *A)
 		for (int j = 0; j < A->n; j++) {
 			term *r = &A->t[j];
 			if (r->coef != k || !is_divmod_atom(r->atom, TESSEL_MOD, c) ||
-			    !lx_equal(r->atom->u.bin.a, q->atom->u.bin.a))
+			    !loop_expr_equal(r->atom->u.bin.a, q->atom->u.bin.a))
 				continue;
 			loop_expr *x = q->atom->u.bin.a;
 			q->coef = 0;
@@ -640,7 +640,7 @@ static loop_expr *fit_type(simplifier *S, tessel_dtype dt, loop_expr *r)
  * shared and programs from growing. */
 static loop_expr *prefer_original(loop_expr *orig, loop_expr *r)
 {
-	return lx_equal(orig, r) ? orig : r;
+	return loop_expr_equal(orig, r) ? orig : r;
 }
 
 /* Return the binary node "e" with operands "a" and "b" (itself when they
@@ -899,7 +899,7 @@ static loop_expr *simplify_logic(simplifier *S, loop_expr *e)
 		return lx_bool(S->p, !is_and);
 	if (is_const_bool(a, is_and))
 		return b;
-	if (is_const_bool(b, is_and) || lx_equal(a, b))
+	if (is_const_bool(b, is_and) || loop_expr_equal(a, b))
 		return a;
 	return with_operands(S, e, a, b);
 }
@@ -985,7 +985,7 @@ static loop_expr *simplify_select(simplifier *S, loop_expr *e)
 	if (c->kind == LX_BOOL)
 		return simplify_expr(S, c->u.ival ? e->u.sel.then_ : e->u.sel.else_);
 	loop_expr *a = simplify_expr(S, e->u.sel.then_), *b = simplify_expr(S, e->u.sel.else_);
-	if (lx_equal(a, b))
+	if (loop_expr_equal(a, b))
 		return a;
 	if (c == e->u.sel.cond && a == e->u.sel.then_ && b == e->u.sel.else_)
 		return e;

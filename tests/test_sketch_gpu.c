@@ -38,15 +38,12 @@
 #define SANITIZED 0
 #endif
 
+/* The op with its inputs and outputs (tests/support.h), and its task
+ * and search space on the OpenCL device. */
 typedef struct fixture {
-	tessel_ctx *ctx;
-	tessel_op *op;
+	test_fixture t;
 	tune_task task;
 	tune_space *space;
-	int nin, nout;
-	tessel_tensor *args[32];
-	tessel_tensor *expected[16];
-	void *data[32];
 } fixture;
 
 /* Skip in the sanitized build; keep PoCL's cache in the build tree. */
@@ -62,51 +59,22 @@ static void need_opencl(void)
  * task on the OpenCL device (skipping when there is none). */
 static void fixture_init(fixture *f, const char *name, const char *spec)
 {
-	char text[256], *save = NULL, err[512];
-	const char *keys[16], *values[16];
-	int n = 0;
-	snprintf(text, sizeof(text), "%s", spec);
-	for (char *kv = strtok_r(text, ";", &save); kv && n < 16;
-	     kv = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(kv, '=');
-		cr_assert(eq, "bad spec %s", spec);
-		*eq = 0;
-		keys[n] = kv;
-		values[n++] = eq + 1;
-	}
+	char err[512];
 	memset(f, 0, sizeof(*f));
-	f->ctx = tessel_ctx_new();
-	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
-	cr_assert(f->op, "instantiating %s", name);
-	if (tune_task_init(&f->task, f->ctx, f->op, "opencl", err, sizeof(err)))
+	test_fixture_init(&f->t, name, spec);
+	if (tune_task_init(&f->task, f->t.ctx, f->t.op, "opencl", err, sizeof(err))) {
+		test_fixture_fini(&f->t);
 		cr_skip_test("%s", err);
+	}
 	f->space = tune_space_new(&f->task);
 	cr_assert(f->space);
-	f->nin = tessel_op_num_inputs(f->op);
-	f->nout = tessel_op_num_outputs(f->op);
-	for (int i = 0; i < f->nin; i++) {
-		f->args[i] = test_tensor_like(tessel_op_input_at(f->op, i));
-		tessel_tensor_fill_random(f->args[i], 11 + (uint64_t)i);
-	}
-	for (int i = 0; i < f->nout; i++) {
-		f->expected[i] = test_tensor_like(tessel_op_output_at(f->op, i));
-		f->args[f->nin + i] = test_tensor_like(tessel_op_output_at(f->op, i));
-	}
-	for (int i = 0; i < f->nin + f->nout; i++)
-		f->data[i] = f->args[i]->data;
-	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
 }
 
 static void fixture_fini(fixture *f)
 {
-	for (int i = 0; i < f->nin + f->nout; i++)
-		tessel_tensor_free(f->args[i]);
-	for (int i = 0; i < f->nout; i++)
-		tessel_tensor_free(f->expected[i]);
 	tune_space_free(f->space);
 	tune_task_clear(&f->task);
-	tessel_op_release(f->op);
-	tessel_ctx_free(f->ctx);
+	test_fixture_fini(&f->t);
 }
 
 /* Return the OpenCL device (after the tasks described it). */
@@ -125,34 +93,31 @@ static rt_cl_device *open_device(void)
 static int check_on_device(fixture *f, rt_cl_device *dev, sch_state *st, const char *what)
 {
 	char *text = sch_trace_to_text(st->trace), msg[256];
-	sch_trace *t = text ? sch_trace_parse(f->ctx, "sample", text) : NULL;
-	sch_state *again = sch_state_new(f->ctx, f->op);
+	sch_trace *t = text ? sch_trace_parse(f->t.ctx, "sample", text) : NULL;
+	sch_state *again = sch_state_new(f->t.ctx, f->t.op);
 	int bad = !t || sch_replay(again, t, "sample") != 0;
 	char *text2 = bad ? NULL : sch_trace_to_text(again->trace);
 	bad = bad || !text2 || strcmp(text, text2) != 0;
 	loop_prog *p = bad ? NULL : sch_program(again);
 	if (!p) {
 		cr_log_error("%s: does not replay or lower: %s\n%s", what,
-			tessel_ctx_error(f->ctx)->message, text);
+			tessel_ctx_error(f->t.ctx)->message, text);
 		bad = 1;
 	} else if (tune_opencl_check_limits(p, &f->task.gpu, msg, sizeof(msg))) {
 		cr_log_error("%s: past the device's limits: %s\n%s", what, msg, text);
 		bad = 1;
 	} else {
-		for (int i = 0; i < f->nout; i++)
-			memset(f->data[f->nin + i], 0xff, (size_t)tessel_tensor_numel(
-				f->args[f->nin + i]) * tessel_dtype_size(f->args[f->nin + i]->dtype));
+		test_fixture_clear_outputs(&f->t);
 		cg_opencl_kernel k;
-		int r = cg_opencl_kernel_build(f->ctx, p, dev, &k);
+		int r = cg_opencl_kernel_build(f->t.ctx, p, dev, &k);
 		if (r == 0) {
-			r = cg_opencl_kernel_run(f->ctx, &k, f->data);
+			r = cg_opencl_kernel_run(f->t.ctx, &k, f->t.data);
 			cg_opencl_kernel_free(&k);
 		}
-		double err = r ? INFINITY : test_outputs_error(f->args + f->nin, f->expected,
-			f->nout);
+		double err = r ? INFINITY : test_fixture_error(&f->t);
 		if (!(err < 1e-5)) {
 			cr_log_error("%s: error %g on the device (%s)\n%s", what, err,
-				r ? tessel_ctx_error(f->ctx)->message : "wrong values", text);
+				r ? tessel_ctx_error(f->t.ctx)->message : "wrong values", text);
 			bad = 1;
 		}
 	}
@@ -176,12 +141,12 @@ static int sample_all(fixture *f, rt_cl_device *dev, int n, uint64_t seed,
 		for (int i = 0; i < n; i++) {
 			char what[512], mutated[540];
 			snprintf(what, sizeof(what), "%s, sketch %d (%s), sample %d",
-				tessel_op_name(f->op), k, tune_space_sketch_name(f->space, k), i);
+				tessel_op_name(f->t.op), k, tune_space_sketch_name(f->space, k), i);
 			snprintf(mutated, sizeof(mutated), "%s, mutated", what);
 			sch_state *st = tune_space_sample(f->space, k, &rng);
 			if (!st) {
 				cr_log_error("%s: no sample: %s", what,
-					tessel_ctx_error(f->ctx)->message);
+					tessel_ctx_error(f->t.ctx)->message);
 				failed++;
 				continue;
 			}
