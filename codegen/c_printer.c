@@ -285,6 +285,10 @@ static void name_stmt(cg_printer *pr, const loop_stmt *s)
 		name_buffer(pr, s->u.alloc.buf);
 		name_stmt(pr, s->u.alloc.body);
 		break;
+	case LS_PREFETCH:
+		name_buffer(pr, s->u.prefetch.buf);
+		name_exprs(pr, s->u.prefetch.n, s->u.prefetch.index);
+		break;
 	case LS_BARRIER:
 		break;
 	}
@@ -502,6 +506,18 @@ static const scalar_helper scalar_helpers[] = {
 	{ "tsl_floormod_f64", { NULL },
 	  "double tsl_floormod_f64(double a, double b)\n{\n"
 	  "\treturn a - $0(a / b) * b;\n}\n" },
+	{ "tsl_fmax_f32", { NULL },
+	  "float tsl_fmax_f32(float a, float b)\n{\n"
+	  "\treturn (a > b || b != b) ? a : b;\n}\n" },
+	{ "tsl_fmin_f32", { NULL },
+	  "float tsl_fmin_f32(float a, float b)\n{\n"
+	  "\treturn (a < b || b != b) ? a : b;\n}\n" },
+	{ "tsl_fmax_f64", { NULL },
+	  "double tsl_fmax_f64(double a, double b)\n{\n"
+	  "\treturn (a > b || b != b) ? a : b;\n}\n" },
+	{ "tsl_fmin_f64", { NULL },
+	  "double tsl_fmin_f64(double a, double b)\n{\n"
+	  "\treturn (a < b || b != b) ? a : b;\n}\n" },
 };
 
 /* Emit the scalar helper "name" of scalar_helpers into "pr", after the
@@ -1340,9 +1356,11 @@ static void print_float_op(cg_printer *pr, tessel_binary op, const loop_expr *a,
 		print_call2(pr, k ? "tsl_floormod_f64" : "tsl_floormod_f32", a, b, dt);
 		break;
 	case TESSEL_MIN:
+		cg_need_scalar_helper(pr, pr->d->fmin_fn[k]);
 		print_call2(pr, pr->d->fmin_fn[k], a, b, dt);
 		break;
 	case TESSEL_MAX:
+		cg_need_scalar_helper(pr, pr->d->fmax_fn[k]);
 		print_call2(pr, pr->d->fmax_fn[k], a, b, dt);
 		break;
 	case TESSEL_POW:
@@ -1662,6 +1680,19 @@ static void print_store(cg_printer *pr, const loop_stmt *s)
 	cg_put(pr, ";\n");
 }
 
+/* Print the prefetch "s" as the dialect's prefetch call on the element's
+ * address; nothing where the dialect has none (a prefetch is a hint). */
+static void print_prefetch(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_buffer *b = s->u.prefetch.buf;
+	const cg_buffer_info *info = cg_buffer(pr, b);
+	if (!pr->d->prefetch_fn)
+		return;
+	cg_line(pr, "%s(&%s[", pr->d->prefetch_fn, info ? info->name : b->name);
+	cg_print_offset(pr, b, s->u.prefetch.n, s->u.prefetch.index);
+	cg_put(pr, "]);\n");
+}
+
 /* Print "s" one level deeper than the current indentation. */
 void cg_print_block_body(cg_printer *pr, const loop_stmt *s)
 {
@@ -1793,6 +1824,9 @@ void cg_print_stmt(cg_printer *pr, const loop_stmt *s)
 	case LS_BARRIER:
 		if (pr->d->barrier)
 			cg_line(pr, "%s\n", pr->d->barrier);
+		break;
+	case LS_PREFETCH:
+		print_prefetch(pr, s);
 		break;
 	}
 }

@@ -156,9 +156,14 @@ typedef struct cg_dialect {
 	 * no vectors. */
 	const char *vector_type_format;
 	/* Math functions by precision (0: float, 1: double) and operator;
-	 * NULL where the operator is not a plain call. */
+	 * NULL where the operator is not a plain call.  fmin and fmax may
+	 * name a scalar helper of the shared printer ("tsl_fmax_f32": inline,
+	 * where libm's is a call), emitted when used. */
 	const char *unary_fn[2][TESSEL_UNARY_COUNT];
 	const char *fmin_fn[2], *fmax_fn[2], *pow_fn[2];
+	/* The call that prefetches the line of an address for reading (one
+	 * argument), or NULL: prefetches are then not printed. */
+	const char *prefetch_fn;
 	/* Identifiers the printed code may not give to buffers and
 	 * variables: keywords, library names; NULL-terminated. */
 	const char *const *reserved;

@@ -119,9 +119,10 @@ const cg_dialect cg_dialect_cpu_c = {
 		  [TESSEL_TANH] = "tanh", [TESSEL_ERF] = "erf",
 		  [TESSEL_ABS] = "fabs", [TESSEL_FLOOR] = "floor" },
 	},
-	.fmin_fn = { "fminf", "fmin" },
-	.fmax_fn = { "fmaxf", "fmax" },
+	.fmin_fn = { "tsl_fmin_f32", "tsl_fmin_f64" },
+	.fmax_fn = { "tsl_fmax_f32", "tsl_fmax_f64" },
 	.pow_fn = { "powf", "pow" },
+	.prefetch_fn = "__builtin_prefetch",
 	.reserved = cpu_reserved,
 	.print_file = cpu_print_file,
 	.print_loop = cpu_print_loop,
@@ -439,6 +440,14 @@ static void capture_stmt(cg_printer *pr, captures *c, const loop_stmt *s,
 		if (binding)
 			list_add(pr, &c->inner_bufs, s->u.alloc.buf);
 		capture_stmt(pr, c, s->u.alloc.body, binding);
+		break;
+	case LS_PREFETCH:
+		if (binding)
+			break;
+		if (!list_has(&c->inner_bufs, s->u.prefetch.buf))
+			list_add(pr, &c->bufs, s->u.prefetch.buf);
+		for (int i = 0; i < s->u.prefetch.n; i++)
+			capture_expr(pr, c, s->u.prefetch.index[i]);
 		break;
 	case LS_BARRIER:
 		break;
@@ -1042,7 +1051,10 @@ static const char *select_helper(cg_printer *pr, vclass c, char *buf, size_t len
 }
 
 /* Return the helper computing the float min or max ("is_max") of lanes
- * of class "c" with fmin's NaN rule, emitted. */
+ * of class "c" with fmin's NaN rule, emitted: for 16 floats under
+ * AVX-512, vmaxps (which gives "b" where either is NaN) then "a" where
+ * "b" is NaN, so that a reduction's chain through "a" is two
+ * instructions, not four. */
 static const char *minmax_helper(cg_printer *pr, bool is_max, vclass c, char *buf,
 	size_t len)
 {
@@ -1053,6 +1065,15 @@ static const char *minmax_helper(cg_printer *pr, bool is_max, vclass c, char *bu
 	vector_type(pr, V_MASK, false, mask, sizeof(mask));
 	vector_helper_name(pr, is_max ? "vmax" : "vmin", c, buf, len);
 	const char *cmp = is_max ? ">" : "<";
+	bool avx512 = c == V_F32 && pr->lanes == 16;
+	if (avx512)
+		te_sb_printf(&text, "#if defined(__AVX512F__)\n#include <immintrin.h>\n"
+			"%s %s %s(%s a, %s b)\n{\n"
+			"\t__m512 r = _mm512_%s_ps((__m512)a, (__m512)b);\n"
+			"\treturn (%s)_mm512_mask_mov_ps(r, _mm512_cmp_ps_mask((__m512)b, "
+			"(__m512)b, _CMP_UNORD_Q), (__m512)a);\n}\n#else\n",
+			pr->d->helper_qualifier, type, buf, type, type, is_max ? "max" : "min",
+			type);
 	if (c == V_F32)
 		te_sb_printf(&text, "%s %s %s(%s a, %s b)\n{\n"
 			"\treturn %s((a %s b) | (b != b), a, b);\n}\n",
@@ -1061,6 +1082,8 @@ static const char *minmax_helper(cg_printer *pr, bool is_max, vclass c, char *bu
 		te_sb_printf(&text, "%s %s %s(%s a, %s b)\n{\n"
 			"\treturn %s(__builtin_convertvector((a %s b) | (b != b), %s), a, b);\n}\n",
 			pr->d->helper_qualifier, type, buf, type, type, select, cmp, mask);
+	if (avx512)
+		te_sb_puts(&text, "#endif\n");
 	cg_need_helper(pr, buf, te_sb_str(&text));
 	te_sb_free(&text);
 	return buf;
@@ -1093,28 +1116,58 @@ static const char *lanewise_helper(cg_printer *pr, const char *op, vclass c,
  * exponent bits; within 2 ulp of expf over its range, with expf's
  * overflow to infinity, underflow to 0 (denormal results flushed) and
  * NaN.  One vector instruction stream instead of a call per lane. */
-static const char vexp_f32_tmpl[] =
+#define VEXP_F32_PORTABLE \
+	"$4 $0 $5($0 x)\n{\n" \
+	"\tconst $0 zero = { 0 };\n" \
+	"\t$1 over = x > 88.72283935546875f, under = x < -87.33654022216797f;\n" \
+	"\t$1 hi = x > 88.3762626647949f, lo = x < -88.3762626647949f;\n" \
+	"\t$0 c = ($0)((($1)x & ~(hi | lo)) | (($1)(zero + 88.3762626647949f) & hi) |\n" \
+	"\t\t(($1)(zero - 88.3762626647949f) & lo));\n" \
+	"\t$0 fx = c * 1.44269504088896341f + 0.5f;\n" \
+	"\t$1 n = __builtin_convertvector(fx, $1);\n" \
+	"\tn += __builtin_convertvector(n, $0) > fx;\n" \
+	"\t$0 t = __builtin_convertvector(n, $0);\n" \
+	"\tc = c - t * 0.693359375f + t * 2.12194440e-4f;\n" \
+	"\t$0 y = zero + 1.9875691500e-4f;\n" \
+	"\ty = y * c + 1.3981999507e-3f;\n" \
+	"\ty = y * c + 8.3334519073e-3f;\n" \
+	"\ty = y * c + 4.1665795894e-2f;\n" \
+	"\ty = y * c + 1.6666665459e-1f;\n" \
+	"\ty = y * c + 5.0000001201e-1f;\n" \
+	"\ty = y * (c * c) + c + 1.0f;\n" \
+	"\ty = y * ($0)((n + 127) << 23);\n" \
+	"\ty = ($0)((($1)y & ~over) | (($1)(zero + __builtin_inff()) & over));\n" \
+	"\treturn ($0)(($1)y & ~under);\n}\n"
+
+static const char vexp_f32_tmpl[] = VEXP_F32_PORTABLE;
+
+/* The same exp on 16 float lanes where the compiler targets AVX-512: the
+ * same reduction and polynomial, with n rounded by vrndscaleps and 2^n
+ * applied by vscalefps, which gives the overflow to infinity and the
+ * underflow to 0 (through denormals, as expf) without masks; the input
+ * is clamped first (by vminps and vmaxps, which keep a NaN) so that
+ * infinities reduce to finite arguments.  About half the instructions of
+ * the portable form, which is the one compiled otherwise. */
+static const char vexp_f32x16_tmpl[] =
+	"#if defined(__AVX512F__)\n#include <immintrin.h>\n"
 	"$4 $0 $5($0 x)\n{\n"
-	"\tconst $0 zero = { 0 };\n"
-	"\t$1 over = x > 88.72283935546875f, under = x < -87.33654022216797f;\n"
-	"\t$1 hi = x > 88.3762626647949f, lo = x < -88.3762626647949f;\n"
-	"\t$0 c = ($0)((($1)x & ~(hi | lo)) | (($1)(zero + 88.3762626647949f) & hi) |\n"
-	"\t\t(($1)(zero - 88.3762626647949f) & lo));\n"
-	"\t$0 fx = c * 1.44269504088896341f + 0.5f;\n"
-	"\t$1 n = __builtin_convertvector(fx, $1);\n"
-	"\tn += __builtin_convertvector(n, $0) > fx;\n"
-	"\t$0 t = __builtin_convertvector(n, $0);\n"
-	"\tc = c - t * 0.693359375f + t * 2.12194440e-4f;\n"
-	"\t$0 y = zero + 1.9875691500e-4f;\n"
-	"\ty = y * c + 1.3981999507e-3f;\n"
-	"\ty = y * c + 8.3334519073e-3f;\n"
-	"\ty = y * c + 4.1665795894e-2f;\n"
-	"\ty = y * c + 1.6666665459e-1f;\n"
-	"\ty = y * c + 5.0000001201e-1f;\n"
-	"\ty = y * (c * c) + c + 1.0f;\n"
-	"\ty = y * ($0)((n + 127) << 23);\n"
-	"\ty = ($0)((($1)y & ~over) | (($1)(zero + __builtin_inff()) & over));\n"
-	"\treturn ($0)(($1)y & ~under);\n}\n";
+	"\t__m512 v = _mm512_min_ps(_mm512_set1_ps(89.0f), (__m512)x);\n"
+	"\tv = _mm512_max_ps(_mm512_set1_ps(-110.0f), v);\n"
+	"\t__m512 t = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),\n"
+	"\t\t_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n"
+	"\t__m512 c = _mm512_fnmadd_ps(t, _mm512_set1_ps(0.693359375f), v);\n"
+	"\tc = _mm512_fnmadd_ps(t, _mm512_set1_ps(-2.12194440e-4f), c);\n"
+	"\t__m512 y = _mm512_set1_ps(1.9875691500e-4f);\n"
+	"\ty = _mm512_fmadd_ps(y, c, _mm512_set1_ps(1.3981999507e-3f));\n"
+	"\ty = _mm512_fmadd_ps(y, c, _mm512_set1_ps(8.3334519073e-3f));\n"
+	"\ty = _mm512_fmadd_ps(y, c, _mm512_set1_ps(4.1665795894e-2f));\n"
+	"\ty = _mm512_fmadd_ps(y, c, _mm512_set1_ps(1.6666665459e-1f));\n"
+	"\ty = _mm512_fmadd_ps(y, c, _mm512_set1_ps(5.0000001201e-1f));\n"
+	"\ty = _mm512_fmadd_ps(y, _mm512_mul_ps(c, c), _mm512_add_ps(c, _mm512_set1_ps(1.0f)));\n"
+	"\treturn ($0)_mm512_scalef_ps(y, t);\n}\n"
+	"#else\n" VEXP_F32_PORTABLE "#endif\n";
+
+#undef VEXP_F32_PORTABLE
 
 /* Return the vector helper of the unary "op" for class "c": exp of floats
  * on vectors, the others lane by lane. */
@@ -1123,7 +1176,7 @@ static const char *unary_helper(cg_printer *pr, tessel_unary op, vclass c,
 {
 	if (op == TESSEL_EXP && c == V_F32) {
 		need_vector_helper(pr, vector_helper_name(pr, "vexp", c, buf, len), c,
-			vexp_f32_tmpl);
+			pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
 		return buf;
 	}
 	static const char *const names[TESSEL_UNARY_COUNT] = {

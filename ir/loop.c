@@ -354,6 +354,17 @@ loop_stmt *ls_barrier(loop_prog *p)
 	return new_stmt(p, LS_BARRIER);
 }
 
+loop_stmt *ls_prefetch(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index)
+{
+	loop_stmt *s = new_stmt(p, LS_PREFETCH);
+	s->u.prefetch.buf = b;
+	s->u.prefetch.n = n;
+	s->u.prefetch.index = te_arena_alloc(&p->arena, sizeof(loop_expr *) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		s->u.prefetch.index[i] = index[i];
+	return s;
+}
+
 const char *loop_kind_name(loop_kind k)
 {
 	static const char *name[LOOP_KIND_COUNT] = {

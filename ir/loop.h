@@ -84,7 +84,7 @@ typedef enum loop_kind {
 } loop_kind;
 
 typedef enum loop_stmt_kind {
-	LS_FOR, LS_SEQ, LS_STORE, LS_IF, LS_ALLOC, LS_BARRIER
+	LS_FOR, LS_SEQ, LS_STORE, LS_IF, LS_ALLOC, LS_BARRIER, LS_PREFETCH
 } loop_stmt_kind;
 
 typedef struct loop_stmt loop_stmt;
@@ -96,6 +96,12 @@ struct loop_stmt {
 			loop_expr *min, *extent;
 			loop_kind kind;
 			int unroll_limit;    /* auto-unroll annotation, 0 when none */
+			/* prefetch annotation (schedule/prefetch.c), until
+			 * loop_expand_prefetch turns it into LS_PREFETCH
+			 * statements: each iteration fetches what iteration
+			 * var + prefetch_distance reads of this buffer; or NULL */
+			loop_buffer *prefetch;
+			int prefetch_distance;
 			loop_stmt *body;
 		} for_;
 		struct {
@@ -117,6 +123,12 @@ struct loop_stmt {
 			loop_buffer *buf;
 			loop_stmt *body;
 		} alloc;
+		struct {              /* a hint: bring the cache line holding
+		                       * buf[index] closer; no effect on values */
+			loop_buffer *buf;
+			int n;
+			loop_expr **index;
+		} prefetch;
 	} u;
 };
 
@@ -171,6 +183,7 @@ loop_stmt *ls_store(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index
 loop_stmt *ls_if(loop_prog *p, loop_expr *cond, loop_stmt *then_, loop_stmt *else_);
 loop_stmt *ls_alloc(loop_prog *p, loop_buffer *b, loop_stmt *body);
 loop_stmt *ls_barrier(loop_prog *p);
+loop_stmt *ls_prefetch(loop_prog *p, loop_buffer *b, int n, loop_expr *const *index);
 
 /* ---- reading ------------------------------------------------------------- */
 
@@ -199,5 +212,13 @@ int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p);
  * into guard-free main parts and guarded rests, or unswitch them
  * (ir/loop_partition.c); run loop_simplify after it. */
 void loop_partition(loop_prog *p);
+/* Replace every prefetch annotation of a loop of "p" by prefetches of
+ * the cache lines (of "line_bytes") that the loop's body reads from the
+ * buffer "distance" iterations later, at the top of the body and under a
+ * test that that iteration exists (ir/loop_prefetch.c).  Reads whose
+ * indices it cannot bound (loads in indices) are not prefetched, and
+ * vectorized or GPU-bound loops prefetch nothing.  Return the number of
+ * loops given prefetches; run loop_simplify after it when not 0. */
+int loop_expand_prefetch(loop_prog *p, int line_bytes);
 
 #endif

@@ -114,6 +114,7 @@ static void accesses(const loop_stmt *s, const loop_buffer *b, bool *reads,
 		accesses(s->u.alloc.body, b, reads, writes);
 		return;
 	case LS_BARRIER:
+	case LS_PREFETCH:
 		return;
 	}
 }
@@ -233,6 +234,7 @@ static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 			refuse(w, NULL, divergent);
 		return s;
 	case LS_STORE:
+	case LS_PREFETCH:
 		return s;
 	}
 	return s;

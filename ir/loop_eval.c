@@ -323,6 +323,10 @@ static void run(evaluator *ev, const loop_stmt *s)
 	case LS_ALLOC:
 		run_alloc(ev, s);
 		return;
+	case LS_PREFETCH:
+		if (offset_of(ev, s->u.prefetch.buf, s->u.prefetch.n, s->u.prefetch.index) < 0)
+			eval_fail(ev, "prefetch out of bounds of", s->u.prefetch.buf->name);
+		return;
 	case LS_BARRIER:
 		return;
 	}

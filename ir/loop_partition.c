@@ -480,6 +480,8 @@ static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
 		P->subst[w->id] = NULL;
 		loop_stmt *f = ls_for(p, nw, min, ext, s->u.for_.kind, body);
 		f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+		f->u.for_.prefetch = s->u.for_.prefetch;
+		f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
 		return f;
 	}
 	case LS_SEQ: {
@@ -499,6 +501,12 @@ static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
 		return copy_if(P, s, A, drop);
 	case LS_ALLOC:
 		return copy_alloc(P, s, A, drop);
+	case LS_PREFETCH: {
+		loop_expr *idx[TESSEL_MAX_DIMS];
+		for (int i = 0; i < s->u.prefetch.n; i++)
+			idx[i] = copy_expr(P, s->u.prefetch.index[i]);
+		return ls_prefetch(p, copy_buf(P, s->u.prefetch.buf), s->u.prefetch.n, idx);
+	}
 	default:
 		return ls_barrier(p);
 	}
@@ -539,6 +547,8 @@ static loop_stmt *loop_over(partitioner *P, loop_stmt *s, loop_expr *min, loop_e
 {
 	loop_stmt *f = ls_for(P->p, var, min, lx_sub(P->p, end, min), s->u.for_.kind, body);
 	f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+	f->u.for_.prefetch = s->u.for_.prefetch;
+	f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
 	return f;
 }
 

@@ -199,6 +199,9 @@ static void print_for(te_strbuf *sb, const loop_stmt *s, int depth)
 		te_sb_printf(sb, " %s", loop_kind_name(s->u.for_.kind));
 	if (s->u.for_.unroll_limit)
 		te_sb_printf(sb, " unroll_limit=%d", s->u.for_.unroll_limit);
+	if (s->u.for_.prefetch)
+		te_sb_printf(sb, " prefetch=%s+%d", s->u.for_.prefetch->name,
+			s->u.for_.prefetch_distance);
 	print_block(sb, s->u.for_.body, depth);
 }
 
@@ -241,6 +244,11 @@ static void print_stmt(te_strbuf *sb, const loop_stmt *s, int depth)
 		break;
 	case LS_BARRIER:
 		te_sb_puts(sb, "barrier\n");
+		break;
+	case LS_PREFETCH:
+		te_sb_puts(sb, "prefetch ");
+		print_index(sb, s->u.prefetch.buf->name, s->u.prefetch.n, s->u.prefetch.index);
+		te_sb_puts(sb, "\n");
 		break;
 	case LS_SEQ:
 		break;

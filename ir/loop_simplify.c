@@ -1267,6 +1267,10 @@ static loop_stmt *simplify_stmt(simplifier *S, loop_stmt *s)
 	case LS_ALLOC:
 		s->u.alloc.body = simplify_stmt(S, s->u.alloc.body);
 		return s->u.alloc.body ? s : NULL;
+	case LS_PREFETCH:
+		for (int i = 0; i < s->u.prefetch.n; i++)
+			s->u.prefetch.index[i] = simplify_expr(S, s->u.prefetch.index[i]);
+		return s;
 	case LS_BARRIER:
 		return s;
 	}

@@ -278,6 +278,9 @@ static int check_for(verifier *vf, const loop_stmt *s)
 	if (s->u.for_.kind == LOOP_VECTORIZED && (ext->kind != LX_INT || ext->u.ival <= 0))
 		return violation(vf, "vectorized loop '%s' needs a constant positive extent",
 			v->name);
+	if (s->u.for_.prefetch && s->u.for_.prefetch_distance < 1)
+		return violation(vf, "loop '%s' prefetches '%s' at distance %d, not >= 1",
+			v->name, s->u.for_.prefetch->name, s->u.for_.prefetch_distance);
 	if (vf->vars[v->id] != VAR_UNBOUND)
 		return violation(vf, "variable '%s' is bound by two loops", v->name);
 	vf->vars[v->id] = VAR_BOUND;
@@ -369,6 +372,9 @@ static int check_stmt(verifier *vf, const loop_stmt *s)
 		return check_alloc(vf, s);
 	case LS_BARRIER:
 		return 0;
+	case LS_PREFETCH:
+		return check_access(vf, "prefetch of", s->u.prefetch.buf, s->u.prefetch.n,
+			s->u.prefetch.index);
 	}
 	return violation(vf, "statement of unknown kind %d", (int)s->kind);
 }

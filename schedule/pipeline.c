@@ -3,12 +3,21 @@
 #include "ir/loop.h"
 #include "schedule/state.h"
 
+/* The cache line prefetches step by: that of every CPU tessel targets
+ * (a longer line only has some lines asked for twice). */
+#define PREFETCH_LINE_BYTES 64
+
 loop_prog *sch_program(sch_state *st)
 {
 	loop_prog *p = sch_lower(st);
 	if (!p || loop_verify(st->ctx, p))
 		goto fail;
 	loop_simplify(p);
+	if (loop_expand_prefetch(p, PREFETCH_LINE_BYTES) > 0) {
+		if (loop_verify(st->ctx, p))
+			goto fail;
+		loop_simplify(p);
+	}
 	if (loop_insert_barriers(st->ctx, p) || loop_verify(st->ctx, p))
 		goto fail;
 	loop_partition(p);

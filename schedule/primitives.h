@@ -36,6 +36,11 @@ int sch_bind(sch_state *st, const char *loop, const char *axis);
  * auto_unroll_max_step. */
 int sch_annotate(sch_state *st, const char *loop, const char *key,
 	int64_t value);
+/* At each iteration of "loop", prefetch what the iteration "distance"
+ * later reads of the input "tensor"; distance 0 removes it
+ * (schedule/prefetch.c). */
+int sch_prefetch(sch_state *st, const char *loop, const char *tensor,
+	int64_t distance);
 /* Substitute stage "stage" into its consumers (refused for outputs and
  * reductions). */
 int sch_compute_inline(sch_state *st, const char *stage);

@@ -188,12 +188,26 @@ static int try_storage_align(sch_state *st, int s, uint64_t *rng)
 	return sch_storage_align(st, axis, factor, below(rng, factor));
 }
 
+/* prefetch of a random input at a random loop of stage "s", 0 to 3
+ * iterations ahead. */
+static int try_prefetch(sch_state *st, int s, uint64_t *rng)
+{
+	const tessel_op *op = st->op;
+	if (op->ninputs == 0)
+		return -1;
+	char loop[160];
+	if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
+		return -1;
+	return sch_prefetch(st, loop, op->inputs[below(rng, op->ninputs)]->name,
+		below(rng, 4));
+}
+
 int sch_random_step(sch_state *st, uint64_t *rng)
 {
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 22)) {
+	switch (below(rng, 23)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -214,6 +228,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 		return sch_reverse_compute_at(st, st->stages[s].name, loop);
 	}
 	case 17: return try_storage_align(st, s, rng);
+	case 22: return try_prefetch(st, s, rng);
 	case 15: {
 		char loop[160];
 		if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)

@@ -43,6 +43,8 @@ typedef struct sch_iter {
 	int fused_into;           /* an iter fused away: the fused iter, else -1 */
 	loop_kind kind;
 	int unroll_limit;         /* annotate auto_unroll_max_step */
+	char prefetch[SCH_NAME_MAX];  /* the input it prefetches, or "" */
+	int prefetch_distance;    /* iterations ahead (schedule/prefetch.c) */
 } sch_iter;
 
 typedef enum sch_attach_kind {

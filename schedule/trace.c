@@ -297,6 +297,12 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "storage_align STAGE.AXIS FACTOR OFFSET");
 		return sch_storage_align(st, s->args[0], factor, offset);
 	}
+	if (strcmp(p, "prefetch") == 0) {
+		int64_t distance;
+		if (s->nargs != 3 || s->nouts || !parse_int(s->args[2], &distance))
+			return arity_error(st, s, "prefetch STAGE.LOOP INPUT DISTANCE");
+		return sch_prefetch(st, s->args[0], s->args[1], distance);
+	}
 	if (strcmp(p, "cache_read") == 0) {
 		const char *readers[SCH_MAX_ARGS];
 		for (int i = 2; i < s->nargs; i++)

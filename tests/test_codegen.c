@@ -172,12 +172,6 @@ static void build_with(const loop_prog *p, int vector_bytes,
 	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* As build_with, with the default flags. */
-static void build(const loop_prog *p, int vector_bytes, kernel *k)
-{
-	build_with(p, vector_bytes, NULL, k);
-}
-
 /* Set up the arguments of a check after they are filled at random. */
 typedef void (*fill_fn)(tessel_tensor *const *args);
 
@@ -217,12 +211,13 @@ static void compare_output(const loop_buffer *b, const tessel_tensor *want,
 	}
 }
 
-/* Compile "p" for "vector_bytes", run it with "threads" threads (1: the
- * serial environment) and the evaluator on the same arguments (random
- * from "seed", then "fill"), compare every output, and return the
- * printed source (the caller frees). */
-static char *check_program(loop_prog *p, int vector_bytes, int threads,
-	fill_fn fill)
+/* Compile "p" for "vector_bytes" with the compiler flags "flags" (NULL:
+ * the default), run it with "threads" threads (1: the serial environment)
+ * and the evaluator on the same arguments (random from "seed", then
+ * "fill"), compare every output, and return the printed source (the
+ * caller frees). */
+static char *check_program_with(loop_prog *p, int vector_bytes, int threads,
+	fill_fn fill, const char *const *flags)
 {
 	tessel_tensor *want[MAX_ARGS], *got[MAX_ARGS];
 	void *data[MAX_ARGS];
@@ -246,7 +241,7 @@ static char *check_program(loop_prog *p, int vector_bytes, int threads,
 	if (loop_eval(ctx, p, want) < 0)
 		tessel_ctx_print_error(ctx, stderr);
 	tessel_ctx_free(ctx);
-	build(p, vector_bytes, &k);
+	build_with(p, vector_bytes, flags, &k);
 	if (getenv("CG_DUMP"))
 		fprintf(stderr, "%s", k.source);
 	rt_pool *pool = threads > 1 ? rt_pool_new(threads) : NULL;
@@ -264,6 +259,13 @@ static char *check_program(loop_prog *p, int vector_bytes, int threads,
 	}
 	rt_module_close(k.module);
 	return k.source;
+}
+
+/* As check_program_with, compiled with the default flags. */
+static char *check_program(loop_prog *p, int vector_bytes, int threads,
+	fill_fn fill)
+{
+	return check_program_with(p, vector_bytes, threads, fill, NULL);
 }
 
 /* As check_program, dropping the source. */
@@ -610,11 +612,29 @@ static void exp_range(tessel_tensor *const *args)
 		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
 }
 
-/* The vector exp agrees with expf everywhere (within the f32 tolerance). */
+/* The vector exp agrees with expf everywhere (within the f32 tolerance),
+ * in the form the host compiles (AVX-512 where it has it). */
 Test(codegen, vector_exp_over_its_range)
 {
 	loop_prog *p = exp_scale(1024);
 	char *src = check_program(p, 64, 1, exp_range);
+	expect_text(src, "_mm512_scalef_ps", true);
+	expect_text(src, "__builtin_convertvector", true);
+	free(src);
+	src = check_program(p, 32, 1, exp_range);
+	expect_text(src, "_mm512_scalef_ps", false);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* The portable form of the 16-lane exp, compiled without AVX-512, agrees
+ * with expf as well. */
+Test(codegen, vector_exp_portable_form)
+{
+	static const char *const avx2[] = { "-O3", "-march=x86-64-v3", "-fPIC",
+		"-shared", "-std=gnu17", NULL };
+	loop_prog *p = exp_scale(1024);
+	char *src = check_program_with(p, 64, 1, exp_range, avx2);
 	expect_text(src, "__builtin_convertvector", true);
 	free(src);
 	loop_prog_free(p);
@@ -1116,6 +1136,11 @@ Test(codegen, random_schedules_match_evaluator)
 /* ---- golden text ---------------------------------------------------------------- */
 
 static const char golden_scalar[] =
+	"static inline float tsl_fmax_f32(float a, float b)\n"
+	"{\n"
+	"\treturn (a > b || b != b) ? a : b;\n"
+	"}\n"
+	"\n"
 	"static inline float tsl_f16_to_f32(uint16_t h)\n"
 	"{\n"
 	"\tuint32_t sign = ((uint32_t)h & 0x8000u) << 16;\n"
@@ -1162,7 +1187,7 @@ static const char golden_scalar[] =
 	"\tfloat T[3] __attribute__((aligned(64)));\n"
 	"\t#pragma GCC unroll 3\n"
 	"\tfor (int64_t i = 0; i < 3; i++) {\n"
-	"\t\tT[i] = fmaxf(tsl_f16_to_f32(A[i * 2]), tsl_f16_to_f32(A[i * 2 + 1]));\n"
+	"\t\tT[i] = tsl_fmax_f32(tsl_f16_to_f32(A[i * 2]), tsl_f16_to_f32(A[i * 2 + 1]));\n"
 	"\t}\n"
 	"\tfor (int64_t j = 0; j < 3; j++) {\n"
 	"\t\tB[j] = (j >= 1 ? T[j - 1] : 0.0f) + (float)tsl_floordiv(j - 2, 2);\n"
@@ -1201,6 +1226,11 @@ static const char golden_scale[] =
 	"\tmemcpy(p, &v, sizeof(v));\n"
 	"}\n"
 	"\n"
+	"static inline float tsl_fmax_f32(float a, float b)\n"
+	"{\n"
+	"\treturn (a > b || b != b) ? a : b;\n"
+	"}\n"
+	"\n"
 	"typedef struct scale_parallel0_closure {\n"
 	"\tconst float *restrict A;\n"
 	"\tfloat *restrict B;\n"
@@ -1216,7 +1246,7 @@ static const char golden_scale[] =
 	"\t\t\ttsl_vstore_f32x8(&B[r * 10 + c_i], tsl_vmax_f32x8(tsl_vload_f32x8(&A[r * 10 + c_i]) * tsl_splat_f32x8(2.0f), tsl_splat_f32x8(0.0f)));\n"
 	"\t\t}\n"
 	"\t\tfor (int64_t c_i = 8; c_i < 10; c_i++) {\n"
-	"\t\t\tB[r * 10 + c_i] = fmaxf(A[r * 10 + c_i] * 2.0f, 0.0f);\n"
+	"\t\t\tB[r * 10 + c_i] = tsl_fmax_f32(A[r * 10 + c_i] * 2.0f, 0.0f);\n"
 	"\t\t}\n"
 	"\t}\n"
 	"}\n"

@@ -185,9 +185,9 @@ Test(random_schedules, shared_locations)
 		fixture f;
 		fixture_init(&f, ops[i], 1, keys, values);
 		int shared = 0;
-		cr_expect_eq(fuzz_counting(&f, ops[i], 400, 77 + (uint64_t)i, &shared), 0);
-		cr_log_info("%s: %d of 400 share a loop", ops[i], shared);
-		cr_expect_geq(shared, 6, "%s: %d of 400 random schedules share a loop",
+		cr_expect_eq(fuzz_counting(&f, ops[i], 600, 77 + (uint64_t)i, &shared), 0);
+		cr_log_info("%s: %d of 600 share a loop", ops[i], shared);
+		cr_expect_geq(shared, 6, "%s: %d of 600 random schedules share a loop",
 			ops[i], shared);
 		fixture_fini(&f);
 	}

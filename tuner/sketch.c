@@ -60,6 +60,9 @@ static const int64_t reduce_max[2] = { 0, MAX_R1 };
  * fully unrolled register tiles cost gcc seconds per candidate). */
 #define UNROLL_CHOICES 3
 static const int64_t unroll_steps[UNROLL_CHOICES] = { 0, 16, 64 };
+/* The prefetch distances tried, in iterations of the loop (0: none). */
+#define PREFETCH_CHOICES 3
+static const int64_t prefetch_steps[PREFETCH_CHOICES] = { 0, 1, 2 };
 /* Parallel work wanted per core before fusing stops. */
 #define PAR_PER_CORE 4
 
@@ -791,6 +794,79 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	return 0;
 }
 
+/* ---- prefetch ------------------------------------------------------------------------- */
+
+typedef struct tensor_scan {
+	const sch_state *st;
+	const tessel_stage *tensor;
+	bool found;
+} tensor_scan;
+
+static int scan_tensor(tessel_expr *access, bool under_select, void *user);
+
+/* Return whether "e" reads "t", looking through inlined stages. */
+static bool expr_reads_tensor(const sch_state *st, tessel_expr *e, const tessel_stage *t)
+{
+	tensor_scan scan = { st, t, false };
+	te_visit_accesses(e, false, scan_tensor, &scan);
+	return scan.found;
+}
+
+static int scan_tensor(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	tensor_scan *scan = user;
+	const tessel_stage *r = access->u.access.tensor;
+	if (r == scan->tensor) {
+		scan->found = true;
+	} else if (r->kind == TE_COMPUTE) {
+		int k = sch_stage_of(scan->st, r);
+		if (k >= 0 && scan->st->stages[k].attach == SCH_INLINE &&
+		    expr_reads_tensor(scan->st, r->body, scan->tensor))
+			scan->found = true;
+	}
+	return 0;
+}
+
+/* Return whether stage "s", or a stage computed inside its loops, reads
+ * the input "t". */
+static bool nest_reads(const sch_state *st, int s, const tessel_stage *t, int depth)
+{
+	if (depth > st->nstages)
+		return false;
+	if (expr_reads_tensor(st, st->stages[s].te->body, t))
+		return true;
+	for (int k = 0; k < st->nstages; k++)
+		if (k != s && sch_is_attached(&st->stages[k]) &&
+		    st->stages[k].attach_stage == s && nest_reads(st, k, t, depth + 1))
+			return true;
+	return false;
+}
+
+/* Rule "prefetch": the parallel outer loop of a root stage, half of the
+ * time, prefetches each input its nest reads one or two iterations ahead
+ * (what the next rows of a row-wise pass will read, while this one
+ * computes).  Memory-bound passes gain; the search drops it elsewhere. */
+static void maybe_prefetch(sch_state *st, uint64_t *rng)
+{
+	for (int s = 0; s < st->nstages; s++) {
+		const sch_stage *ss = &st->stages[s];
+		if (ss->attach != SCH_ROOT || ss->nleaves == 0 ||
+		    ss->iters[ss->leaves[0]].kind != LOOP_PARALLEL)
+			continue;
+		for (int i = 0; i < st->op->ninputs; i++) {
+			const tessel_stage *in = st->op->inputs[i];
+			if (!nest_reads(st, s, in, 0) || !sk_chance(rng, 50))
+				continue;
+			char q[QNAME];
+			sk_qname(st, s, ss->leaves[0], q);
+			int64_t d = prefetch_steps[1 + sk_below(rng, PREFETCH_CHOICES - 1)];
+			if (sch_prefetch(st, q, in->name, d))
+				tessel_ctx_clear_error(st->ctx);
+		}
+	}
+}
+
 /* ---- sampling ------------------------------------------------------------------------- */
 
 /* Apply sketch "k" with random decisions to the fresh state "st": inline
@@ -828,6 +904,8 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		else if (sch_stage_is_default(&st->stages[s]))
 			r = schedule_plain(sp, st, s, rng);
 	}
+	if (r == 0)
+		maybe_prefetch(st, rng);
 	free(skip);
 	free(fuse);
 	return r;
@@ -930,8 +1008,10 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 		return -1;
 	const sch_decision *pick = &d[sk_below(rng, nd)];
 	char *arg = step->args[pick->arg];
-	if (strcmp(step->prim, "annotate") == 0) {
-		int64_t v = unroll_steps[sk_below(rng, UNROLL_CHOICES)];
+	if (strcmp(step->prim, "annotate") == 0 || strcmp(step->prim, "prefetch") == 0) {
+		bool unroll = step->prim[0] == 'a';
+		int64_t v = unroll ? unroll_steps[sk_below(rng, UNROLL_CHOICES)] :
+		            prefetch_steps[sk_below(rng, PREFETCH_CHOICES)];
 		if (v == pick->value)
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
