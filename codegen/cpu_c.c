@@ -1497,6 +1497,169 @@ static void print_vector_stmt(cg_printer *pr, const loop_stmt *s)
 	}
 }
 
+/* A reduction update "A[i] = A[i] op x" in a vectorized loop whose
+ * variable "i" does not use. */
+typedef struct vreduction {
+	const loop_stmt *store;
+	tessel_binary op;
+	const loop_expr *x;
+	vclass c;
+} vreduction;
+
+/* Return whether "e" loads from "b". */
+static bool loads_buffer(const loop_expr *e, const loop_buffer *b)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		if (e->u.load.buf == b)
+			return true;
+		for (int d = 0; d < e->u.load.n; d++)
+			if (loads_buffer(e->u.load.index[d], b))
+				return true;
+		return false;
+	case LX_UNARY: return loads_buffer(e->u.un.a, b);
+	case LX_BINARY: return loads_buffer(e->u.bin.a, b) || loads_buffer(e->u.bin.b, b);
+	case LX_SELECT:
+		return loads_buffer(e->u.sel.cond, b) || loads_buffer(e->u.sel.then_, b) ||
+			loads_buffer(e->u.sel.else_, b);
+	case LX_CAST: return loads_buffer(e->u.cast.a, b);
+	default: return false;
+	}
+}
+
+/* Return whether "e" loads the element the store "s" writes. */
+static bool is_stored_element(const loop_expr *e, const loop_stmt *s)
+{
+	if (e->kind != LX_LOAD || e->u.load.buf != s->u.store.buf ||
+	    e->u.load.n != s->u.store.n)
+		return false;
+	for (int d = 0; d < e->u.load.n; d++)
+		if (!loop_expr_equal(e->u.load.index[d], s->u.store.index[d]))
+			return false;
+	return true;
+}
+
+/* Return whether the body of the vectorized loop "s" is one update of a
+ * float element invariant in the loop by +, *, min or max with an operand
+ * that runs on vectors (and reads nothing of the updated buffer), and
+ * describe it in "r".  schedule/vectorize.c lets a reduction loop be
+ * vectorized: its lanes then accumulate apart and are combined at the
+ * end, a reassociation the schedule asked for, as rfactor does. */
+static bool vector_reduction(cg_printer *pr, const loop_stmt *s, vreduction *r)
+{
+	const loop_stmt *b = s->u.for_.body;
+	while (b->kind == LS_SEQ && b->u.seq.n == 1)
+		b = b->u.seq.items[0];
+	if (b->kind != LS_STORE)
+		return false;
+	const loop_buffer *buf = b->u.store.buf;
+	const loop_expr *v = b->u.store.value;
+	if ((buf->dtype != TESSEL_F32 && buf->dtype != TESSEL_F64) ||
+	    v->kind != LX_BINARY || v->dtype != buf->dtype)
+		return false;
+	tessel_binary op = v->u.bin.op;
+	if (op != TESSEL_ADD && op != TESSEL_MUL && op != TESSEL_MIN && op != TESSEL_MAX)
+		return false;
+	for (int d = 0; d < b->u.store.n; d++)
+		if (cg_expr_uses_var(b->u.store.index[d], s->u.for_.var))
+			return false;
+	const loop_expr *x = is_stored_element(v->u.bin.a, b) ? v->u.bin.b :
+		is_stored_element(v->u.bin.b, b) ? v->u.bin.a : NULL;
+	if (!x || loads_buffer(x, buf))
+		return false;
+	pr->vector_var = s->u.for_.var;
+	vclass c = vector_class(pr, x);
+	pr->vector_var = NULL;
+	if (c != float_class(buf->dtype))
+		return false;
+	*r = (vreduction){ b, op, x, c };
+	return true;
+}
+
+/* Print the element the reduction "r" updates, "A[offset]". */
+static void print_reduced_element(cg_printer *pr, const vreduction *r)
+{
+	const loop_stmt *st = r->store;
+	cg_put(pr, "%s[", buffer_name(pr, st->u.store.buf));
+	cg_print_offset(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
+	cg_put(pr, "]");
+}
+
+/* Print the vectorized reduction "r" of loop "s" over whole vectors of
+ * "lanes" iterations: an accumulator vector from the operator's identity,
+ * then its lanes folded into the element in order.  The remainder runs as
+ * scalar code after. */
+static void print_vector_reduction(cg_printer *pr, const loop_stmt *s,
+	const vreduction *r, int lanes, int64_t whole)
+{
+	static const char *const identity[] = { [TESSEL_ADD] = "-0.0",
+		[TESSEL_MUL] = "1.0", [TESSEL_MIN] = "INFINITY", [TESSEL_MAX] = "-INFINITY" };
+	const char *var = cg_var_name(pr, s->u.for_.var);
+	char type[64], splat[80], minmax[80];
+	int k = r->c == V_F64;
+	bool minmax_op = r->op == TESSEL_MIN || r->op == TESSEL_MAX;
+	pr->vector_var = s->u.for_.var;
+	pr->lanes = lanes;
+	vector_type(pr, r->c, false, type, sizeof(type));
+	need_vector_helper(pr, vector_helper_name(pr, "splat", r->c, splat, sizeof(splat)),
+		r->c, splat_tmpl);
+	cg_line(pr, "{\n");
+	pr->depth++;
+	cg_line(pr, "%s %s_acc = %s(%s);\n", type, var, splat, identity[r->op]);
+	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, NULL, whole, lanes);
+	pr->depth++;
+	cg_line(pr, "%s_acc = ", var);
+	if (minmax_op) {
+		minmax_helper(pr, r->op == TESSEL_MAX, r->c, minmax, sizeof(minmax));
+		cg_put(pr, "%s(%s_acc, ", minmax, var);
+		print_vexpr(pr, r->x, r->c, CG_PREC_NONE);
+		cg_put(pr, ");\n");
+	} else {
+		cg_put(pr, "%s_acc %s ", var, r->op == TESSEL_ADD ? "+" : "*");
+		print_vexpr(pr, r->x, r->c, r->op == TESSEL_ADD ? CG_PREC_ADD + 1 :
+			CG_PREC_MUL + 1);
+		cg_put(pr, ";\n");
+	}
+	pr->depth--;
+	cg_line(pr, "}\n");
+	pr->vector_var = NULL;
+	cg_line(pr, "for (int %s_l = 0; %s_l < %d; %s_l++) {\n", var, var, lanes, var);
+	pr->depth++;
+	cg_line(pr, "%s", "");
+	print_reduced_element(pr, r);
+	if (minmax_op) {
+		const char *fn = r->op == TESSEL_MAX ? pr->d->fmax_fn[k] : pr->d->fmin_fn[k];
+		cg_need_scalar_helper(pr, fn);
+		cg_put(pr, " = %s(", fn);
+		print_reduced_element(pr, r);
+		cg_put(pr, ", %s_acc[%s_l]);\n", var, var);
+	} else {
+		cg_put(pr, " %s= %s_acc[%s_l];\n", r->op == TESSEL_ADD ? "+" : "*", var, var);
+	}
+	pr->depth--;
+	cg_line(pr, "}\n");
+	pr->depth--;
+	cg_line(pr, "}\n");
+}
+
+/* Return whether the vectorized loop "s" is a reduction that runs on
+ * vectors (vector_reduction), with its lane count in "*lanes". */
+static bool reduction_lanes(cg_printer *pr, const loop_stmt *s, vreduction *r,
+	int *lanes)
+{
+	const loop_expr *extent = s->u.for_.extent;
+	if (!pr->d->vector_type_format || pr->target.vector_bytes == 0 ||
+	    extent->kind != LX_INT || !vector_reduction(pr, s, r))
+		return false;
+	int n = pr->target.vector_bytes / (r->c == V_F64 ? 8 : 4);
+	while (n > extent->u.ival)
+		n /= 2;
+	if (n < 2)
+		return false;
+	*lanes = n;
+	return true;
+}
+
 /* Print the vectorized loop "s" as scalar code, marked independent when
  * it is innermost and its accesses show it. */
 static void print_scalar_vector_loop(cg_printer *pr, const loop_stmt *s)
@@ -1514,20 +1677,26 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 {
 	cg_bind_loop_range(pr, s);
 	int lanes = vector_lanes(pr, s);
+	vreduction red;
+	bool reduction = !lanes && reduction_lanes(pr, s, &red, &lanes);
 	if (!lanes) {
 		print_scalar_vector_loop(pr, s);
 		return;
 	}
 	int64_t extent = s->u.for_.extent->u.ival;
 	int64_t whole = extent / lanes * lanes;
-	pr->vector_var = s->u.for_.var;
-	pr->lanes = lanes;
-	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, NULL, whole, lanes);
-	pr->depth++;
-	print_vector_stmt(pr, s->u.for_.body);
-	pr->depth--;
-	cg_line(pr, "}\n");
-	pr->vector_var = NULL;
+	if (reduction) {
+		print_vector_reduction(pr, s, &red, lanes, whole);
+	} else {
+		pr->vector_var = s->u.for_.var;
+		pr->lanes = lanes;
+		cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, NULL, whole, lanes);
+		pr->depth++;
+		print_vector_stmt(pr, s->u.for_.body);
+		pr->depth--;
+		cg_line(pr, "}\n");
+		pr->vector_var = NULL;
+	}
 	if (whole == extent)
 		return;
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, whole, NULL, extent, 1);

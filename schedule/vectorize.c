@@ -1,11 +1,24 @@
 /* vectorize: run the iterations of the innermost loop as vector lanes.
  *
- * requires: the innermost live loop of its stage, carrying no dependence
- *   (ISL), with no stage computed at it, and an extent of at most 1024
+ * requires: the innermost live loop of its stage, with no stage computed
+ *   at it, and an extent of at most 1024; carrying no dependence (ISL),
+ *   or a reduction loop of a float reduction (sum, product, min, max)
  * guarantees: the loop is marked vectorized (codegen emits vector code
- *   where the accesses allow and scalar code otherwise) */
+ *   where the accesses allow and scalar code otherwise).  A reduction
+ *   loop then accumulates into one partial per lane, combined after the
+ *   loop: the reduction is reassociated (as rfactor into lanes would),
+ *   exactly for min and max, within rounding for sums and products */
+#include "ir/te_impl.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
+
+/* Return whether iter "it" of "s" is a loop of a float reduction whose
+ * combiner reassociates. */
+static bool reassociable(const sch_stage *s, int it)
+{
+	return s->iters[it].reduce && s->te->reduce != TESSEL_REDUCE_NONE &&
+		tessel_dtype_is_float(s->te->dtype);
+}
 
 int sch_refuse_if_carried(sch_state *st, int si, int pos, const char *what,
 	const char *loop);
@@ -32,7 +45,7 @@ int sch_vectorize(sch_state *st, const char *loop)
 		    st->stages[k].attach_iter == it)
 			return sch_refuse(st, "vectorize %s: stage '%s' is computed inside it",
 				loop, st->stages[k].name);
-	if (sch_refuse_if_carried(st, si, pos, "vectorize", loop))
+	if (!reassociable(s, it) && sch_refuse_if_carried(st, si, pos, "vectorize", loop))
 		return -1;
 	s->iters[it].kind = LOOP_VECTORIZED;
 	sch_step step;

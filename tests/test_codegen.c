@@ -627,6 +627,66 @@ Test(codegen, vector_exp_over_its_range)
 	loop_prog_free(p);
 }
 
+/* S[r] = op over k of A[r, k] * 2, the k loop vectorized: a reduction
+ * (schedule/vectorize.c allows it) that runs on vector lanes. */
+static loop_prog *reduce_rows(tessel_binary op, int64_t rows, int64_t n)
+{
+	loop_prog *p = loop_prog_new("reduce_rows");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(rows, n), false);
+	loop_buffer *S = add_arg(p, "S", TESSEL_F32, 1, SHAPE(rows), true);
+	loop_var *r = loop_var_new(p, "r"), *k = loop_var_new(p, "k");
+	double init = op == TESSEL_ADD ? 0 : op == TESSEL_MUL ? 1 :
+		op == TESSEL_MAX ? -INFINITY : INFINITY;
+	loop_expr *x = op2(p, TESSEL_MUL, load(p, A, var(p, r), var(p, k)), f32(p, 2));
+	loop_stmt *update = store(p, S, op2(p, op, load(p, S, var(p, r)), x), var(p, r));
+	p->body = loop(p, r, rows, LOOP_SERIAL, seq(p, 2, store(p, S, f32(p, init), var(p, r)),
+		loop(p, k, n, LOOP_VECTORIZED, update)));
+	return p;
+}
+
+/* NaN in some rows, which max and min skip as fmax and fmin do. */
+static void some_nans(tessel_tensor *const *args)
+{
+	tessel_tensor_set(args[0], 5, NAN);
+	tessel_tensor_set(args[0], 37 + 36, NAN);
+}
+
+/* Vectorized reductions: lanes accumulate apart over whole vectors, are
+ * folded into the element, and the remainder runs after; the result
+ * agrees with the serial one (exactly for min and max, within rounding
+ * for sums and products), NaN included. */
+Test(codegen, vector_reductions)
+{
+	static const tessel_binary ops[] = { TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN };
+	static const char *const acc[] = { "k_acc = k_acc + ", "k_acc = k_acc * ",
+		"k_acc = tsl_vmax_f32x16(k_acc, ", "k_acc = tsl_vmin_f32x16(k_acc, " };
+	for (int i = 0; i < 4; i++) {
+		loop_prog *p = reduce_rows(ops[i], 3, 37);
+		char *src = check_program(p, 64, 1, i >= 2 ? some_nans : NULL);
+		expect_text(src, "for (int64_t k = 0; k < 32; k += 16) {", true);
+		expect_text(src, acc[i], true);
+		expect_text(src, "for (int k_l = 0; k_l < 16; k_l++) {", true);
+		expect_text(src, "for (int64_t k = 32; k < 37; k++) {", true);
+		free(src);
+		loop_prog_free(p);
+	}
+}
+
+/* A loop that updates an element with a value read from the same buffer
+ * is not a reduction the vectors can reorder: it stays scalar. */
+Test(codegen, vector_reduction_reading_itself_stays_scalar)
+{
+	loop_prog *p = loop_prog_new("prefix");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(40), true);
+	loop_var *k = loop_var_new(p, "k");
+	loop_expr *v = op2(p, TESSEL_ADD, load(p, A, lx_int(p, 0)), load(p, A, var(p, k)));
+	p->body = loop(p, k, 40, LOOP_VECTORIZED, store(p, A, v, lx_int(p, 0)));
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "_acc", false);
+	free(src);
+	loop_prog_free(p);
+}
+
 /* The portable form of the 16-lane exp, compiled without AVX-512, agrees
  * with expf as well. */
 Test(codegen, vector_exp_portable_form)

@@ -724,10 +724,22 @@ static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *
 	return 0;
 }
 
+/* Vectorize the innermost loop of stage "s" when it is a reduction loop
+ * (the reduction of an rfactor's lanes: a chain of adds or maxes becomes
+ * a vector accumulation and a fold of its lanes). */
+static void vectorize_final_reduction(sch_state *st, int s)
+{
+	sk_nest o;
+	if (sk_nest_of(st, s, &o) || o.nreduce == 0)
+		return;
+	sk_try_annotate(st, s, o.reduce[o.nreduce - 1], sch_vectorize);
+}
+
 /* Rule "rfactor" for a reduction: its innermost reduction loop split and
  * factored, the inner part as vector lanes (the partials computed per
  * row of the stage, or at the root), or, when there is too little spatial
- * work for the cores, the outer part as parallel partials. */
+ * work for the cores, the outer part as parallel partials; the stage's
+ * own reduction of the lanes vectorized. */
 static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
 {
 	sk_nest n;
@@ -778,6 +790,7 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 		sk_qname(st, st->stages[s].attach_stage, st->stages[s].attach_iter, at);
 		if (sch_compute_at(st, st->stages[rf].name, at))
 			tessel_ctx_clear_error(st->ctx);
+		vectorize_final_reduction(st, s);
 		return 0;
 	}
 	if (sk_chance(rng, 50)) {
@@ -791,6 +804,7 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 		tessel_ctx_clear_error(st->ctx);
 	if (st->stages[rf].attach == SCH_ROOT && r.nspatial > 1)
 		sk_try_annotate(st, rf, order[0], sch_parallel);
+	vectorize_final_reduction(st, s);
 	return 0;
 }
 
