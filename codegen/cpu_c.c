@@ -1671,8 +1671,26 @@ static void print_scalar_vector_loop(cg_printer *pr, const loop_stmt *s)
 	cg_line(pr, "}\n");
 }
 
+/* Print the iterations [lo, hi) of the vectorized loop "s" on vectors of
+ * "lanes" lanes (hi - lo a multiple of lanes). */
+static void print_vector_run(cg_printer *pr, const loop_stmt *s, int64_t lo,
+	int64_t hi, int lanes)
+{
+	pr->vector_var = s->u.for_.var;
+	pr->lanes = lanes;
+	cg_print_for(pr, s->u.for_.var, s->u.for_.min, lo, NULL, hi, lanes);
+	pr->depth++;
+	print_vector_stmt(pr, s->u.for_.body);
+	pr->depth--;
+	cg_line(pr, "}\n");
+	pr->vector_var = NULL;
+}
+
 /* Print the vectorized loop "s": a loop over whole vectors of "lanes"
- * iterations, then the remainder as scalar code. */
+ * iterations, then the remainder on vectors of half, a quarter... of the
+ * lanes while they fit, down to 16 bytes (a tile of 40 floats: 2 x 16,
+ * then 8), and the last iterations as scalar code; a reduction's
+ * remainder is scalar. */
 static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 {
 	cg_bind_loop_range(pr, s);
@@ -1688,14 +1706,14 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 	if (reduction) {
 		print_vector_reduction(pr, s, &red, lanes, whole);
 	} else {
-		pr->vector_var = s->u.for_.var;
-		pr->lanes = lanes;
-		cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, NULL, whole, lanes);
-		pr->depth++;
-		print_vector_stmt(pr, s->u.for_.body);
-		pr->depth--;
-		cg_line(pr, "}\n");
-		pr->vector_var = NULL;
+		print_vector_run(pr, s, 0, whole, lanes);
+		int least = lanes * 16 / pr->target.vector_bytes;
+		for (int l = lanes / 2; l >= 2 && l >= least && whole < extent; l /= 2) {
+			int64_t upto = whole + (extent - whole) / l * l;
+			if (upto > whole)
+				print_vector_run(pr, s, whole, upto, l);
+			whole = upto;
+		}
 	}
 	if (whole == extent)
 		return;

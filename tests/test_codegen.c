@@ -700,15 +700,26 @@ Test(codegen, vector_exp_portable_form)
 	loop_prog_free(p);
 }
 
+/* The remainder of a vector loop runs on narrower vectors while they
+ * fit, down to 16 bytes, then as scalar code. */
 Test(codegen, vector_extent_20_remainder)
 {
 	loop_prog *p = exp_scale(20);
 	char *src = check_program(p, 64, 1, NULL);
 	expect_text(src, "for (int64_t i = 0; i < 16; i += 16) {", true);
-	expect_text(src, "for (int64_t i = 16; i < 20; i++) {", true);
+	expect_text(src, "for (int64_t i = 16; i < 20; i += 4) {", true);
+	expect_text(src, "tsl_vexp_f32x4(", true);
+	expect_text(src, "i++", false);
 	free(src);
 	src = check_program(p, 32, 1, NULL);
 	expect_text(src, "for (int64_t i = 0; i < 16; i += 8) {", true);
+	expect_text(src, "for (int64_t i = 16; i < 20; i += 4) {", true);
+	free(src);
+	loop_prog_free(p);
+	p = exp_scale(23);
+	src = check_program(p, 64, 1, NULL);
+	expect_text(src, "for (int64_t i = 16; i < 20; i += 4) {", true);
+	expect_text(src, "for (int64_t i = 20; i < 23; i++) {", true);
 	free(src);
 	loop_prog_free(p);
 }
@@ -871,7 +882,7 @@ Test(codegen, vector_conditions)
 	char *src = check_program(p, 64, 1, NULL);
 	expect_text(src, "tsl_vstore_f64x8(&C[i * 10 + j], tsl_vload_f64x8(&A[i * 10 + j]));",
 		true);
-	expect_text(src, "for (int64_t j = 8; j < 10; j++) {", true);
+	expect_text(src, "for (int64_t j = 8; j < 10; j += 2) {", true);
 	expect_text(src, "#pragma GCC ivdep\n\t\tfor (int64_t k = 0; k < 10; k++) {", true);
 	free(src);
 	loop_prog_free(p);
