@@ -308,3 +308,60 @@ Test(sketch, partial_tiles_where_no_factor_fills_vectors)
 	cr_expect_gt(mutated_partial, 0, "no mutation kept a partial tile");
 	fixture_fini(&f);
 }
+
+/* Return how many splits of "t" whose inner loop the trace vectorizes
+ * have a factor that is not a multiple of "lanes". */
+static int vector_splits_off_width(const sch_trace *t, int64_t lanes)
+{
+	int n = 0;
+	for (int i = 0; i < t->nsteps; i++) {
+		const sch_step *s = &t->steps[i];
+		if (strcmp(s->prim, "split") != 0 || s->nouts != 2 ||
+		    strncmp(s->args[1], "nparts=", 7) == 0)
+			continue;
+		for (int j = i + 1; j < t->nsteps; j++)
+			if (strcmp(t->steps[j].prim, "vectorize") == 0 &&
+			    strcmp(t->steps[j].args[0], s->outs[1]) == 0)
+				n += strtoll(s->args[1], NULL, 10) % lanes != 0;
+	}
+	return n;
+}
+
+/* A split whose inner loop is vectorized in whole vectors stays a
+ * multiple of the vector width under mutation (a factor of 1 made
+ * softmax's output loop scalar); the rfactor sketch vectorizes the
+ * reduction of its lanes, and the parallel row loop prefetches the next
+ * rows of X in some samples. */
+Test(sketch, softmax_vectors_under_mutation)
+{
+	const char *kv[] = { "shape", "[64, 256]" };
+	fixture f;
+	fixture_lib(&f, "softmax", 1, kv);
+	uint64_t rng = 29;
+	int children = 0, final_vector = 0, prefetch = 0;
+	for (int k = 0; k < tune_space_num_sketches(f.space); k++) {
+		for (int i = 0; i < 20; i++) {
+			sch_state *st = tune_space_sample(f.space, k, &rng);
+			cr_assert(st);
+			char *text = sch_trace_to_text(st->trace);
+			final_vector += strstr(text, "vectorize Total.ji") != NULL;
+			prefetch += strstr(text, "prefetch Y.") != NULL;
+			free(text);
+			cr_expect_eq(vector_splits_off_width(st->trace, 16), 0);
+			for (int m = 0; m < 4; m++) {
+				sch_state *child = tune_space_mutate(f.space, st->trace, &rng);
+				if (!child)
+					continue;
+				children++;
+				cr_expect_eq(vector_splits_off_width(child->trace, 16), 0,
+					"a mutation split a vector loop off the vector width");
+				sch_state_free(child);
+			}
+			sch_state_free(st);
+		}
+	}
+	cr_expect_gt(children, 20);
+	cr_expect_gt(final_vector, 0, "no sample vectorized the sum of the lanes");
+	cr_expect_gt(prefetch, 0, "no sample prefetched");
+	fixture_fini(&f);
+}

@@ -979,20 +979,44 @@ static int64_t gcd64(int64_t a, int64_t b)
  * neighbouring divisor (twice or half, or another small prime factor
  * moved) most of the time, any divisor otherwise.  A factor that does
  * not divide "n" (a tile with a partial last one) moves to a neighbour
- * that need not divide it either. */
-static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n)
+ * that need not divide it either; a factor that is a multiple of
+ * "multiple" (the vector width of a vectorized inner loop) stays one. */
+static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multiple)
 {
 	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
 	bool ragged = n % v != 0;
+	bool whole_vectors = multiple > 1 && v % multiple == 0;
 	for (int a = 0; a < 8 && n > 1; a++) {
 		int64_t p = primes[sk_below(rng, 6)];
 		int64_t w = sk_chance(rng, 50) ? v * p : v / p;
 		if (sk_chance(rng, 20))
-			w = sk_random_divisor(rng, n, n, 1);
-		if (w >= 1 && w <= n && (ragged || n % w == 0) && w != v)
+			w = sk_random_divisor(rng, n, n, whole_vectors ? multiple : 1);
+		if (w >= 1 && w <= n && (ragged || n % w == 0) && w != v &&
+		    (!whole_vectors || w % multiple == 0))
 			return w;
 	}
 	return v;
+}
+
+/* Return the vector width of the stage that step "target" of "t" splits
+ * when the trace vectorizes the inner loop it makes, else 1. */
+static int64_t vectorized_inner(const tune_space *sp, const sch_state *st,
+	const sch_trace *t, int target)
+{
+	const sch_step *s = &t->steps[target];
+	if (strcmp(s->prim, "split") != 0 || s->nouts != 2)
+		return 1;
+	for (int i = target + 1; i < t->nsteps; i++)
+		if (strcmp(t->steps[i].prim, "vectorize") == 0 &&
+		    strcmp(t->steps[i].args[0], s->outs[1]) == 0) {
+			const char *dot = strchr(s->args[0], '.');
+			for (int k = 0; dot && k < st->nstages; k++)
+				if (strlen(st->stages[k].name) == (size_t)(dot - s->args[0]) &&
+				    strncmp(st->stages[k].name, s->args[0], (size_t)(dot - s->args[0])) == 0)
+					return lanes_of(sp, &st->stages[k]);
+			return 1;
+		}
+	return 1;
 }
 
 /* Replay step "s" on "st", first making a split whose factor divided its
@@ -1012,9 +1036,11 @@ static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 }
 
 /* Change one decision of step "step" of "st" (replayed up to it): a tile
- * factor, an unroll limit, a compute location.  Return 0, or -1 when the
- * step has no decision that can change. */
-static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
+ * factor (a multiple of "multiple" when it was one: the vector width of
+ * a loop the trace vectorizes), an unroll limit, a prefetch distance, a
+ * compute location.  Return 0, or -1 when the step has no decision that
+ * can change. */
+static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t multiple)
 {
 	sch_decision d[SCH_MAX_ARGS];
 	int nd = sch_step_decisions(step, d);
@@ -1051,7 +1077,7 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng)
 	int64_t n = loop ? loop_extent(st, loop) : -1;
 	if (n <= 1 || strncmp(arg, "nparts=", 7) == 0)
 		return -1;
-	int64_t v = mutate_factor(rng, pick->value, n);
+	int64_t v = mutate_factor(rng, pick->value, n, multiple);
 	if (v == pick->value)
 		return -1;
 	snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
@@ -1078,7 +1104,8 @@ static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t 
 		goto refused;
 	for (int i = 0; i < parent->nsteps; i++) {
 		sch_step step = parent->steps[i];
-		if (i == target && mutate_step(st, &step, rng))
+		if (i == target && mutate_step(st, &step, rng,
+			vectorized_inner(sp, st, parent, target)))
 			goto refused;
 		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, was, &step)))
 			goto refused;
