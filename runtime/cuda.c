@@ -242,6 +242,15 @@ static int open_device(rt_cuda_device *d, int ordinal, char *err, size_t len)
 	return describe(d, err, len);
 }
 
+int rt_cuda_probe(char *err, size_t len)
+{
+	pthread_once(&api_once, load_api);
+	if (api.loaded)
+		return 0;
+	snprintf(err, len, "%s", api.error);
+	return -1;
+}
+
 rt_cuda_device *rt_cuda_open(int ordinal, char *err, size_t len)
 {
 	pthread_once(&api_once, load_api);

@@ -20,6 +20,11 @@ typedef struct rt_cuda_device rt_cuda_device;
 typedef struct rt_cuda_module rt_cuda_module;
 typedef struct rt_cuda_buffer rt_cuda_buffer;
 
+/* Return 0 when the driver library loads with every entry point tessel
+ * uses, else -1 with the reason; the driver is not initialized (cuInit),
+ * so a process may still fork workers that open the device. */
+int rt_cuda_probe(char *err, size_t len);
+
 /* Open the device "ordinal" (0: the first) and make its primary context
  * current in this thread. */
 rt_cuda_device *rt_cuda_open(int ordinal, char *err, size_t len);

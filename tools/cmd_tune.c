@@ -32,8 +32,9 @@ static const char tune_help[] =
 	"measured. TARGET is a CPU target string (default: this machine) or\n"
 	"opencl: the device `tessel run --target opencl` uses, with the GPU\n"
 	"sketches, kernels built by clBuildProgram and timed to clFinish.\n"
-	"cuda and cuda:sm_NN are refused: their tasks sample and compile the GPU\n"
-	"sketches (tests/test_cuda.c), but there is no CUDA runner to measure yet.\n"
+	"cuda and cuda:sm_NN: the first CUDA GPU (libcuda.so.1; refused without\n"
+	"it), candidates compiled by NVRTC for the architecture, those ptxas says\n"
+	"cannot launch rejected, the rest timed to cuStreamSynchronize.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
 	"(default 300; 0: never). --min-time is the measured time per candidate\n"
 	"(default 0.05 s). `tessel best` and `tessel run --db` use the result.\n";

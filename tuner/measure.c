@@ -1,9 +1,11 @@
 /* Measuring candidates: a builder of pthreads, each with its own context,
- * compiling through the kernel cache with the compiler probed once (CPU)
- * or checking each launch against the device's limits (GPU); a runner
+ * compiling through the kernel cache with the compiler probed once (CPU),
+ * checking each launch against the device's limits (OpenCL), or
+ * compiling with NVRTC and checking ptxas's report (CUDA); a runner
  * forking a fresh worker per candidate (rt_run_isolated) that loads the
- * kernel (CPU) or builds it with clBuildProgram (OpenCL,
- * tuner/runner_opencl.c), writes its outputs and timing to shared memory
+ * kernel (CPU), builds it with clBuildProgram (OpenCL,
+ * tuner/runner_opencl.c) or with NVRTC on the device (CUDA,
+ * tuner/runner_cuda.c), writes its outputs and timing to shared memory
  * allocated once per measurer; a check of each new best against the
  * interpreter.  What differs per target kind is one row of "runners". */
 #include <math.h>
@@ -16,9 +18,11 @@
 
 #include "codegen/cpu_kernel.h"
 #include "ir/compare.h"
+#include "runtime/cuda.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
 #include "tuner/measure.h"
+#include "tuner/runner_cuda.h"
 #include "tuner/runner_opencl.h"
 
 /* How long past its timeout a worker gets to load, start and exit before
@@ -155,11 +159,12 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 
 int tune_measure_can_run(const tune_task *task, char *err, size_t errlen)
 {
-	if (task->kind != RT_TARGET_CUDA)
+	char why[512];
+	if (task->kind != RT_TARGET_CUDA || rt_cuda_probe(why, sizeof(why)) == 0)
 		return 0;
-	snprintf(err, errlen, "tessel cannot measure on CUDA yet: no CUDA runner; CUDA "
-		"tasks sample GPU sketches and compile them with NVRTC without measuring "
-		"(docs/gpu.md); tune with --target opencl or a CPU target");
+	snprintf(err, errlen, "tessel cannot measure on CUDA here: %s; CUDA tasks "
+		"sample GPU sketches and compile them with NVRTC without a device "
+		"(docs/gpu.md); tune with --target opencl or a CPU target", why);
 	return -1;
 }
 
@@ -325,6 +330,20 @@ static int prepare_gpu(builder *b, tessel_ctx *ctx, int i)
 	return 0;
 }
 
+/* CUDA: compile with NVRTC for the task's architecture and refuse what
+ * ptxas's report or the launches say cannot launch there (the worker
+ * compiles again on the device's side of the fork). */
+static int prepare_cuda(builder *b, tessel_ctx *ctx, int i)
+{
+	tune_result *r = &b->out[i];
+	if (tune_cuda_check(ctx, b->progs[i], &b->m->task->gpu, r->msg,
+		sizeof(r->msg)) == TUNE_CUDA_LAUNCHABLE)
+		return 0;
+	tessel_ctx_clear_error(ctx);
+	r->error = TUNE_ERR_BUILD;
+	return -1;
+}
+
 /* Compile candidate "i" of "b" with "ctx" for its errors. */
 static void build_one(builder *b, tessel_ctx *ctx, int i)
 {
@@ -453,10 +472,26 @@ static tune_error run_opencl(const worker_job *job, worker_report *rep)
 	}
 }
 
+/* CUDA: open the device, compile and load, upload, poison the outputs on
+ * the device, time, download into the shared outputs. */
+static tune_error run_cuda(const worker_job *job, worker_report *rep)
+{
+	const tune_measurer *m = job->m;
+	poison_outputs(m);
+	tune_cuda_run run = { job->p, m->args, &m->o.timer, m->task->gpu.sm };
+	switch (tune_cuda_time(&run, &rep->timing, rep->msg, sizeof(rep->msg))) {
+	case TUNE_CUDA_RUN_OK: return TUNE_OK;
+	case TUNE_CUDA_RUN_BUILD: return TUNE_ERR_BUILD;
+	case TUNE_CUDA_RUN_TIMEOUT: return TUNE_ERR_TIMEOUT;
+	default: return TUNE_ERR_RUNTIME;
+	}
+}
+
 /* The runners, one per target kind (rt_target_kind). */
 static const runner runners[] = {
 	[RT_TARGET_CPU] = { prepare_cpu, run_cpu },
 	[RT_TARGET_OPENCL] = { prepare_gpu, run_opencl },
+	[RT_TARGET_CUDA] = { prepare_cuda, run_cuda },
 };
 
 static const runner *runner_of(const tune_measurer *m)
