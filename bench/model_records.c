@@ -8,6 +8,7 @@
  *                 [--pooled] [--store] [--objective rank|reg]
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
+ *                 [--seed S] [--next B] [--dump PATH]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -28,7 +29,16 @@
  * (tuner/record_features.h) have their trace replayed on their workload's
  * op and this build's features computed; --recompute does so for every
  * record, and --store writes them into the store (which must then be a
- * copy one may change). */
+ * copy one may change).  --dump PATH writes one line per held-out record
+ * (workload, record id, seconds, model score) for a look at which pairs
+ * the model orders wrongly.
+ *
+ * --next B scores what the search sees, which retrains the model after
+ * every measured batch: each workload's records after its first N are
+ * cut in batches of B in time order, and each batch is scored by a model
+ * trained on every record of the workload before it; the pairs of all
+ * batches of a workload are pooled (pairs across batches are not
+ * counted). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +58,7 @@ typedef struct rows {
 	float *x;
 	double *seconds;
 	uint32_t *task;
+	int64_t *ids;           /* the record of each row */
 } rows;
 
 /* The op and target of each workload, for --recompute. */
@@ -64,6 +75,8 @@ typedef struct options {
 	int others;             /* 0 none, 1 past, 2 all */
 	double margin;
 	const char *label;
+	const char *dump;
+	int next;               /* --next B: batches of B, each after all before */
 	bool recompute, pooled, store;
 	tune_cost_model_opts model;
 } options;
@@ -76,7 +89,6 @@ typedef struct reader {
 	bool recompute;
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
-	int64_t *ids;           /* the record of each row */
 	workload_op ops[MAX_WORKLOADS];
 	int unusable;
 } reader;
@@ -89,7 +101,8 @@ static int rows_grow(rows *t)
 	t->x = realloc(t->x, (size_t)t->cap * TUNE_PROGRAM_FEATURES * sizeof(float));
 	t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
 	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
-	return t->x && t->seconds && t->task ? 0 : -1;
+	t->ids = realloc(t->ids, (size_t)t->cap * sizeof(int64_t));
+	return t->x && t->seconds && t->task && t->ids ? 0 : -1;
 }
 
 /* Return the op of workload "id" parsed from the store (NULL when it does
@@ -147,10 +160,7 @@ static int collect(const tune_record *r, void *arg)
 	} else {
 		rd->recomputed++;
 	}
-	rd->ids = realloc(rd->ids, (size_t)t->cap * sizeof(int64_t));
-	if (!rd->ids)
-		return -1;
-	rd->ids[t->n] = r->id;
+	t->ids[t->n] = r->id;
 	t->seconds[t->n] = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->n++;
@@ -247,6 +257,22 @@ static void relabel(float *y, const uint32_t *task, int n, const char *label)
 	free(out);
 }
 
+/* Append a line per held-out row of "s" (its "seconds" and score "pred")
+ * to the file "path" (none when NULL). */
+static void dump_scores(const rows *t, const split *s, const double *seconds,
+	const float *pred, const char *path)
+{
+	FILE *f = path ? fopen(path, "a") : NULL;
+	if (!f)
+		return;
+	for (int i = 0; i < s->ntest; i++) {
+		int r = s->test[i];
+		fprintf(f, "%u\t%lld\t%.9g\t%.9g\n", t->task[r], (long long)t->ids[r],
+			seconds[i], (double)pred[i]);
+	}
+	fclose(f);
+}
+
 /* Train a model with "o" on the rows "s->train" of "t", score it on
  * "s->test".  Return 0 or -1 (the reason printed). */
 static int evaluate(const rows *t, const split *s, const options *o, score *out)
@@ -286,6 +312,7 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 	else {
 		out->all = tune_pairwise_accuracy(pred, y, task, s->ntest);
 		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, s->ntest, o->margin);
+		dump_scores(t, s, sec, pred, o->dump);
 	}
 	tune_cost_model_free(m);
 	free(x);
@@ -339,6 +366,73 @@ static void split_free(split *s)
 	free(s->test);
 }
 
+/* The pairs of rows "test"[0..n) of "t" whose times differ, and those
+ * whose times differ by more than the factor "margin". */
+static void count_pairs(const rows *t, const int *test, int n, double margin,
+	double *all, double *beyond)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			double a = t->seconds[test[i]], b = t->seconds[test[j]];
+			double hi = a > b ? a : b, lo = a > b ? b : a;
+			if (hi == lo)
+				continue;
+			*all += 1;
+			*beyond += !isfinite(hi) || hi > margin * lo;
+		}
+}
+
+/* Score workload "w" of "t" batch by batch (--next): return 0 with the
+ * pooled score in "out", 1 when it has too few records, -1 on failure. */
+static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
+	int *nbatches, int *ntest)
+{
+	split s;
+	int r = split_workload(t, w, o, &s);
+	if (r) {
+		split_free(&s);
+		return r;
+	}
+	int *mine = malloc((size_t)(s.ntrain + s.ntest) * sizeof(int)), nmine = 0;
+	if (!mine) {
+		split_free(&s);
+		return -1;
+	}
+	for (int i = 0; i < s.ntrain; i++)
+		if (t->task[s.train[i]] == w)
+			mine[nmine++] = s.train[i];
+	for (int i = 0; i < s.ntest; i++)
+		mine[nmine++] = s.test[i];
+	double ok_all = 0, ok_beyond = 0, pairs_all = 0, pairs_beyond = 0;
+	*nbatches = *ntest = 0;
+	for (int start = o->ntrain; r == 0 && start < nmine; start += o->next) {
+		int end = start + o->next < nmine ? start + o->next : nmine;
+		split b = { mine, mine + start, start, end - start };
+		double all = 0, beyond = 0;
+		score sc;
+		count_pairs(t, b.test, b.ntest, o->margin, &all, &beyond);
+		if (all == 0)
+			continue;
+		if (evaluate(t, &b, o, &sc)) {
+			r = -1;
+			break;
+		}
+		ok_all += sc.all * all;
+		pairs_all += all;
+		if (beyond > 0) {
+			ok_beyond += sc.beyond * beyond;
+			pairs_beyond += beyond;
+		}
+		(*nbatches)++;
+		*ntest += b.ntest;
+	}
+	out->all = pairs_all > 0 ? ok_all / pairs_all : -1;
+	out->beyond = pairs_beyond > 0 ? ok_beyond / pairs_beyond : -1;
+	free(mine);
+	split_free(&s);
+	return r;
+}
+
 /* Score every workload of "t" with more than "o->ntrain" records (or
  * only "o->only_workload"), one line each, and the mean. */
 static int per_workload(const rows *t, const options *o)
@@ -351,20 +445,33 @@ static int per_workload(const rows *t, const options *o)
 		if (w >= MAX_WORKLOADS || seen[w] || (o->only_workload && w != o->only_workload))
 			continue;
 		seen[w] = true;
-		split s;
+		split s = { 0 };
 		score sc;
-		int r = split_workload(t, w, o, &s);
-		if (r == 0 && evaluate(t, &s, o, &sc))
-			r = -1;
+		int r, nbatches = 0, ntest = 0;
+		if (o->next) {
+			r = next_batches(t, w, o, &sc, &nbatches, &ntest);
+			if (r == 0)
+				printf("  workload #%u: %d batches of %d after its first %d, "
+					"%d records: accuracy %.3f, beyond %.0f%% %.3f\n", w,
+					nbatches, o->next, o->ntrain, ntest, sc.all,
+					(o->margin - 1) * 100, sc.beyond);
+		} else {
+			r = split_workload(t, w, o, &s);
+			if (r == 0 && evaluate(t, &s, o, &sc))
+				r = -1;
+			if (r == 0)
+				printf("  workload #%u: trained on %d (%d of its own), held out "
+					"%d: accuracy %.3f, beyond %.0f%% %.3f\n", w, s.ntrain,
+					o->ntrain, s.ntest, sc.all, (o->margin - 1) * 100,
+					sc.beyond);
+		}
 		if (r == 0) {
-			printf("  workload #%u: trained on %d (%d of its own), held out %d: "
-				"accuracy %.3f, beyond %.0f%% %.3f\n", w, s.ntrain,
-				o->ntrain, s.ntest, sc.all, (o->margin - 1) * 100, sc.beyond);
 			sum_all += sc.all;
 			sum_beyond += sc.beyond;
 			nw++;
 		}
-		split_free(&s);
+		if (!o->next)
+			split_free(&s);
 		if (r < 0)
 			return -1;
 	}
@@ -452,11 +559,18 @@ static int parse_args(int argc, char **argv, options *o)
 			o->model.colsample = atof(v);
 		else if (strcmp(a, "--pairs") == 0)
 			o->model.pair_samples = atoi(v);
+		else if (strcmp(a, "--seed") == 0)
+			o->model.seed = strtoull(v, NULL, 10);
+		else if (strcmp(a, "--next") == 0)
+			o->next = atoi(v);
+		else if (strcmp(a, "--dump") == 0)
+			o->dump = v;
 		else
 			return -1;
 		i++;
 	}
-	return o->path && o->ntrain >= 1 && o->others >= 0 && o->margin >= 1 &&
+	return o->path && o->ntrain >= 1 && o->next >= 0 &&
+		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) && o->others >= 0 && o->margin >= 1 &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
@@ -467,7 +581,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
-			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P]\n");
+			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH]\n");
 		return 1;
 	}
 	char err[1024];
@@ -496,7 +610,7 @@ int main(int argc, char **argv)
 		o.shuffle_seed ? "random" : "time",
 		o.others == 2 ? ", other workloads all" : o.others == 1 ?
 		", other workloads measured before" : "");
-	if (o.store && store_features(db, &t, rd.ids)) {
+	if (o.store && store_features(db, &t, t.ids)) {
 		fprintf(stderr, "model_records: %s\n", tune_db_error(db));
 		return 1;
 	}
@@ -504,7 +618,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < MAX_WORKLOADS; i++)
 		tessel_op_release(rd.ops[i].op);
 	tessel_ctx_free(rd.ctx);
-	free(rd.ids);
+	free(t.ids);
 	tune_db_close(db);
 	free(t.x);
 	free(t.seconds);
