@@ -858,26 +858,29 @@ static bool nest_reads(const sch_state *st, int s, const tessel_stage *t, int de
 }
 
 /* Rule "prefetch": the parallel outer loop of a root stage, half of the
- * time, prefetches each input its nest reads one or two iterations ahead
- * (what the next rows of a row-wise pass will read, while this one
- * computes).  Memory-bound passes gain; the search drops it elsewhere. */
+ * time, prefetches one of the inputs its nest reads (drawn; a loop
+ * prefetches one) one or two iterations ahead: what the next rows of a
+ * row-wise pass will read, while this one computes.  Memory-bound passes
+ * gain; the search drops it elsewhere. */
 static void maybe_prefetch(sch_state *st, uint64_t *rng)
 {
 	for (int s = 0; s < st->nstages; s++) {
 		const sch_stage *ss = &st->stages[s];
 		if (ss->attach != SCH_ROOT || ss->nleaves == 0 ||
-		    ss->iters[ss->leaves[0]].kind != LOOP_PARALLEL)
+		    ss->iters[ss->leaves[0]].kind != LOOP_PARALLEL || !sk_chance(rng, 50))
 			continue;
-		for (int i = 0; i < st->op->ninputs; i++) {
-			const tessel_stage *in = st->op->inputs[i];
-			if (!nest_reads(st, s, in, 0) || !sk_chance(rng, 50))
-				continue;
-			char q[QNAME];
-			sk_qname(st, s, ss->leaves[0], q);
-			int64_t d = prefetch_steps[1 + sk_below(rng, PREFETCH_CHOICES - 1)];
-			if (sch_prefetch(st, q, in->name, d))
-				tessel_ctx_clear_error(st->ctx);
-		}
+		const tessel_stage *read[64];
+		int n = 0;
+		for (int i = 0; i < st->op->ninputs && n < 64; i++)
+			if (nest_reads(st, s, st->op->inputs[i], 0))
+				read[n++] = st->op->inputs[i];
+		if (n == 0)
+			continue;
+		char q[QNAME];
+		sk_qname(st, s, ss->leaves[0], q);
+		int64_t d = prefetch_steps[1 + sk_below(rng, PREFETCH_CHOICES - 1)];
+		if (sch_prefetch(st, q, read[sk_below(rng, n)]->name, d))
+			tessel_ctx_clear_error(st->ctx);
 	}
 }
 
