@@ -70,6 +70,20 @@ for spec in "matmul --set M=512,N=512,K=512" "conv2d --set N=1,C=64,H=56,W=56,F=
 	fi
 done
 
+# The CUDA runner: a short tuning run, then the best record run and
+# checked again.
+tdb=${TMPDIR:-/tmp}/tessel-cuda-tune.db
+rm -f "$tdb"
+if "$tessel" tune matmul --set M=512,N=512,K=512 --target cuda --trials 48 --db "$tdb" \
+	>>"$logs/tune_cuda.log" 2>&1 &&
+	"$tessel" run matmul --set M=512,N=512,K=512 --target cuda --db "$tdb" \
+	>>"$logs/tune_cuda.log" 2>&1; then
+	summary+=("$(printf '%-16s ok   %s' "tune --target cuda" "matmul 512^3, 48 trials")")
+else
+	summary+=("$(printf '%-16s FAIL %s (see tune_cuda.log)' "tune --target cuda" "matmul 512^3")")
+	failed=1
+fi
+
 echo
 printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
 exit $failed
