@@ -49,18 +49,32 @@ tune_and_compare() {
 	"$tessel" bench "$op" --set "$sizes" --db "$db" --compare "$vendor" --rounds "$rounds"
 }
 
-# tune_and_bandwidth OP SIZES TRIALS COPY_GBS: bytes read once and written
-# once over the tuned time, against the copy's bandwidth.
+# tune_and_bandwidth OP SIZES TRIALS BYTES: bytes read once and written
+# once over the tuned time, against the copy's bandwidth measured in the
+# same window: ROUNDS rounds of a copy then the tuned kernel, the ratio
+# of each round, and their median (the bandwidth of this machine moves
+# by half from one minute to the next).
 tune_and_bandwidth() {
-	local op=$1 sizes=$2 n=$3 copy=$4 bytes=$5 json median
+	local op=$1 sizes=$2 n=$3 bytes=$4 json median copy ratios=""
 	echo "== $op $sizes"
 	"$tessel" tune "$op" --set "$sizes" --trials "$n" --db "$db" \
 		2>&1 | grep -E '^(trials|best|stopped|interrupted)'
-	json=$("$tessel" run "$op" --set "$sizes" --db "$db" --json --min-time 1 2>/dev/null)
-	median=$(sed -n 's/.*"median_s": \([0-9.e+-]*\).*/\1/p' <<<"$json")
-	awk -v b="$bytes" -v t="$median" -v c="$copy" 'BEGIN {
-		gbs = b / t * 1e-9
-		printf "%s: median %.4f ms, %.2f GB/s moved (input read + output written once), %.2f of the copy bandwidth (%.2f GB/s)\n", "tuned", t * 1e3, gbs, gbs / c, c
+	for ((r = 0; r < rounds; r++)); do
+		copy=$("$builddir/bench/stream_copy" --mib 256 | sed -n 's/.*"median_gbs": \([0-9.e+-]*\).*/\1/p')
+		json=$("$tessel" run "$op" --set "$sizes" --db "$db" --json --min-time 0.5 2>/dev/null)
+		median=$(sed -n 's/.*"median_s": \([0-9.e+-]*\).*/\1/p' <<<"$json")
+		ratios+="$(awk -v b="$bytes" -v t="$median" -v c="$copy" 'BEGIN {
+			gbs = b / t * 1e-9
+			printf "%.4f %.2f %.4f", t * 1e3, c, gbs / c
+		}') "
+	done
+	awk -v list="$ratios" 'BEGIN {
+		n = split(list, f, " ") / 3
+		for (i = 0; i < n; i++) { t[i] = f[3 * i + 1]; c[i] = f[3 * i + 2]; q[i] = f[3 * i + 3] }
+		for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (q[j] < q[i]) { x = q[i]; q[i] = q[j]; q[j] = x }
+		printf "tuned: %d rounds (kernel median ms, copy GB/s):", n
+		for (i = 0; i < n; i++) printf " %s/%s", t[i], c[i]
+		printf "\ntuned: of the copy bandwidth in the same round: median %.2f (%.2f to %.2f)\n", q[int(n / 2)], q[0], q[n - 1]
 	}'
 }
 
@@ -87,11 +101,9 @@ for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 		done
 		;;
 	memory)
-		copy=$("$builddir/bench/stream_copy" --mib 256 | sed -n 's/.*"median_gbs": \([0-9.e+-]*\).*/\1/p')
-		echo "== STREAM-like copy: $copy GB/s"
 		bytes=$((2 * 4096 * 1024 * 4))
-		tune_and_bandwidth softmax "shape=[4096, 1024]" "$trials" "$copy" "$bytes"
-		tune_and_bandwidth layer_norm "shape=[4096, 1024]" "$trials" "$copy" "$bytes"
+		tune_and_bandwidth softmax "shape=[4096, 1024]" "$trials" "$bytes"
+		tune_and_bandwidth layer_norm "shape=[4096, 1024]" "$trials" "$bytes"
 		;;
 	*)
 		echo "unknown group '$group' (matmul irregular conv memory)" >&2
