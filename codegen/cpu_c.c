@@ -1506,27 +1506,6 @@ typedef struct vreduction {
 	vclass c;
 } vreduction;
 
-/* Return whether "e" loads from "b". */
-static bool loads_buffer(const loop_expr *e, const loop_buffer *b)
-{
-	switch (e->kind) {
-	case LX_LOAD:
-		if (e->u.load.buf == b)
-			return true;
-		for (int d = 0; d < e->u.load.n; d++)
-			if (loads_buffer(e->u.load.index[d], b))
-				return true;
-		return false;
-	case LX_UNARY: return loads_buffer(e->u.un.a, b);
-	case LX_BINARY: return loads_buffer(e->u.bin.a, b) || loads_buffer(e->u.bin.b, b);
-	case LX_SELECT:
-		return loads_buffer(e->u.sel.cond, b) || loads_buffer(e->u.sel.then_, b) ||
-			loads_buffer(e->u.sel.else_, b);
-	case LX_CAST: return loads_buffer(e->u.cast.a, b);
-	default: return false;
-	}
-}
-
 /* Return whether "e" loads the element the store "s" writes. */
 static bool is_stored_element(const loop_expr *e, const loop_stmt *s)
 {
@@ -1565,7 +1544,7 @@ static bool vector_reduction(cg_printer *pr, const loop_stmt *s, vreduction *r)
 			return false;
 	const loop_expr *x = is_stored_element(v->u.bin.a, b) ? v->u.bin.b :
 		is_stored_element(v->u.bin.b, b) ? v->u.bin.a : NULL;
-	if (!x || loads_buffer(x, buf))
+	if (!x || loop_expr_loads(x, buf))
 		return false;
 	pr->vector_var = s->u.for_.var;
 	vclass c = vector_class(pr, x);

@@ -365,6 +365,26 @@ loop_stmt *ls_prefetch(loop_prog *p, loop_buffer *b, int n, loop_expr *const *in
 	return s;
 }
 
+bool loop_expr_loads(const loop_expr *e, const loop_buffer *b)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		if (e->u.load.buf == b)
+			return true;
+		for (int i = 0; i < e->u.load.n; i++)
+			if (loop_expr_loads(e->u.load.index[i], b))
+				return true;
+		return false;
+	case LX_UNARY: return loop_expr_loads(e->u.un.a, b);
+	case LX_BINARY: return loop_expr_loads(e->u.bin.a, b) || loop_expr_loads(e->u.bin.b, b);
+	case LX_SELECT:
+		return loop_expr_loads(e->u.sel.cond, b) || loop_expr_loads(e->u.sel.then_, b) ||
+		       loop_expr_loads(e->u.sel.else_, b);
+	case LX_CAST: return loop_expr_loads(e->u.cast.a, b);
+	default: return false;
+	}
+}
+
 const char *loop_kind_name(loop_kind k)
 {
 	static const char *name[LOOP_KIND_COUNT] = {

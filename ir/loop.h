@@ -191,6 +191,8 @@ const char *loop_kind_name(loop_kind k);
 const char *loop_scope_name(loop_scope s);
 /* Print "p" in the loop-IR text form (stable; golden-tested); malloc'ed. */
 char *loop_prog_print(const loop_prog *p);
+/* Return true when "e" loads from "b" (indices of loads included). */
+bool loop_expr_loads(const loop_expr *e, const loop_buffer *b);
 /* Return true when "a" and "b" are the same expression: the same tree of
  * operators, constants, variables and loads (ir/loop_simplify.c). */
 bool loop_expr_equal(const loop_expr *a, const loop_expr *b);

@@ -64,34 +64,13 @@ static bool on_thread(const barrier_walk *w, const loop_expr *e)
 	}
 }
 
-/* Return whether "e" loads from "b". */
-static bool expr_reads(const loop_expr *e, const loop_buffer *b)
-{
-	switch (e->kind) {
-	case LX_LOAD:
-		if (e->u.load.buf == b)
-			return true;
-		for (int i = 0; i < e->u.load.n; i++)
-			if (expr_reads(e->u.load.index[i], b))
-				return true;
-		return false;
-	case LX_UNARY: return expr_reads(e->u.un.a, b);
-	case LX_BINARY: return expr_reads(e->u.bin.a, b) || expr_reads(e->u.bin.b, b);
-	case LX_SELECT:
-		return expr_reads(e->u.sel.cond, b) || expr_reads(e->u.sel.then_, b) ||
-		       expr_reads(e->u.sel.else_, b);
-	case LX_CAST: return expr_reads(e->u.cast.a, b);
-	default: return false;
-	}
-}
-
 /* Add to "*reads" and "*writes" whether "s" loads from and stores to "b". */
 static void accesses(const loop_stmt *s, const loop_buffer *b, bool *reads,
 	bool *writes)
 {
 	switch (s->kind) {
 	case LS_FOR:
-		*reads |= expr_reads(s->u.for_.min, b) || expr_reads(s->u.for_.extent, b);
+		*reads |= loop_expr_loads(s->u.for_.min, b) || loop_expr_loads(s->u.for_.extent, b);
 		accesses(s->u.for_.body, b, reads, writes);
 		return;
 	case LS_SEQ:
@@ -100,12 +79,12 @@ static void accesses(const loop_stmt *s, const loop_buffer *b, bool *reads,
 		return;
 	case LS_STORE:
 		*writes |= s->u.store.buf == b;
-		*reads |= expr_reads(s->u.store.value, b);
+		*reads |= loop_expr_loads(s->u.store.value, b);
 		for (int i = 0; i < s->u.store.n; i++)
-			*reads |= expr_reads(s->u.store.index[i], b);
+			*reads |= loop_expr_loads(s->u.store.index[i], b);
 		return;
 	case LS_IF:
-		*reads |= expr_reads(s->u.if_.cond, b);
+		*reads |= loop_expr_loads(s->u.if_.cond, b);
 		accesses(s->u.if_.then_, b, reads, writes);
 		if (s->u.if_.else_)
 			accesses(s->u.if_.else_, b, reads, writes);

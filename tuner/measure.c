@@ -457,19 +457,25 @@ static tune_error run_cpu(const worker_job *job, worker_report *rep)
 	return e;
 }
 
+/* The error class of a GPU runner's status. */
+static tune_error gpu_error(tune_gpu_status st)
+{
+	switch (st) {
+	case TUNE_GPU_OK: return TUNE_OK;
+	case TUNE_GPU_BUILD: return TUNE_ERR_BUILD;
+	case TUNE_GPU_TIMEOUT: return TUNE_ERR_TIMEOUT;
+	default: return TUNE_ERR_RUNTIME;
+	}
+}
+
 /* OpenCL: build, upload, poison the outputs on the device, time,
  * download into the shared outputs. */
 static tune_error run_opencl(const worker_job *job, worker_report *rep)
 {
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
-	tune_opencl_run run = { job->p, m->args, &m->o.timer };
-	switch (tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg))) {
-	case TUNE_OPENCL_OK: return TUNE_OK;
-	case TUNE_OPENCL_BUILD: return TUNE_ERR_BUILD;
-	case TUNE_OPENCL_TIMEOUT: return TUNE_ERR_TIMEOUT;
-	default: return TUNE_ERR_RUNTIME;
-	}
+	tune_gpu_run run = { job->p, m->args, &m->o.timer, 0 };
+	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
 }
 
 /* CUDA: open the device, compile and load, upload, poison the outputs on
@@ -478,13 +484,8 @@ static tune_error run_cuda(const worker_job *job, worker_report *rep)
 {
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
-	tune_cuda_run run = { job->p, m->args, &m->o.timer, m->task->gpu.sm };
-	switch (tune_cuda_time(&run, &rep->timing, rep->msg, sizeof(rep->msg))) {
-	case TUNE_CUDA_RUN_OK: return TUNE_OK;
-	case TUNE_CUDA_RUN_BUILD: return TUNE_ERR_BUILD;
-	case TUNE_CUDA_RUN_TIMEOUT: return TUNE_ERR_TIMEOUT;
-	default: return TUNE_ERR_RUNTIME;
-	}
+	tune_gpu_run run = { job->p, m->args, &m->o.timer, m->task->gpu.sm };
+	return gpu_error(tune_cuda_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
 }
 
 /* The runners, one per target kind (rt_target_kind). */

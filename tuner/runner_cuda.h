@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 #include "ir/loop.h"
-#include "runtime/timer.h"
 #include "tuner/gpu_target.h"
+#include "tuner/runner_gpu.h"
 
 typedef enum tune_cuda_status {
 	TUNE_CUDA_LAUNCHABLE,           /* compiled; every kernel can launch */
@@ -33,32 +33,11 @@ typedef enum tune_cuda_status {
 tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
 	const tune_gpu_target *gpu, char *msg, size_t len);
 
-/* What one timed run needs: the program, its arguments (host pointers,
- * inputs then outputs, the outputs in shared memory), the timer, and the
- * architecture the task is for (the device must be of it). */
-typedef struct tune_cuda_run {
-	const loop_prog *p;
-	void *const *args;
-	const rt_timer_opts *timer;
-	int sm;
-} tune_cuda_run;
-
-typedef enum tune_cuda_run_status {
-	TUNE_CUDA_RUN_OK,
-	TUNE_CUDA_RUN_BUILD,     /* no device, another architecture, or NVRTC or
-	                          * the driver refused the program */
-	TUNE_CUDA_RUN_RUNTIME,   /* a launch or a copy failed */
-	TUNE_CUDA_RUN_TIMEOUT    /* the timer ran past its limit */
-} tune_cuda_run_status;
-
 /* In the worker: open the first CUDA device (of architecture "r"->sm),
- * compile and load "r"->p, upload the inputs, fill the outputs on the
- * device with all-ones bytes (so that an element no kernel writes fails
- * the check), time the launches (each waits for the last kernel: wall
- * clock to cuStreamSynchronize; warm-up, repeats, median) into
- * "timing", and download the outputs.  Return the status, with the
- * reason in "msg" of size "len". */
-tune_cuda_run_status tune_cuda_time(const tune_cuda_run *r, rt_timing *timing,
-	char *msg, size_t len);
+ * compile and load "r"->p, and time it (tune_gpu_time_built: upload,
+ * poison the outputs, time to cuStreamSynchronize, download) into
+ * "timing".  Return the status, with the reason in "msg" of size "len". */
+tune_gpu_status tune_cuda_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
+	size_t len);
 
 #endif

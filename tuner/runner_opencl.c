@@ -80,66 +80,27 @@ int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, cha
 	return r;
 }
 
-typedef struct launch_call {
-	tessel_ctx *ctx;
-	cg_opencl_kernel *k;
-	int status;
-} launch_call;
-
-static void launch(void *arg)
+static int fill(void *k, int arg, const void *src, size_t bytes, char *msg, size_t len)
 {
-	launch_call *c = arg;
-	c->status |= cg_opencl_kernel_launch(c->ctx, c->k);
+	return rt_cl_write(((cg_opencl_kernel *)k)->params[arg], src, bytes, msg, len);
 }
 
-/* Fill the output arguments of "k" on the device with all-ones bytes. */
-static int poison_outputs(cg_opencl_kernel *k, char *msg, size_t len)
+static int upload(tessel_ctx *ctx, void *k, void *const *args)
 {
-	for (int i = 0; i < k->nargs; i++) {
-		if (!k->is_output[i])
-			continue;
-		void *ones = malloc(k->bytes[i] ? k->bytes[i] : 1);
-		if (!ones) {
-			snprintf(msg, len, "out of memory");
-			return -1;
-		}
-		memset(ones, 0xff, k->bytes[i]);
-		int r = rt_cl_write(k->params[i], ones, k->bytes[i], msg, len);
-		free(ones);
-		if (r)
-			return -1;
-	}
-	return 0;
+	return cg_opencl_kernel_upload(ctx, k, args);
 }
 
-/* Time the built "k" with "r"'s timer and download its outputs. */
-static tune_opencl_status time_built(const tune_opencl_run *r, tessel_ctx *ctx,
-	cg_opencl_kernel *k, rt_timing *timing, char *msg, size_t len)
+static int launch(tessel_ctx *ctx, void *k)
 {
-	if (cg_opencl_kernel_upload(ctx, k, r->args) || poison_outputs(k, msg, len)) {
-		if (!msg[0])
-			snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
-		return TUNE_OPENCL_RUNTIME;
-	}
-	launch_call call = { ctx, k, 0 };
-	int timed = rt_time(launch, &call, r->timer, timing);
-	if (call.status || cg_opencl_kernel_download(ctx, k, r->args)) {
-		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
-		return TUNE_OPENCL_RUNTIME;
-	}
-	if (timed == RT_TIME_TIMEOUT) {
-		snprintf(msg, len, "%d of %d timed runs within %g s", timing->runs,
-			r->timer->min_repeats, r->timer->timeout_s);
-		return TUNE_OPENCL_TIMEOUT;
-	}
-	if (timed != RT_TIME_OK) {
-		snprintf(msg, len, "the timer failed (out of memory?)");
-		return TUNE_OPENCL_RUNTIME;
-	}
-	return TUNE_OPENCL_OK;
+	return cg_opencl_kernel_launch(ctx, k);
 }
 
-tune_opencl_status tune_opencl_time(const tune_opencl_run *r, rt_timing *timing, char *msg,
+static int download(tessel_ctx *ctx, void *k, void *const *args)
+{
+	return cg_opencl_kernel_download(ctx, k, args);
+}
+
+tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
 	size_t len)
 {
 	msg[0] = '\0';
@@ -147,14 +108,17 @@ tune_opencl_status tune_opencl_time(const tune_opencl_run *r, rt_timing *timing,
 	rt_cl_device *dev = ctx ? rt_cl_open(msg, len) : NULL;
 	if (!dev) {
 		tessel_ctx_free(ctx);
-		return TUNE_OPENCL_BUILD;
+		return TUNE_GPU_BUILD;
 	}
 	cg_opencl_kernel k;
-	tune_opencl_status st = TUNE_OPENCL_BUILD;
-	if (cg_opencl_kernel_build(ctx, r->p, dev, &k))
+	tune_gpu_status st = TUNE_GPU_BUILD;
+	if (cg_opencl_kernel_build(ctx, r->p, dev, &k)) {
 		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
-	else
-		st = time_built(r, ctx, &k, timing, msg, len);
+	} else {
+		tune_gpu_kernel g = { ctx, &k, k.nargs, k.bytes, k.is_output, fill, upload,
+			launch, download };
+		st = tune_gpu_time_built(&g, r, timing, msg, len);
+	}
 	cg_opencl_kernel_free(&k);
 	rt_cl_close(dev);
 	tessel_ctx_free(ctx);

@@ -12,6 +12,7 @@
 #include "ir/loop.h"
 #include "runtime/timer.h"
 #include "tuner/gpu_target.h"
+#include "tuner/runner_gpu.h"
 
 /* The most bytes of private arrays a thread may hold (register tiles,
  * per-thread copies of a stage computed at a loop).  Past it a GPU
@@ -29,28 +30,11 @@
 int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
 	size_t len);
 
-/* What one timed run needs: the program, its arguments (host pointers,
- * inputs then outputs, the outputs in shared memory), the timer. */
-typedef struct tune_opencl_run {
-	const loop_prog *p;
-	void *const *args;
-	const rt_timer_opts *timer;
-} tune_opencl_run;
-
-typedef enum tune_opencl_status {
-	TUNE_OPENCL_OK,
-	TUNE_OPENCL_BUILD,     /* clBuildProgram refused it, or no device */
-	TUNE_OPENCL_RUNTIME,   /* a launch or a copy failed */
-	TUNE_OPENCL_TIMEOUT    /* the timer ran past its limit */
-} tune_opencl_status;
-
-/* In the worker: open the device, build "r"->p with clBuildProgram,
- * upload the inputs, fill the outputs on the device with all-ones bytes
- * (so that an element no kernel writes fails the check), time the
- * launches (each waits for the last kernel: wall clock to clFinish;
- * warm-up, repeats, median) into "timing", and download the outputs.
- * Return the status, with the reason in "msg" of size "len". */
-tune_opencl_status tune_opencl_time(const tune_opencl_run *r, rt_timing *timing, char *msg,
+/* In the worker: open the device, build "r"->p with clBuildProgram, and
+ * time it (tune_gpu_time_built: upload, poison the outputs, time to
+ * clFinish, download) into "timing".  Return the status, with the reason
+ * in "msg" of size "len". */
+tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
 	size_t len);
 
 #endif
