@@ -2,7 +2,8 @@
  * so far checked against the interpreter; wrong, crashing, hanging and
  * unbuildable candidates get their error class while the rest of the batch
  * still measures; a stop flag and a known best are honoured.  Each test
- * compiles into its own kernel cache. */
+ * compiles into its own kernel cache.  And the timed run both GPU runners
+ * share, on a fake device kernel in host memory. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,10 +11,13 @@
 #include <string.h>
 
 #include "ir/compare.h"
+#include "ir/te_impl.h"
 #include "schedule/primitives.h"
 #include "schedule/state.h"
 #include "tessel/ops.h"
+#include "runtime/timer.h"
 #include "tuner/measure.h"
+#include "tuner/runner_gpu.h"
 #include "tuner/task.h"
 
 typedef struct fixture {
@@ -373,4 +377,115 @@ Test(measure, a_known_best_leaves_slower_candidates_unchecked)
 	loop_prog_free(progs[1]);
 	tune_measurer_free(m);
 	fixture_fini(&f);
+}
+
+/* ---- the timed run both GPU runners share (tuner/runner_gpu.c) ---------- */
+
+/* A device kernel made of host memory: two arguments, an input and an
+ * output of 8 floats; "fail" names the call that fails. */
+typedef struct fake_kernel {
+	tessel_ctx *ctx;
+	float device[2][8];
+	int uploads, launches, downloads, fills;
+	const char *fail;
+	double launch_s;        /* each launch busy-waits this long */
+} fake_kernel;
+
+static int fake_fill(void *k, int arg, const void *src, size_t bytes, char *msg, size_t len)
+{
+	fake_kernel *f = k;
+	f->fills++;
+	if (f->fail && strcmp(f->fail, "fill") == 0) {
+		snprintf(msg, len, "fill failed");
+		return -1;
+	}
+	memcpy(f->device[arg], src, bytes);
+	return 0;
+}
+
+static int fake_upload(tessel_ctx *ctx, void *k, void *const *args)
+{
+	(void)ctx;
+	fake_kernel *f = k;
+	f->uploads++;
+	memcpy(f->device[0], args[0], sizeof(f->device[0]));
+	return 0;
+}
+
+static int fake_launch(tessel_ctx *ctx, void *k)
+{
+	fake_kernel *f = k;
+	f->launches++;
+	if (f->fail && strcmp(f->fail, "launch") == 0)
+		return te_error(ctx, TESSEL_ERR_IO, (tessel_loc){ 0 }, "launch failed");
+	double until = rt_now_s() + f->launch_s;
+	while (rt_now_s() < until)
+		;
+	for (int i = 0; i < 8; i++)
+		f->device[1][i] = 2 * f->device[0][i];
+	return 0;
+}
+
+static int fake_download(tessel_ctx *ctx, void *k, void *const *args)
+{
+	(void)ctx;
+	fake_kernel *f = k;
+	f->downloads++;
+	memcpy(args[1], f->device[1], sizeof(f->device[1]));
+	return 0;
+}
+
+/* Run the shared timing on a fake kernel; return its status. */
+static tune_gpu_status fake_run(fake_kernel *f, rt_timer_opts *timer, float *in,
+	float *out, rt_timing *timing, char *msg, size_t len)
+{
+	static const size_t bytes[2] = { 8 * sizeof(float), 8 * sizeof(float) };
+	static const bool is_output[2] = { false, true };
+	void *args[2] = { in, out };
+	tune_gpu_kernel g = { f->ctx, f, 2, bytes, is_output, fake_fill, fake_upload,
+		fake_launch, fake_download };
+	tune_gpu_run r = { NULL, args, timer, 0 };
+	return tune_gpu_time_built(&g, &r, timing, msg, len);
+}
+
+/* Upload, the output poisoned before any launch, warm-up and timed
+ * launches, download; a failing fill or launch is a runtime error with
+ * its reason; a timer past its limit a timeout. */
+Test(gpu_runner, shared_timing_and_its_errors)
+{
+	fake_kernel f = { .ctx = tessel_ctx_new() };
+	rt_timer_opts timer = rt_timer_opts_default();
+	timer.min_total_s = 0;
+	float in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8] = { 0 };
+	rt_timing timing;
+	char msg[256];
+	cr_assert_eq(fake_run(&f, &timer, in, out, &timing, msg, sizeof(msg)), TUNE_GPU_OK,
+		"%s", msg);
+	cr_expect_eq(f.uploads, 1);
+	cr_expect_eq(f.fills, 1, "only the output is poisoned");
+	cr_expect_geq(f.launches, timer.warmup + timer.min_repeats);
+	cr_expect_eq(timing.runs, f.launches - timer.warmup);
+	cr_expect_eq(f.downloads, 1);
+	for (int i = 0; i < 8; i++)
+		cr_expect_eq(out[i], 2 * in[i]);
+
+	fake_kernel bad = { .ctx = f.ctx, .fail = "fill" };
+	cr_expect_eq(fake_run(&bad, &timer, in, out, &timing, msg, sizeof(msg)),
+		TUNE_GPU_RUNTIME);
+	cr_expect_str_eq(msg, "fill failed");
+	cr_expect_eq(bad.launches, 0, "nothing ran after the failed fill");
+
+	bad = (fake_kernel){ .ctx = f.ctx, .fail = "launch" };
+	cr_expect_eq(fake_run(&bad, &timer, in, out, &timing, msg, sizeof(msg)),
+		TUNE_GPU_RUNTIME);
+	cr_expect(strstr(msg, "launch failed"), "%s", msg);
+	tessel_ctx_clear_error(f.ctx);
+
+	fake_kernel slow = { .ctx = f.ctx, .launch_s = 0.02 };
+	timer.min_repeats = 50;
+	timer.timeout_s = 0.1;
+	cr_expect_eq(fake_run(&slow, &timer, in, out, &timing, msg, sizeof(msg)),
+		TUNE_GPU_TIMEOUT);
+	cr_expect(strstr(msg, "timed runs within"), "%s", msg);
+	tessel_ctx_free(f.ctx);
 }
