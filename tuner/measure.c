@@ -157,10 +157,53 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 	return -1;
 }
 
+/* What a child process finds of the first CUDA device. */
+typedef struct cuda_query {
+	int sm;
+	char name[256];
+	char error[512];
+} cuda_query;
+
+static int query_cuda(void *arg)
+{
+	cuda_query *q = arg;
+	rt_cuda_device *d = rt_cuda_open(0, q->error, sizeof(q->error));
+	if (!d)
+		return 1;
+	q->sm = rt_cuda_target(d)->sm;
+	snprintf(q->name, sizeof(q->name), "%s", rt_cuda_target(d)->name);
+	rt_cuda_close(d);
+	return 0;
+}
+
+/* Return 0 when the first CUDA device exists and is of the architecture
+ * of "task", asking a child process (the driver initialized in the tuner
+ * would not survive the fork of its workers); else -1 with the reason. */
+static int cuda_device_fits(const tune_task *task, char *why, size_t len)
+{
+	cuda_query *q = rt_shared_alloc(sizeof(*q));
+	if (!q) {
+		snprintf(why, len, "out of shared memory");
+		return -1;
+	}
+	char status[256];
+	int r = -1;
+	if (rt_run_isolated(query_cuda, q, 60, status, sizeof(status)) != RT_RUN_OK)
+		snprintf(why, len, "no CUDA device: %s", q->error[0] ? q->error : status);
+	else if (q->sm != task->gpu.sm)
+		snprintf(why, len, "the task is for sm_%d but the device is %s (sm_%d); give "
+			"--target cuda:sm_%d", task->gpu.sm, q->name, q->sm, q->sm);
+	else
+		r = 0;
+	rt_shared_free(q, sizeof(*q));
+	return r;
+}
+
 int tune_measure_can_run(const tune_task *task, char *err, size_t errlen)
 {
-	char why[512];
-	if (task->kind != RT_TARGET_CUDA || rt_cuda_probe(why, sizeof(why)) == 0)
+	char why[1024];
+	if (task->kind != RT_TARGET_CUDA || (rt_cuda_probe(why, sizeof(why)) == 0 &&
+		cuda_device_fits(task, why, sizeof(why)) == 0))
 		return 0;
 	snprintf(err, errlen, "tessel cannot measure on CUDA here: %s; CUDA tasks "
 		"sample GPU sketches and compile them with NVRTC without a device "

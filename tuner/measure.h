@@ -71,9 +71,10 @@ typedef struct tune_measurer tune_measurer;
 
 /* Return 0 when candidates of "task" can run here, else -1 with the
  * reason in "err" of size "errlen": CUDA tasks need the driver
- * (libcuda.so.1; without it they are only sampled, compiled and checked,
- * tune_cuda_check in tuner/runner_cuda.h).  tune_measurer_new refuses
- * the same tasks. */
+ * (libcuda.so.1) and a first device of the task's architecture, asked in
+ * a child process (without them they are only sampled, compiled and
+ * checked, tune_cuda_check in tuner/runner_cuda.h).  tune_measurer_new
+ * refuses the same tasks. */
 int tune_measure_can_run(const tune_task *task, char *err, size_t errlen);
 
 /* Make a measurer for "task" (kept by pointer: it must outlive the
