@@ -938,6 +938,16 @@ static bool stmt_has_f64(const loop_stmt *s)
 	}
 }
 
+/* Return the lanes of a vector of the target's width (of doubles when
+ * "f64") halved until they fit "extent" iterations, or 0 below 2. */
+static int fit_lanes(const cg_printer *pr, bool f64, int64_t extent)
+{
+	int lanes = pr->target.vector_bytes / (f64 ? 8 : 4);
+	while (lanes > extent)
+		lanes /= 2;
+	return lanes >= 2 ? lanes : 0;
+}
+
 /* Return the lane count the vectorized loop "s" runs with, or 0 when it
  * runs as scalar code. */
 static int vector_lanes(cg_printer *pr, const loop_stmt *s)
@@ -952,10 +962,7 @@ static int vector_lanes(cg_printer *pr, const loop_stmt *s)
 	pr->vector_var = NULL;
 	if (!ok)
 		return 0;
-	int lanes = pr->target.vector_bytes / (stmt_has_f64(s->u.for_.body) ? 8 : 4);
-	while (lanes > extent->u.ival)
-		lanes /= 2;
-	return lanes >= 2 ? lanes : 0;
+	return fit_lanes(pr, stmt_has_f64(s->u.for_.body), extent->u.ival);
 }
 
 /* Write the name of the vector type of "c" (V_F32, V_F64, V_MASK or,
@@ -1630,13 +1637,8 @@ static bool reduction_lanes(cg_printer *pr, const loop_stmt *s, vreduction *r,
 	if (!pr->d->vector_type_format || pr->target.vector_bytes == 0 ||
 	    extent->kind != LX_INT || !vector_reduction(pr, s, r))
 		return false;
-	int n = pr->target.vector_bytes / (r->c == V_F64 ? 8 : 4);
-	while (n > extent->u.ival)
-		n /= 2;
-	if (n < 2)
-		return false;
-	*lanes = n;
-	return true;
+	*lanes = fit_lanes(pr, r->c == V_F64, extent->u.ival);
+	return *lanes > 0;
 }
 
 /* Print the vectorized loop "s" as scalar code, marked independent when

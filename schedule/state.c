@@ -321,6 +321,10 @@ static bool expr_reads(const sch_state *st, const tessel_expr *e,
 
 bool sch_reads(const sch_state *st, int consumer, int producer)
 {
-	return expr_reads(st, st->stages[consumer].te->body,
-		st->stages[producer].te);
+	return sch_reads_tensor(st, consumer, st->stages[producer].te);
+}
+
+bool sch_reads_tensor(const sch_state *st, int consumer, const tessel_stage *t)
+{
+	return expr_reads(st, st->stages[consumer].te->body, t);
 }

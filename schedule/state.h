@@ -134,6 +134,8 @@ bool sch_name_used(const sch_stage *s, const char *name);
 /* Return true when stage "consumer" reads stage "producer" (both indices),
  * looking through inlined stages. */
 bool sch_reads(const sch_state *st, int consumer, int producer);
+/* The same for any tensor "t" of the op (an input included). */
+bool sch_reads_tensor(const sch_state *st, int consumer, const tessel_stage *t);
 /* Return the position of the compute stage made for the op stage "te". */
 int sch_stage_of(const sch_state *st, const tessel_stage *te);
 

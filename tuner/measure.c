@@ -177,26 +177,36 @@ static int query_cuda(void *arg)
 }
 
 /* Return 0 when the first CUDA device exists and is of the architecture
- * of "task", asking a child process (the driver initialized in the tuner
- * would not survive the fork of its workers); else -1 with the reason. */
+ * of "task", else -1 with the reason.  A child process asks (the driver
+ * initialized in the tuner would not survive the fork of its workers),
+ * once per process: `tessel tune` asks before it opens the store and the
+ * measurer again. */
 static int cuda_device_fits(const tune_task *task, char *why, size_t len)
 {
-	cuda_query *q = rt_shared_alloc(sizeof(*q));
-	if (!q) {
-		snprintf(why, len, "out of shared memory");
-		return -1;
+	static cuda_query known;
+	static bool asked;
+	if (!asked) {
+		cuda_query *q = rt_shared_alloc(sizeof(*q));
+		if (!q) {
+			snprintf(why, len, "out of shared memory");
+			return -1;
+		}
+		char status[256];
+		if (rt_run_isolated(query_cuda, q, 60, status, sizeof(status)) != RT_RUN_OK &&
+		    !q->error[0])
+			snprintf(q->error, sizeof(q->error), "%s", status);
+		known = *q;
+		asked = true;
+		rt_shared_free(q, sizeof(*q));
 	}
-	char status[256];
-	int r = -1;
-	if (rt_run_isolated(query_cuda, q, 60, status, sizeof(status)) != RT_RUN_OK)
-		snprintf(why, len, "no CUDA device: %s", q->error[0] ? q->error : status);
-	else if (q->sm != task->gpu.sm)
+	if (known.error[0])
+		snprintf(why, len, "no CUDA device: %s", known.error);
+	else if (known.sm != task->gpu.sm)
 		snprintf(why, len, "the task is for sm_%d but the device is %s (sm_%d); give "
-			"--target cuda:sm_%d", task->gpu.sm, q->name, q->sm, q->sm);
+			"--target cuda:sm_%d", task->gpu.sm, known.name, known.sm, known.sm);
 	else
-		r = 0;
-	rt_shared_free(q, sizeof(*q));
-	return r;
+		return 0;
+	return -1;
 }
 
 int tune_measure_can_run(const tune_task *task, char *err, size_t errlen)
@@ -359,10 +369,10 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 	return 0;
 }
 
-/* GPU: refuse a launch past the device's limits before it runs (the
+/* OpenCL: refuse a launch past the device's limits before it runs (the
  * build itself happens in the worker, where a crashing device compiler
  * takes nothing down). */
-static int prepare_gpu(builder *b, tessel_ctx *ctx, int i)
+static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 {
 	(void)ctx;
 	tune_result *r = &b->out[i];
@@ -534,7 +544,7 @@ static tune_error run_cuda(const worker_job *job, worker_report *rep)
 /* The runners, one per target kind (rt_target_kind). */
 static const runner runners[] = {
 	[RT_TARGET_CPU] = { prepare_cpu, run_cpu },
-	[RT_TARGET_OPENCL] = { prepare_gpu, run_opencl },
+	[RT_TARGET_OPENCL] = { prepare_opencl, run_opencl },
 	[RT_TARGET_CUDA] = { prepare_cuda, run_cuda },
 };
 

@@ -810,45 +810,13 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 
 /* ---- prefetch ------------------------------------------------------------------------- */
 
-typedef struct tensor_scan {
-	const sch_state *st;
-	const tessel_stage *tensor;
-	bool found;
-} tensor_scan;
-
-static int scan_tensor(tessel_expr *access, bool under_select, void *user);
-
-/* Return whether "e" reads "t", looking through inlined stages. */
-static bool expr_reads_tensor(const sch_state *st, tessel_expr *e, const tessel_stage *t)
-{
-	tensor_scan scan = { st, t, false };
-	te_visit_accesses(e, false, scan_tensor, &scan);
-	return scan.found;
-}
-
-static int scan_tensor(tessel_expr *access, bool under_select, void *user)
-{
-	(void)under_select;
-	tensor_scan *scan = user;
-	const tessel_stage *r = access->u.access.tensor;
-	if (r == scan->tensor) {
-		scan->found = true;
-	} else if (r->kind == TE_COMPUTE) {
-		int k = sch_stage_of(scan->st, r);
-		if (k >= 0 && scan->st->stages[k].attach == SCH_INLINE &&
-		    expr_reads_tensor(scan->st, r->body, scan->tensor))
-			scan->found = true;
-	}
-	return 0;
-}
-
 /* Return whether stage "s", or a stage computed inside its loops, reads
  * the input "t". */
 static bool nest_reads(const sch_state *st, int s, const tessel_stage *t, int depth)
 {
 	if (depth > st->nstages)
 		return false;
-	if (expr_reads_tensor(st, st->stages[s].te->body, t))
+	if (sch_reads_tensor(st, s, t))
 		return true;
 	for (int k = 0; k < st->nstages; k++)
 		if (k != s && sch_is_attached(&st->stages[k]) &&
@@ -1002,23 +970,24 @@ static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multip
 }
 
 /* Return the vector width of the stage that step "target" of "t" splits
- * when the trace vectorizes the inner loop it makes, else 1. */
-static int64_t vectorized_inner(const tune_space *sp, const sch_state *st,
+ * ("st" replayed up to it) when the trace vectorizes the inner loop it
+ * makes, else 1. */
+static int64_t vectorized_inner(const tune_space *sp, sch_state *st,
 	const sch_trace *t, int target)
 {
 	const sch_step *s = &t->steps[target];
+	int si, it;
 	if (strcmp(s->prim, "split") != 0 || s->nouts != 2)
 		return 1;
-	for (int i = target + 1; i < t->nsteps; i++)
-		if (strcmp(t->steps[i].prim, "vectorize") == 0 &&
-		    strcmp(t->steps[i].args[0], s->outs[1]) == 0) {
-			const char *dot = strchr(s->args[0], '.');
-			for (int k = 0; dot && k < st->nstages; k++)
-				if (strlen(st->stages[k].name) == (size_t)(dot - s->args[0]) &&
-				    strncmp(st->stages[k].name, s->args[0], (size_t)(dot - s->args[0])) == 0)
-					return lanes_of(sp, &st->stages[k]);
-			return 1;
-		}
+	for (int i = target + 1; i < t->nsteps; i++) {
+		if (strcmp(t->steps[i].prim, "vectorize") != 0 ||
+		    strcmp(t->steps[i].args[0], s->outs[1]) != 0)
+			continue;
+		if (sch_find_loop(st, s->args[0], &si, &it) == 0)
+			return lanes_of(sp, &st->stages[si]);
+		tessel_ctx_clear_error(st->ctx);
+		return 1;
+	}
 	return 1;
 }
 
