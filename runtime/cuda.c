@@ -67,6 +67,8 @@ typedef struct cu_api {
 	CUresult (*MemFree)(CUdeviceptr);
 	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
 	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
 	CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
 		unsigned, unsigned, unsigned, CUstream, void **, void **);
 	CUresult (*StreamSynchronize)(CUstream);
@@ -114,7 +116,8 @@ static void load_api(void)
 		FN(CtxSetCurrent, plain),
 		FN(ModuleLoadData, plain), FN(ModuleUnload, plain),
 		FN(ModuleGetFunction, plain), FN(MemAlloc, v2), FN(MemFree, v2),
-		FN(MemcpyHtoD, v2), FN(MemcpyDtoH, v2), FN(LaunchKernel, plain),
+		FN(MemcpyHtoD, v2), FN(MemcpyDtoH, v2), FN(MemcpyDtoDAsync, v2),
+		FN(MemsetD32, v2), FN(LaunchKernel, plain),
 		FN(StreamSynchronize, plain), FN(EventCreate, plain),
 		FN(EventDestroy, v2), FN(EventRecord, plain), FN(EventSynchronize, plain),
 		FN(EventElapsedTime, v2),
@@ -155,6 +158,9 @@ struct rt_cuda_device {
 	CUdevice dev;
 	CUcontext ctx;
 	rt_gpu_target target;
+	CUdeviceptr flush;          /* rt_cuda_flush_l2's buffer, or 0 */
+	size_t flush_words;
+	unsigned flushes;
 };
 
 #define MAX_KERNELS 256
@@ -259,6 +265,10 @@ rt_cuda_device *rt_cuda_open(int ordinal, char *err, size_t len)
 		return NULL;
 	}
 	rt_cuda_device *d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
 	if (open_device(d, ordinal, err, len)) {
 		rt_cuda_close(d);
 		return NULL;
@@ -270,6 +280,8 @@ void rt_cuda_close(rt_cuda_device *d)
 {
 	if (!d)
 		return;
+	if (d->flush)
+		api.MemFree(d->flush);
 	if (d->ctx) {
 		api.CtxSetCurrent(NULL);
 		api.DevicePrimaryCtxRelease(d->dev);
@@ -396,6 +408,34 @@ int rt_cuda_sync(rt_cuda_device *d, char *err, size_t len)
 {
 	(void)d;
 	CHECK(StreamSynchronize, (NULL), err, len);
+	return 0;
+}
+
+int rt_cuda_flush_l2(rt_cuda_device *d, char *err, size_t len)
+{
+	if (!d->flush) {
+		int64_t bytes = 2 * d->target.l2_bytes;
+		d->flush_words = (size_t)(bytes > (8 << 20) ? bytes : (8 << 20)) / 4;
+		CHECK(MemAlloc, (&d->flush, d->flush_words * 4), err, len);
+	}
+	CHECK(MemsetD32, (d->flush, ++d->flushes, d->flush_words), err, len);
+	return 0;
+}
+
+uint64_t rt_cuda_buffer_address(const rt_cuda_buffer *b)
+{
+	return b->ptr;
+}
+
+int rt_cuda_copy_async(rt_cuda_buffer *dst, const rt_cuda_buffer *src, size_t bytes,
+	char *err, size_t len)
+{
+	if (bytes > dst->bytes || bytes > src->bytes) {
+		snprintf(err, len, "device copy of %zu bytes between buffers of %zu and "
+			"%zu", bytes, src->bytes, dst->bytes);
+		return -1;
+	}
+	CHECK(MemcpyDtoDAsync, (dst->ptr, src->ptr, bytes, NULL), err, len);
 	return 0;
 }
 

@@ -56,6 +56,18 @@ int rt_cuda_launch(rt_cuda_module *m, const char *name, int n,
 /* Wait until everything launched on "d" is done. */
 int rt_cuda_sync(rt_cuda_device *d, char *err, size_t len);
 
+/* The device address of "b", for libraries that take raw pointers
+ * (cuBLAS, cuDNN). */
+uint64_t rt_cuda_buffer_address(const rt_cuda_buffer *b);
+/* Enqueue a copy of "bytes" bytes from "src" to "dst" on the default
+ * stream, without waiting. */
+int rt_cuda_copy_async(rt_cuda_buffer *dst, const rt_cuda_buffer *src, size_t bytes,
+	char *err, size_t len);
+
+/* Evict the device's L2 cache: write a buffer of twice its size (8 MiB
+ * at least; allocated on first use, freed with the device) and wait. */
+int rt_cuda_flush_l2(rt_cuda_device *d, char *err, size_t len);
+
 /* Record an event before and after "launch"("arg") (which returns 0 or
  * -1 with its own error), wait, and write the time between them in
  * seconds into "*seconds". */

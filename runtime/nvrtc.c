@@ -3,6 +3,8 @@
  * no CUDA headers and running needs no NVRTC until something compiles. */
 #include "runtime/nvrtc.h"
 
+#include "runtime/cuda_lib.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -37,60 +39,25 @@ typedef struct nvrtc_api {
 static nvrtc_api api;
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
-/* Open the first NVRTC of the places runtime/nvrtc.h lists; NULL with
- * the places tried and the last loader error in api.error. */
-static void *open_library(void)
-{
-	static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12",
-		"libnvrtc.so" };
-	enum { NNAMES = sizeof(names) / sizeof(*names) };
-	char paths[4 + 4 * NNAMES][512];
-	int n = 0;
-	const char *explicit = getenv("TESSEL_NVRTC");
-	if (explicit && explicit[0])
-		snprintf(paths[n++], sizeof(paths[0]), "%s", explicit);
-	const char *homes[] = { getenv("CUDA_HOME"), getenv("CUDA_PATH") };
-	for (int h = 0; h < 2; h++)
-		for (int k = 0; homes[h] && homes[h][0] && k < NNAMES; k++)
-			snprintf(paths[n++], sizeof(paths[0]), "%s/lib64/%s", homes[h], names[k]);
-	for (int k = 0; k < NNAMES; k++)
-		snprintf(paths[n++], sizeof(paths[0]), "%s", names[k]);
-	for (int k = 0; k < NNAMES; k++)
-		snprintf(paths[n++], sizeof(paths[0]), "/usr/local/cuda/lib64/%s", names[k]);
-	const char *last = "";
-	for (int i = 0; i < n; i++) {
-		void *lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-		if (lib)
-			return lib;
-		last = dlerror();
-	}
-	snprintf(api.error, sizeof(api.error), "NVRTC not found (libnvrtc.so.13 "
-		"or .12 in $TESSEL_NVRTC, $CUDA_HOME/lib64, $CUDA_PATH/lib64, the "
-		"loader's path or /usr/local/cuda/lib64): %s", last ? last : "");
-	return NULL;
-}
-
 /* Load NVRTC and its entry points into "api" (never unloaded). */
 static void load_api(void)
 {
-	void *lib = open_library();
+	static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12",
+		"libnvrtc.so", NULL };
+	void *lib = rt_cuda_lib_open("NVRTC", names, "TESSEL_NVRTC", api.error,
+		sizeof(api.error));
 	if (!lib)
 		return;
-	struct { void **slot; const char *name; } fns[] = {
+	rt_lib_symbol fns[] = {
 #define FN(n) { (void **)&api.n, "nvrtc" #n }
 		FN(GetErrorString), FN(Version), FN(CreateProgram), FN(DestroyProgram),
 		FN(CompileProgram), FN(GetCUBINSize), FN(GetCUBIN), FN(GetProgramLogSize),
 		FN(GetProgramLog),
 #undef FN
 	};
-	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
-		*fns[i].slot = dlsym(lib, fns[i].name);
-		if (!*fns[i].slot) {
-			snprintf(api.error, sizeof(api.error), "NVRTC library lacks %s",
-				fns[i].name);
-			return;
-		}
-	}
+	if (rt_cuda_lib_resolve(lib, "the NVRTC library", fns,
+			(int)(sizeof(fns) / sizeof(*fns)), api.error, sizeof(api.error)))
+		return;
 	*(void **)&api.GetNumSupportedArchs = dlsym(lib, "nvrtcGetNumSupportedArchs");
 	*(void **)&api.GetSupportedArchs = dlsym(lib, "nvrtcGetSupportedArchs");
 	api.loaded = true;

@@ -29,7 +29,7 @@ double rt_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool valid_opts(const rt_timer_opts *o)
+bool rt_timer_opts_valid(const rt_timer_opts *o)
 {
 	return o->warmup >= 0 && o->min_repeats >= 1 &&
 	       o->max_repeats >= o->min_repeats && o->min_total_s >= 0 &&
@@ -66,9 +66,7 @@ static int compare_doubles(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Store in "out" the statistics of the "n" run times "times" (sorted in
- * place). */
-static void summarize(double *times, int n, rt_timing *out)
+void rt_timing_summarize(double *times, int n, rt_timing *out)
 {
 	memset(out, 0, sizeof *out);
 	out->runs = n;
@@ -119,7 +117,7 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	rt_timer_opts defaults = rt_timer_opts_default();
 	o = o ? o : &defaults;
 	memset(out, 0, sizeof *out);
-	if (!fn || !valid_opts(o))
+	if (!fn || !rt_timer_opts_valid(o))
 		return RT_TIME_ERROR;
 	size_t flush_len = o->flush_cache ? flush_size(o) : 0;
 	unsigned char *flush = flush_len ? malloc(flush_len) : NULL;
@@ -142,7 +140,7 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 		total += times[runs++];
 		in_time = !timed_out(o, start);
 	}
-	summarize(times, runs, out);
+	rt_timing_summarize(times, runs, out);
 	free(flush);
 	free(times);
 	return runs >= o->min_repeats ? RT_TIME_OK : RT_TIME_TIMEOUT;

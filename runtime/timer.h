@@ -51,6 +51,13 @@ rt_timer_opts rt_timer_opts_default(void);
 int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	rt_timing *out);
 
+/* Return whether "o" is valid: see rt_time's RT_TIME_ERROR. */
+bool rt_timer_opts_valid(const rt_timer_opts *o);
+
+/* Store in "out" the statistics of the "n" run times "times" (sorted in
+ * place); for timers of other clocks (runtime/cuda_timing.c). */
+void rt_timing_summarize(double *times, int n, rt_timing *out);
+
 /* Return the CLOCK_MONOTONIC time in seconds. */
 double rt_now_s(void);
 

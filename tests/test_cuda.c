@@ -23,6 +23,8 @@
 #include "codegen/cuda_kernel.h"
 #include "ir/loop.h"
 #include "runtime/cuda.h"
+#include "runtime/cuda_timing.h"
+#include "runtime/cupti.h"
 #include "runtime/gpu_target.h"
 #include "runtime/nvrtc.h"
 #include "runtime/target.h"
@@ -596,6 +598,35 @@ Test(cuda_target, strings)
 	cr_expect_eq(t.max_regs_per_thread, 255);
 }
 
+/* ---- CUPTI ---------------------------------------------------------------- */
+
+/* CUPTI loads with every entry point tessel uses (or the test skips,
+ * saying where it looked); stopping what was never started is refused;
+ * without a driver starting fails with CUPTI's own error, with one it
+ * records nothing until a kernel runs. */
+Test(cupti, loads_and_refuses_out_of_order_calls)
+{
+	char err[1024];
+	if (rt_cupti_probe(err, sizeof(err)))
+		cr_skip_test("%s", err);
+	double *s = NULL;
+	int n = -1;
+	cr_expect_eq(rt_cupti_stop(&s, &n, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "no CUPTI recording is running"), "%s", err);
+	cr_expect_null(s);
+	cr_expect_eq(n, 0);
+	if (rt_cupti_start(err, sizeof(err))) {
+		cr_log_info("no recording here: %s", err);
+		cr_expect(strstr(err, "cuptiActivity"), "%s", err);
+		return;
+	}
+	cr_expect_eq(rt_cupti_start(err, sizeof(err)), -1, "one recording at a time");
+	cr_expect(strstr(err, "already running"), "%s", err);
+	cr_assert_eq(rt_cupti_stop(&s, &n, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(n, 0);
+	free(s);
+}
+
 /* ---- the device ------------------------------------------------------------ */
 
 /* Return the first CUDA device, or skip the test saying why there is
@@ -645,5 +676,49 @@ Test(cuda_device, default_schedules_against_the_interpreter, .timeout = 600)
 		test_fixture_fini(&f);
 	}
 	cr_expect_eq(failed, 0);
+	rt_cuda_close(dev);
+}
+
+static int enqueue_kernel(void *arg)
+{
+	test_fixture *f = ((void **)arg)[0];
+	return cg_cuda_kernel_enqueue(f->ctx, ((void **)arg)[1]);
+}
+
+/* CUPTI times each run's kernels: one duration per kernel of the plan,
+ * no longer than the events around the same launches, the L2 flushed
+ * before each run. */
+Test(cuda_device, cupti_times_every_kernel_of_a_run, .timeout = 300)
+{
+	rt_cuda_device *dev = open_device();
+	test_fixture f;
+	test_fixture_init(&f, "softmax", test_library_spec("softmax"));
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	cg_cuda_kernel k;
+	cr_assert_eq(cg_cuda_kernel_build(f.ctx, p, dev, &k), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	cr_assert_eq(cg_cuda_kernel_upload(f.ctx, &k, f.data), 0);
+	rt_timer_opts o = rt_timer_opts_default();
+	o.min_repeats = 10;
+	o.min_total_s = 0.01;
+	o.flush_cache = true;
+	rt_cuda_timing t;
+	char err[1024];
+	void *call[2] = { &f, &k };
+	cr_assert_eq(rt_cuda_time_runs(dev, enqueue_kernel, call, &o, &t, err, sizeof(err)),
+		RT_TIME_OK, "%s", err);
+	cr_expect_eq(t.kernels.runs, t.events.runs, "CUPTI: %s", t.cupti_error);
+	cr_expect_eq(t.kernels_per_run, k.program.plan.nkernels);
+	cr_expect_gt(t.kernels.median_s, 0);
+	cr_expect_leq(t.kernels.median_s, t.events.median_s * 1.05 + 2e-6,
+		"kernels %g s, events %g s", t.kernels.median_s, t.events.median_s);
+	cr_log_info("softmax: kernels %.3g us (CUPTI), events %.3g us, %d runs",
+		t.kernels.median_s * 1e6, t.events.median_s * 1e6, t.kernels.runs);
+	cg_cuda_kernel_free(&k);
+	loop_prog_free(p);
+	sch_state_free(st);
+	test_fixture_fini(&f);
 	rt_cuda_close(dev);
 }

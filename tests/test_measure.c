@@ -389,6 +389,7 @@ typedef struct fake_kernel {
 	int uploads, launches, downloads, fills;
 	const char *fail;
 	double launch_s;        /* each launch busy-waits this long */
+	bool device_clock;      /* time with fake_time, not the wall clock */
 } fake_kernel;
 
 static int fake_fill(void *k, int arg, const void *src, size_t bytes, char *msg, size_t len)
@@ -435,6 +436,23 @@ static int fake_download(tessel_ctx *ctx, void *k, void *const *args)
 	return 0;
 }
 
+/* A device clock: launch o->min_repeats times and report 1 ms each; fail
+ * as "fail" == "time" says. */
+static int fake_time(tessel_ctx *ctx, void *k, const rt_timer_opts *o,
+	rt_timing *timing, char *msg, size_t len)
+{
+	fake_kernel *f = k;
+	if (f->fail && strcmp(f->fail, "time") == 0) {
+		snprintf(msg, len, "device clock failed");
+		return RT_TIME_ERROR;
+	}
+	for (int i = 0; i < o->min_repeats; i++)
+		if (fake_launch(ctx, k))
+			return RT_TIME_ERROR;
+	*timing = (rt_timing){ 1e-3, 1e-3, 1e-3, o->min_repeats };
+	return RT_TIME_OK;
+}
+
 /* Run the shared timing on a fake kernel; return its status. */
 static tune_gpu_status fake_run(fake_kernel *f, rt_timer_opts *timer, float *in,
 	float *out, rt_timing *timing, char *msg, size_t len)
@@ -443,7 +461,7 @@ static tune_gpu_status fake_run(fake_kernel *f, rt_timer_opts *timer, float *in,
 	static const bool is_output[2] = { false, true };
 	void *args[2] = { in, out };
 	tune_gpu_kernel g = { f->ctx, f, 2, bytes, is_output, fake_fill, fake_upload,
-		fake_launch, fake_download };
+		fake_launch, fake_download, f->device_clock ? fake_time : NULL };
 	tune_gpu_run r = { NULL, args, timer, 0 };
 	return tune_gpu_time_built(&g, &r, timing, msg, len);
 }
@@ -487,5 +505,32 @@ Test(gpu_runner, shared_timing_and_its_errors)
 	cr_expect_eq(fake_run(&slow, &timer, in, out, &timing, msg, sizeof(msg)),
 		TUNE_GPU_TIMEOUT);
 	cr_expect(strstr(msg, "timed runs within"), "%s", msg);
+	tessel_ctx_free(f.ctx);
+}
+
+/* A kernel with its own clock (CUDA's CUPTI) is timed by it, not by the
+ * wall clock; its failure is a runtime error with its reason, and the
+ * outputs are still checked through the download. */
+Test(gpu_runner, device_clock_replaces_the_wall_clock)
+{
+	fake_kernel f = { .ctx = tessel_ctx_new(), .device_clock = true, .launch_s = 0.002 };
+	rt_timer_opts timer = rt_timer_opts_default();
+	float in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8] = { 0 };
+	rt_timing timing;
+	char msg[256];
+	cr_assert_eq(fake_run(&f, &timer, in, out, &timing, msg, sizeof(msg)), TUNE_GPU_OK,
+		"%s", msg);
+	cr_expect_eq(timing.median_s, 1e-3, "the device's time, not the 2 ms wall time");
+	cr_expect_eq(timing.runs, timer.min_repeats);
+	cr_expect_eq(f.launches, timer.min_repeats);
+	cr_expect_eq(f.downloads, 1);
+	for (int i = 0; i < 8; i++)
+		cr_expect_eq(out[i], 2 * in[i]);
+
+	fake_kernel bad = { .ctx = f.ctx, .device_clock = true, .fail = "time" };
+	cr_expect_eq(fake_run(&bad, &timer, in, out, &timing, msg, sizeof(msg)),
+		TUNE_GPU_RUNTIME);
+	cr_expect_str_eq(msg, "device clock failed");
+	cr_expect_eq(bad.downloads, 0, "nothing downloaded after the failed timing");
 	tessel_ctx_free(f.ctx);
 }

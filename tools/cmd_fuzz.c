@@ -218,7 +218,7 @@ static const char *check_cuda(tessel_ctx *ctx, const loop_prog *p, fuzz_data *d,
 		return why;
 	if (cf->no_driver || cf->refused)
 		return NULL;
-	if (cli_run_cuda(ctx, p, cf->sm, d->args, NULL, NULL, NULL, 60, NULL, why, len)) {
+	if (cli_run_cuda(ctx, p, cf->sm, d->args, NULL, NULL, 60, NULL, why, len)) {
 		const char *missing = strstr(why, "CUDA driver not found");
 		if (!missing)
 			return why;

@@ -35,8 +35,9 @@ static const char run_help[] =
 	"the CPU), with the default GPU schedule when no TRACE is given (the time\n"
 	"is the wall clock of the launches up to clFinish), or \"cuda\" or\n"
 	"\"cuda:sm_NN\": the first CUDA GPU (libcuda.so.1), its kernels compiled\n"
-	"by NVRTC for its architecture, checked against its limits, timed up to\n"
-	"the end of the stream and once with CUDA events. A kernel\n"
+	"by NVRTC for its architecture, checked against its limits, and timed by\n"
+	"the kernels' durations from CUPTI (CUDA events around the launches where\n"
+	"CUPTI cannot be loaded; --flush evicts the L2 between repeats). A kernel\n"
 	"that crashes or runs past --timeout (default 60 s) is an error. Exit 1 when\n"
 	"an output is wrong. --json prints one JSON object instead of the summary.\n"
 	"--db PATH (instead of --sched) uses the best record of the op on TARGET in\n"
@@ -220,12 +221,20 @@ static int execute_cuda(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
 	rt_timer_opts timer = rt_timer_opts_default();
 	timer.min_total_s = a->min_time;
 	timer.timeout_s = a->timeout;
-	double event_s = 0;
-	int status = cli_run_cuda(ctx, p, sm, args, &timer, timing, &event_s,
-		a->timeout + 60, device, why, sizeof(why)) ? cli_fail("%s", why) : 0;
-	if (status == 0 && !a->json)
-		printf("device: %s (CUDA); one run timed with CUDA events: %.6g ms\n",
-			device, event_s * 1e3);
+	timer.flush_cache = a->flush;
+	rt_cuda_timing t;
+	int status = cli_run_cuda(ctx, p, sm, args, &timer, &t, a->timeout + 60, device,
+		why, sizeof(why)) ? cli_fail("%s", why) : 0;
+	if (status == 0)
+		*timing = *rt_cuda_timing_best(&t);
+	if (status == 0 && !a->json && t.kernels.runs)
+		printf("device: %s (CUDA); time: the kernels' durations from CUPTI "
+		       "(%d kernel%s per run); CUDA events around the launches: median "
+		       "%.6g ms\n", device, t.kernels_per_run, t.kernels_per_run == 1 ? "" : "s",
+			t.events.median_s * 1e3);
+	else if (status == 0 && !a->json)
+		printf("device: %s (CUDA); time: CUDA events around the launches (no "
+		       "kernel durations: %s)\n", device, t.cupti_error);
 	for (int i = 0; i < nout; i++) {
 		if (status == 0)
 			memcpy(out[i]->data, args[nin + i], tensor_bytes(out[i]));

@@ -14,8 +14,7 @@ typedef struct cuda_job {
 	int sm;
 	void *const *args;
 	const rt_timer_opts *timer;
-	rt_timing *timing;         /* shared, or NULL */
-	double *event_s;           /* shared */
+	rt_cuda_timing *timing;    /* shared, or NULL */
 	char *device;              /* shared, 256 bytes */
 	char *error;               /* shared, 1024 bytes */
 } cuda_job;
@@ -23,14 +22,7 @@ typedef struct cuda_job {
 typedef struct launch_call {
 	tessel_ctx *ctx;
 	cg_cuda_kernel *k;
-	int status;
 } launch_call;
-
-static void launch(void *arg)
-{
-	launch_call *c = arg;
-	c->status |= cg_cuda_kernel_launch(c->ctx, c->k);
-}
 
 static int enqueue(void *arg)
 {
@@ -59,22 +51,17 @@ static int open_device(cuda_job *job, rt_cuda_device **dev)
 	return 0;
 }
 
-/* Time the launches with the wall clock, then once with CUDA events. */
+/* Time the launches on the device. */
 static int time_launches(cuda_job *job, rt_cuda_device *dev, launch_call *call)
 {
-	char err[1024];
-	int timed = rt_time(launch, call, job->timer, job->timing);
-	if (call->status)
-		return 1;
-	if (timed != RT_TIME_OK) {
-		snprintf(job->error, 1024, "timing ran past the time limit");
-		return 1;
-	}
-	if (rt_cuda_time(dev, enqueue, call, job->event_s, err, sizeof(err))) {
-		snprintf(job->error, 1024, "%s", err);
-		return 1;
-	}
-	return 0;
+	char err[1024] = "";
+	int r = rt_cuda_time_runs(dev, enqueue, call, job->timer, job->timing, err,
+		sizeof(err));
+	if (r == RT_TIME_OK)
+		return 0;
+	snprintf(job->error, 1024, "%s", r == RT_TIME_TIMEOUT ? "timing ran past the "
+		"time limit" : err[0] ? err : tessel_ctx_error(job->ctx)->message);
+	return 1;
 }
 
 /* Compile, upload, run (and time), download: the child's work. */
@@ -90,11 +77,9 @@ static int run_child(void *arg)
 	int r = cg_cuda_kernel_build(job->ctx, job->p, dev, &k);
 	if (r == 0)
 		r = cg_cuda_kernel_upload(job->ctx, &k, job->args);
-	launch_call call = { job->ctx, &k, 0 };
-	if (r == 0) {
-		launch(&call);
-		r = call.status;
-	}
+	launch_call call = { job->ctx, &k };
+	if (r == 0)
+		r = cg_cuda_kernel_launch(job->ctx, &k);
 	if (r == 0 && job->timing)
 		r = time_launches(job, dev, &call);
 	if (r == 0)
@@ -107,14 +92,13 @@ static int run_child(void *arg)
 }
 
 int cli_run_cuda(tessel_ctx *ctx, const loop_prog *p, int sm, void *const *args,
-	const rt_timer_opts *timer, rt_timing *timing, double *event_s,
+	const rt_timer_opts *timer, rt_cuda_timing *timing,
 	double timeout_s, char *device, char *why, size_t len)
 {
-	cuda_job job = { ctx, p, sm, args, timer, NULL,
-		rt_shared_alloc(sizeof(double)), rt_shared_alloc(256),
+	cuda_job job = { ctx, p, sm, args, timer, NULL, rt_shared_alloc(256),
 		rt_shared_alloc(1024) };
 	if (timer && timing)
-		job.timing = rt_shared_alloc(sizeof(rt_timing));
+		job.timing = rt_shared_alloc(sizeof(rt_cuda_timing));
 	char status[512];
 	rt_run_status st = rt_run_isolated(run_child, &job, timeout_s, status,
 		sizeof(status));
@@ -123,13 +107,10 @@ int cli_run_cuda(tessel_ctx *ctx, const loop_prog *p, int sm, void *const *args,
 			job.error);
 	if (job.timing) {
 		*timing = *job.timing;
-		rt_shared_free(job.timing, sizeof(rt_timing));
+		rt_shared_free(job.timing, sizeof(rt_cuda_timing));
 	}
-	if (event_s)
-		*event_s = *job.event_s;
 	if (device)
 		snprintf(device, 256, "%s", job.device);
-	rt_shared_free(job.event_s, sizeof(double));
 	rt_shared_free(job.device, 256);
 	rt_shared_free(job.error, 1024);
 	return st != RT_RUN_OK;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "ir/loop.h"
+#include "runtime/cuda_timing.h"
 #include "runtime/timer.h"
 
 /* In a child process: open the first CUDA device (refused when "sm" is
@@ -13,14 +14,14 @@
  * it, check its launches, upload its inputs from "args" (one pointer per
  * argument, inputs then outputs; the outputs in shared memory,
  * rt_shared_alloc), run it once, time it with "timer" into "*timing"
- * when both are given (launches up to the stream's end, wall clock) and
- * once more with CUDA events into "*event_s" (when not NULL), and
- * download the outputs into "args".  The device's name goes into
+ * when both are given (rt_cuda_time_runs: CUPTI's kernel durations, and
+ * CUDA events around the same launches; the L2 evicted before each run
+ * when timer->flush_cache), and download the outputs into "args".  The device's name goes into
  * "device" (of size 256) when it is not NULL.  Return 0, or 1 with the
  * reason in "why" of size "len" (no driver, a crash or a run past
  * "timeout_s" seconds included). */
 int cli_run_cuda(tessel_ctx *ctx, const loop_prog *p, int sm, void *const *args,
-	const rt_timer_opts *timer, rt_timing *timing, double *event_s,
+	const rt_timer_opts *timer, rt_cuda_timing *timing,
 	double timeout_s, char *device, char *why, size_t len);
 
 #endif

@@ -35,8 +35,10 @@ tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
 
 /* In the worker: open the first CUDA device (of architecture "r"->sm),
  * compile and load "r"->p, and time it (tune_gpu_time_built: upload,
- * poison the outputs, time to cuStreamSynchronize, download) into
- * "timing".  Return the status, with the reason in "msg" of size "len". */
+ * poison the outputs, time, download) into "timing": the median over
+ * runs of its kernels' durations from CUPTI (CUDA events where CUPTI
+ * cannot be loaded), the L2 evicted before every run
+ * (rt_cuda_time_runs).  Return the status, with the reason in "msg" of size "len". */
 tune_gpu_status tune_cuda_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
 	size_t len);
 

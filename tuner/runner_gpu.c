@@ -46,7 +46,10 @@ tune_gpu_status tune_gpu_time_built(const tune_gpu_kernel *g, const tune_gpu_run
 		return TUNE_GPU_RUNTIME;
 	}
 	launch_call call = { g, 0 };
-	int timed = rt_time(launch, &call, r->timer, timing);
+	int timed = g->time ? g->time(g->ctx, g->k, r->timer, timing, msg, len)
+		: rt_time(launch, &call, r->timer, timing);
+	if (g->time && timed == RT_TIME_ERROR)
+		return TUNE_GPU_RUNTIME;
 	if (call.status || g->download(g->ctx, g->k, r->args)) {
 		snprintf(msg, len, "%s", tessel_ctx_error(g->ctx)->message);
 		return TUNE_GPU_RUNTIME;

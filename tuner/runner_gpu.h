@@ -45,12 +45,19 @@ typedef struct tune_gpu_kernel {
 	int (*upload)(tessel_ctx *ctx, void *k, void *const *args);
 	int (*launch)(tessel_ctx *ctx, void *k);
 	int (*download)(tessel_ctx *ctx, void *k, void *const *args);
+	/* Time the launches with the device's own clock into "timing" under
+	 * the options "o", returning RT_TIME_OK, RT_TIME_TIMEOUT or
+	 * RT_TIME_ERROR (with why in "msg"); NULL: the wall clock to the end
+	 * of the last kernel. */
+	int (*time)(tessel_ctx *ctx, void *k, const rt_timer_opts *o, rt_timing *timing,
+		char *msg, size_t len);
 } tune_gpu_kernel;
 
 /* Upload "r"'s inputs to "g", fill its outputs on the device with
  * all-ones bytes (so that an element no kernel writes fails the check),
- * time its launches with "r"'s timer (wall clock to the end of the last
- * kernel: warm-up, repeats, median) into "timing", and download the
+ * time its launches with "r"'s timer (g->time, or the wall clock to the
+ * end of the last kernel: warm-up, repeats, median) into "timing", and
+ * download the
  * outputs.  Return the status, with the reason in "msg" of size "len". */
 tune_gpu_status tune_gpu_time_built(const tune_gpu_kernel *g, const tune_gpu_run *r,
 	rt_timing *timing, char *msg, size_t len);

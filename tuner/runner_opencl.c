@@ -116,7 +116,7 @@ tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char 
 		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
 	} else {
 		tune_gpu_kernel g = { ctx, &k, k.nargs, k.bytes, k.is_output, fill, upload,
-			launch, download };
+			launch, download, NULL };
 		st = tune_gpu_time_built(&g, r, timing, msg, len);
 	}
 	cg_opencl_kernel_free(&k);
