@@ -328,9 +328,6 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
 		return cli_fail("--target: %s", err);
 	bool gpu = kind != RT_TARGET_CPU;
-	if (kind == RT_TARGET_CUDA && a->db)
-		return cli_fail("run: --db: tessel does not tune for CUDA yet, so there "
-			"are no CUDA records; give --sched");
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 }, *ref[64] = { 0 };
 	if (cli_make_inputs(&a->data, op, in))
 		return 1;
