@@ -84,6 +84,20 @@ else
 	failed=1
 fi
 
+# The vendor comparison: the tuned matmul against cuBLAS, a default-
+# schedule conv2d against cuDNN (outputs checked against each other).
+for step in "matmul --set M=512,N=512,K=512 --db $tdb --compare cublas" \
+	"conv2d --set N=1,C=64,H=56,W=56,F=64,R=3,S=3,padding=1 --compare cudnn"; do
+	# shellcheck disable=SC2086
+	if "$tessel" bench $step --target cuda --rounds 3 --min-time 0.1 --settle 0 \
+		>>"$logs/bench_cuda.log" 2>&1; then
+		summary+=("$(printf '%-16s ok   %s' "bench --target cuda" "${step%% --*}")")
+	else
+		summary+=("$(printf '%-16s FAIL %s (see bench_cuda.log)' "bench --target cuda" "${step%% --*}")")
+		failed=1
+	fi
+done
+
 echo
 printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
 exit $failed

@@ -1,7 +1,8 @@
 /* `tessel bench`: an op through tessel and through vendor libraries side by
- * side in this process (tools/vendor.h), outputs checked against each
- * other, timings interleaved round by round so that the noise of a shared
- * machine falls on every implementation alike. */
+ * side in this process (tools/vendor.h), on the CPU or on a CUDA device,
+ * outputs checked against each other, timings interleaved round by round
+ * so that the noise of a shared machine falls on every implementation
+ * alike. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,10 +12,13 @@
 
 #include "codegen/cpu_kernel.h"
 #include "ir/compare.h"
+#include "runtime/cuda_timing.h"
+#include "runtime/target.h"
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"
 #include "schedule/state.h"
 #include "tessel/ops.h"
+#include "tools/bench_cuda.h"
 #include "tools/best_schedule.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -40,7 +44,8 @@ static const char bench_help[] =
 	"median over rounds of the vendor's time / tessel's time in the same round\n"
 	"(above 1: tessel is faster).\n"
 	"\n"
-	"VENDOR (default: all): openblas (cblas_sgemm: matmul, batch_matmul, dense)\n"
+	"VENDOR (default: all of the target's): on the CPU, openblas (cblas_sgemm:\n"
+	"matmul, batch_matmul, dense)\n"
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
 	"untimed: conv2d NCHW with one group; matmul primitive: matmul, batch_matmul,\n"
 	"dense), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
@@ -52,10 +57,22 @@ static const char bench_help[] =
 	"record store PATH (--db; a line says which record, or that there is none and\n"
 	"the default schedule is used), or the default schedule. Exit 1 when no\n"
 	"vendor could run the op or an output disagrees. --json prints one JSON\n"
-	"object instead of the table.\n";
+	"object instead of the table.\n"
+	"\n"
+	"--target cuda (or cuda:sm_NN) runs everything on the first CUDA device:\n"
+	"tessel's kernels compiled by NVRTC (the default GPU schedule without a\n"
+	"trace or record), cublas (cublasSgemm, StridedBatched for batch_matmul:\n"
+	"matmul, batch_matmul, dense) and cudnn (cudnnConvolutionForward with the\n"
+	"algorithm cudnnFindConvolutionForwardAlgorithm measures fastest: conv2d,\n"
+	"NCHW or NHWC, one group), all fp32 without tensor cores (no TF32), loaded\n"
+	"at run time (libcuda.so.1, libcublas.so.13, libcudnn.so.9). Inputs are\n"
+	"uploaded once; a run is the kernels alone, timed by their durations from\n"
+	"CUPTI (CUDA events where CUPTI cannot be loaded) with the L2 evicted\n"
+	"before each, and the table gives TFLOP/s.\n";
 
 typedef struct bench_args {
-	const char *spec, *sched, *target, *db;
+	const char *spec, *sched, *target, *db, *compare;
+	rt_target_kind kind;
 	const vendor *vendors[BENCH_MAX_VENDORS];
 	int nvendors;
 	cli_set set;
@@ -87,6 +104,9 @@ typedef struct bench_impl {
 typedef struct bench {
 	const bench_args *a;
 	tessel_op *op;
+	vendor_env env;
+	char device[256];            /* CUDA: the device's name */
+	char clock[600];             /* CUDA: what timed the runs */
 	char schedule[4200];
 	int nimpls;
 	bench_impl impls[1 + BENCH_MAX_VENDORS];
@@ -95,11 +115,12 @@ typedef struct bench {
 	char reasons[BENCH_MAX_VENDORS][512];
 } bench;
 
-/* Add the comma-separated vendor names "list" to a->vendors; 0, or -1
- * after printing an error. */
+/* Add the comma-separated vendor names "list" to a->vendors, each one
+ * that runs on a->kind; 0, or -1 after printing an error. */
 static int parse_vendors(bench_args *a, const char *list)
 {
 	char names[256];
+	bool cuda = a->kind == RT_TARGET_CUDA;
 	a->nvendors = 0;
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ",");
@@ -109,6 +130,13 @@ static int parse_vendors(bench_args *a, const char *list)
 		vendor_names(names, sizeof(names));
 		if (!v) {
 			cli_fail("bench: unknown vendor '%s' in --compare (known: %s)", name,
+				names);
+			return -1;
+		}
+		if (v->cuda != cuda) {
+			vendor_names_for(cuda, names, sizeof(names));
+			cli_fail("bench: %s runs on %s, not on --target %s (for it: %s)", v->name,
+				v->cuda ? "--target cuda" : "the CPU", a->target ? a->target : "cpu",
 				names);
 			return -1;
 		}
@@ -142,7 +170,7 @@ static int parse_option(bench_args *a, int argc, char **argv, int *i, bool *miss
 	else if ((v = cli_option(argc, argv, i, "--target", missing)))
 		a->target = v;
 	else if ((v = cli_option(argc, argv, i, "--compare", missing)))
-		r = parse_vendors(a, v);
+		a->compare = v;
 	else if ((v = cli_option(argc, argv, i, "--threads", missing)))
 		r = cli_parse_count(v, "--threads", 1, 1024, &a->threads);
 	else if ((v = cli_option(argc, argv, i, "--rounds", missing)))
@@ -164,8 +192,6 @@ static int parse_bench_args(bench_args *a, int argc, char **argv)
 	a->rounds = 5;
 	a->min_time = 0.2;
 	a->settle = 0.2;
-	if (parse_vendors(a, "openblas,onednn"))
-		return -1;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		int r = parse_option(a, argc, argv, &i, &missing);
@@ -184,7 +210,14 @@ static int parse_bench_args(bench_args *a, int argc, char **argv)
 		return cli_fail("bench: missing SPEC (see tessel bench --help)");
 	if (a->db && a->sched)
 		return cli_fail("bench: --db and --sched both give the schedule; use one");
-	return 0;
+	char err[512], names[256];
+	if (rt_target_kind_of(a->target, &a->kind, err, sizeof(err)))
+		return cli_fail("--target: %s", err);
+	if (a->kind == RT_TARGET_OPENCL)
+		return cli_fail("bench: no vendor library runs on OpenCL; give --target cpu "
+			"or cuda");
+	vendor_names_for(a->kind == RT_TARGET_CUDA, names, sizeof(names));
+	return parse_vendors(a, a->compare ? a->compare : names);
 }
 
 /* Return the schedule of b->op that the options ask for, with what it is
@@ -195,11 +228,14 @@ static sch_state *load_schedule(bench *b, tessel_ctx *ctx)
 	if (a->db)
 		return cli_load_best_schedule(ctx, b->op, a->target, a->db, b->schedule,
 			sizeof(b->schedule));
+	bool gpu = a->kind != RT_TARGET_CPU;
 	if (a->sched)
 		snprintf(b->schedule, sizeof(b->schedule), "trace %s", a->sched);
 	else
-		snprintf(b->schedule, sizeof(b->schedule), "default schedule");
-	return cli_load_schedule(ctx, b->op, a->sched);
+		snprintf(b->schedule, sizeof(b->schedule), "default %sschedule",
+			gpu ? "GPU " : "");
+	return gpu ? cli_load_gpu_schedule(ctx, b->op, a->sched)
+		: cli_load_schedule(ctx, b->op, a->sched);
 }
 
 /* Compile b->op under its schedule for the --target CPU into "k". */
@@ -264,11 +300,12 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 		if (!v->supports(prob)) {
 			skip(b, v, "no equivalent of %s%s%s%s", prob->op, prob->why[0] ? " (" : "",
 				prob->why, prob->why[0] ? ")" : "");
-		} else if (v->load(b->a->threads, err, sizeof(err))) {
+		} else if (v->load(&b->env, err, sizeof(err))) {
 			skip(b, v, "not available (%s)", err);
 		} else if (!(im->out = tensor_like(like))) {
 			skip(b, v, "no memory for its output");
-		} else if (v->prepare(prob, data, im->out->data, &im->run, err, sizeof(err))) {
+		} else if (v->prepare(&b->env, prob, data, im->out->data, &im->run, err,
+				sizeof(err))) {
 			skip(b, v, "cannot set up %s (%s)", prob->op, err);
 			tessel_tensor_free(im->out);
 			im->out = NULL;
@@ -279,17 +316,31 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 	}
 }
 
+/* Compute the output of "im" once and make it current; a failure is in
+ * im->run.error. */
+static void run_once(bench_impl *im)
+{
+	if (im->run.enqueue) {
+		if (im->run.enqueue(im->run.arg))
+			return;
+	} else {
+		im->run.run(im->run.arg);
+	}
+	if (im->run.finish)
+		im->run.finish(im->run.arg);
+}
+
 /* Run every implementation once and measure each vendor's output against
- * tessel's.  Return 0, or 1 after printing why tessel's kernel failed. */
+ * tessel's.  Return 0, or 1 after printing why one failed. */
 static int check_outputs(bench *b)
 {
 	for (int i = 0; i < b->nimpls; i++) {
 		bench_impl *im = &b->impls[i];
-		im->run.run(im->run.arg);
-		if (im->run.finish)
-			im->run.finish(im->run.arg);
+		run_once(im);
+		if (im->run.error[0])
+			return cli_fail("bench: %s failed: %s", im->run.name, im->run.error);
 	}
-	if (((tessel_job *)b->impls[0].run.arg)->status)
+	if (!b->impls[0].run.enqueue && ((tessel_job *)b->impls[0].run.arg)->status)
 		return cli_fail("the tessel kernel returned an error (out of memory?)");
 	for (int i = 1; i < b->nimpls; i++)
 		b->impls[i].error = te_rel_error(b->impls[0].out, b->impls[i].out);
@@ -303,21 +354,53 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
-/* Time every implementation once more, in turn (round "round"). */
-static void time_round(bench *b, int round)
+/* Time the device implementation "im" with "o" into "*t": its kernels'
+ * durations from CUPTI (else CUDA events), the L2 evicted before each
+ * run; what timed it goes into b->clock.  Return 0, or 1 after printing
+ * why it failed. */
+static int time_on_device(bench *b, bench_impl *im, const rt_timer_opts *o,
+	rt_timing *t)
+{
+	rt_timer_opts flushed = *o;
+	flushed.flush_cache = true;
+	rt_cuda_timing ct;
+	char err[512] = "";
+	if (rt_cuda_time_runs(b->env.cuda, im->run.enqueue, im->run.arg, &flushed, &ct,
+			err, sizeof(err)) == RT_TIME_ERROR)
+		return cli_fail("bench: timing %s failed: %s", im->run.name,
+			im->run.error[0] ? im->run.error : err);
+	*t = *rt_cuda_timing_best(&ct);
+	if (ct.kernels.runs)
+		snprintf(b->clock, sizeof(b->clock), "kernel durations from CUPTI, L2 "
+			"evicted before each run");
+	else
+		snprintf(b->clock, sizeof(b->clock), "CUDA events, L2 evicted before each "
+			"run; no kernel durations: %s", ct.cupti_error);
+	return 0;
+}
+
+/* Time every implementation once more, in turn (round "round").  Return
+ * 0, or 1 after printing why a device implementation failed. */
+static int time_round(bench *b, int round)
 {
 	rt_timer_opts o = rt_timer_opts_default();
 	o.min_total_s = b->a->min_time;
 	for (int i = 0; i < b->nimpls; i++) {
 		rt_timing t = { 0 };
 		sleep_s(b->a->settle);
-		rt_time(b->impls[i].run.run, b->impls[i].run.arg, &o, &t);
+		if (b->impls[i].run.enqueue) {
+			if (time_on_device(b, &b->impls[i], &o, &t))
+				return 1;
+		} else {
+			rt_time(b->impls[i].run.run, b->impls[i].run.arg, &o, &t);
+		}
 		b->impls[i].median_s[round] = t.median_s;
 	}
 	double tessel_s = b->impls[0].median_s[round];
 	for (int i = 0; i < b->nimpls; i++)
 		b->impls[i].speed[round] = tessel_s > 0
 			? b->impls[i].median_s[round] / tessel_s : 0;
+	return 0;
 }
 
 static int compare_doubles(const void *x, const void *y)
@@ -348,21 +431,30 @@ static void print_table(const bench *b)
 {
 	const bench_args *a = b->a;
 	double flops = tessel_op_flops(b->op);
+	bool cuda = b->env.cuda != NULL;
+	double unit = cuda ? 1e-12 : 1e-9;
 	int width = 14;
 	for (int i = 0; i < b->nimpls; i++)
 		if ((int)strlen(b->impls[i].run.name) > width)
 			width = (int)strlen(b->impls[i].run.name);
-	printf("%s: %.4g GFLOP per run, %d thread%s, %d round%s of every implementation "
-	       "in turn (median of runs over >= %g s each)\n", tessel_op_name(b->op),
-		flops * 1e-9, a->threads, a->threads == 1 ? "" : "s", a->rounds,
-		a->rounds == 1 ? "" : "s", a->min_time);
+	char where[300];
+	if (cuda)
+		snprintf(where, sizeof(where), "%s", b->device);
+	else
+		snprintf(where, sizeof(where), "%d thread%s", a->threads,
+			a->threads == 1 ? "" : "s");
+	printf("%s: %.4g GFLOP per run, %s, %d round%s of every implementation "
+	       "in turn (median of runs over >= %g s each%s%s)\n", tessel_op_name(b->op),
+		flops * 1e-9, where, a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
+		cuda ? "; " : "", cuda ? b->clock : "");
 	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",
-		"median ms", "round medians ms", "GFLOP/s", "tessel/vendor", "error vs tessel");
+		"median ms", "round medians ms", cuda ? "TFLOP/s" : "GFLOP/s", "tessel/vendor",
+		"error vs tessel");
 	for (int i = 0; i < b->nimpls; i++) {
 		const bench_impl *im = &b->impls[i];
 		double lo, hi, med = median_of(im->median_s, a->rounds, &lo, &hi);
 		printf("%-*s  %10.4f  %8.4f - %-8.4f  %9.2f  ", width, im->run.name,
-			med * 1e3, lo * 1e3, hi * 1e3, med > 0 ? flops / med * 1e-9 : 0.0);
+			med * 1e3, lo * 1e3, hi * 1e3, med > 0 ? flops / med * unit : 0.0);
 		if (!im->vendor)
 			printf("%13s  %s\n", "-", "-");
 		else
@@ -399,6 +491,10 @@ static void print_json(const bench *b, bool ok)
 	cli_json_string(stdout, tessel_op_name(b->op));
 	printf(", \"spec\": ");
 	cli_json_string(stdout, b->a->spec);
+	printf(", \"target\": \"%s\", \"device\": ", b->env.cuda ? "cuda" : "cpu");
+	cli_json_string(stdout, b->env.cuda ? b->device : "");
+	printf(", \"clock\": ");
+	cli_json_string(stdout, b->env.cuda ? b->clock : "wall clock");
 	printf(", \"threads\": %d, \"rounds\": %d, \"flops\": %.17g, \"schedule\": ",
 		b->a->threads, b->a->rounds, tessel_op_flops(b->op));
 	cli_json_string(stdout, b->schedule);
@@ -434,7 +530,8 @@ static int measure(bench *b)
 	if (check_outputs(b))
 		return 1;
 	for (int r = 0; r < b->a->rounds; r++)
-		time_round(b, r);
+		if (time_round(b, r))
+			return 1;
 	bool ok = true;
 	for (int i = 1; i < b->nimpls; i++)
 		ok &= agrees(&b->impls[i]);
@@ -469,37 +566,105 @@ static void add_tessel(bench *b, tessel_job *job, const cg_cpu_kernel *k,
 	im->out = out[0];
 }
 
+/* Open the first CUDA device into b->env.cuda, refusing one of another
+ * architecture than --target names; 0, or 1 after printing why. */
+static int open_cuda(bench *b)
+{
+	char err[1024];
+	int sm = 0;
+	if (rt_cuda_target_parse(b->a->target, &sm, err, sizeof(err)))
+		return cli_fail("--target: %s", err);
+	rt_cuda_device *d = rt_cuda_open(0, err, sizeof(err));
+	if (!d)
+		return cli_fail("bench: %s", err);
+	b->env.cuda = d;
+	const rt_gpu_target *t = rt_cuda_target(d);
+	snprintf(b->device, sizeof(b->device), "%.200s (sm_%d, %d SMs)", t->name, t->sm,
+		t->sm_count);
+	if (sm && sm != t->sm)
+		return cli_fail("bench: the target is sm_%d but the device is %s", sm,
+			b->device);
+	return 0;
+}
+
+/* Set up tessel's implementation of "b" on the CUDA device: its kernels
+ * under the schedule the options ask for, inputs "in" uploaded, outputs
+ * "out".  Return 0, or 1 after printing why. */
+static int add_tessel_cuda(bench *b, tessel_ctx *ctx, tessel_tensor **in,
+	tessel_tensor **out)
+{
+	if (open_cuda(b))
+		return 1;
+	sch_state *st = load_schedule(b, ctx);
+	loop_prog *p = st ? sch_program(st) : NULL;
+	bench_impl *im = &b->impls[0];
+	int status = !st ? 1 : !p ? cli_fail_ctx(ctx) : 0;
+	if (status == 0 && bench_cuda_prepare(ctx, p, b->env.cuda, in,
+			tessel_op_num_inputs(b->op), out, tessel_op_num_outputs(b->op), &im->run))
+		status = cli_fail_ctx(ctx);
+	if (status == 0) {
+		im->out = out[0];
+		b->nimpls = 1;
+	}
+	loop_prog_free(p);
+	sch_state_free(st);
+	return status;
+}
+
+/* What tessel's CPU implementation holds. */
+typedef struct cpu_side {
+	cg_cpu_kernel k;
+	rt_pool *pool;
+	tessel_job job;
+} cpu_side;
+
+/* Set up tessel's implementation of "b" on the CPU into "c"; 0, or 1
+ * after printing why. */
+static int add_tessel_cpu(bench *b, tessel_ctx *ctx, cpu_side *c, tessel_tensor **in,
+	tessel_tensor **out)
+{
+	if (build_kernel(b, ctx, &c->k))
+		return 1;
+	if (!(c->pool = rt_pool_new(b->a->threads)))
+		return cli_fail("cannot start %d threads", b->a->threads);
+	add_tessel(b, &c->job, &c->k, c->pool, in, out);
+	return 0;
+}
+
 /* Bench the bound "op" as "a" asks. */
 static int bench_op(const bench_args *a, tessel_ctx *ctx, tessel_op *op)
 {
 	int nin = tessel_op_num_inputs(op), nout = tessel_op_num_outputs(op);
 	if (nin > 64 || nout > 64)
 		return cli_fail("more than 64 inputs or outputs");
-	bench b = { .a = a, .op = op };
+	bench *b = calloc(1, sizeof(*b));
+	if (!b)
+		return cli_fail("out of memory");
+	*b = (bench){ .a = a, .op = op, .env = { a->threads, NULL } };
 	cli_data data = { 0 };
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 };
-	cg_cpu_kernel k = { 0 };
+	cpu_side cpu = { 0 };
 	int status = cli_make_inputs(&data, op, in) || cli_make_outputs(op, out);
 	if (status == 0)
-		status = build_kernel(&b, ctx, &k);
-	rt_pool *pool = status ? NULL : rt_pool_new(a->threads);
-	if (status == 0 && !pool)
-		status = cli_fail("cannot start %d threads", a->threads);
-	tessel_job job = { 0 };
+		status = a->kind == RT_TARGET_CUDA ? add_tessel_cuda(b, ctx, in, out)
+			: add_tessel_cpu(b, ctx, &cpu, in, out);
 	if (status == 0) {
 		vendor_problem prob;
 		vendor_problem_init(&prob, op, &a->set, tessel_ops_find(a->spec) >= 0);
-		add_tessel(&b, &job, &k, pool, in, out);
-		add_vendors(&b, &prob, in, out[0]);
-		status = measure(&b);
+		add_vendors(b, &prob, in, out[0]);
+		status = measure(b);
 	}
-	for (int i = 1; i < b.nimpls; i++) {
-		b.impls[i].run.release(b.impls[i].run.arg);
-		tessel_tensor_free(b.impls[i].out);
+	for (int i = 0; i < b->nimpls; i++) {
+		if (b->impls[i].run.release)
+			b->impls[i].run.release(b->impls[i].run.arg);
+		if (i > 0)
+			tessel_tensor_free(b->impls[i].out);
 	}
-	rt_pool_free(pool);
-	if (k.module)
-		cg_cpu_kernel_close(&k);
+	rt_pool_free(cpu.pool);
+	if (cpu.k.module)
+		cg_cpu_kernel_close(&cpu.k);
+	rt_cuda_close(b->env.cuda);
+	free(b);
 	cli_free_tensors(in, nin);
 	cli_free_tensors(out, nout);
 	return status;

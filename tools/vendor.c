@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const vendor *const vendors[] = { &vendor_openblas, &vendor_onednn };
+static const vendor *const vendors[] = { &vendor_openblas, &vendor_onednn,
+	&vendor_cublas, &vendor_cudnn };
 
 const vendor *vendor_find(const char *name)
 {
@@ -21,6 +22,16 @@ void vendor_names(char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]) && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
 			vendors[i]->name);
+}
+
+void vendor_names_for(bool cuda, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]) && used < len; i++)
+		if (vendors[i]->cuda == cuda)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+				vendors[i]->name);
 }
 
 /* Return the text of attribute "name" in "set", or "def". */

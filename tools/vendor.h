@@ -1,5 +1,6 @@
 /* Vendor libraries that `tessel bench` runs beside a tessel kernel, one
- * file each (tools/vendor_NAME.c).  Each is loaded with dlopen when first
+ * file each (tools/vendor_NAME.c): OpenBLAS and oneDNN on the CPU, cuBLAS
+ * and cuDNN on a CUDA device.  Each is loaded with dlopen when first
  * used: the tessel binary never links them and works without them. */
 #ifndef TESSEL_TOOLS_VENDOR_H
 #define TESSEL_TOOLS_VENDOR_H
@@ -8,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/cuda.h"
 #include "tessel/te.h"
 #include "tools/cli.h"
 
@@ -38,36 +40,56 @@ typedef struct vendor_problem {
 
 enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };
 
-/* One vendor implementation of a problem, ready to run on given data. */
+/* One vendor implementation of a problem, ready to run on given data.
+ * A CPU vendor sets "run"; a CUDA vendor sets "enqueue" instead, and
+ * "finish" to wait for the device and copy the output back. */
 typedef struct vendor_run {
 	char name[160];              /* library, routine, what it chose */
 	void (*run)(void *arg);      /* compute the output once */
+	/* Enqueue one computation on the device's default stream without
+	 * waiting; 0, or -1 with why in "error". */
+	int (*enqueue)(void *arg);
 	void (*finish)(void *arg);   /* after a run, make the C-ordered output
-	                                current (not timed); or NULL */
+	                                current (not timed); or NULL; a failure
+	                                goes into "error" */
 	void (*release)(void *arg);
 	void *arg;
+	char error[512];             /* the last failure, or empty */
 } vendor_run;
+
+/* Where vendors run: CPU threads, or an open CUDA device. */
+typedef struct vendor_env {
+	int threads;
+	rt_cuda_device *cuda;
+} vendor_env;
 
 typedef struct vendor {
 	const char *name;            /* as --compare spells it */
+	bool cuda;                   /* runs on a CUDA device, not the CPU */
 	/* Return true when the library computes "p". */
 	bool (*supports)(const vendor_problem *p);
-	/* Load the library (once) to run on "threads" threads.  Return 0, or
-	 * -1 with why in "err" of size "errlen". */
-	int (*load)(int threads, char *err, size_t errlen);
-	/* Set "r" to compute "p" from the C-ordered inputs "in" (in the op's
-	 * order) into "out".  Return 0, or -1 with why in "err". */
-	int (*prepare)(const vendor_problem *p, const float *const *in, float *out,
-		vendor_run *r, char *err, size_t errlen);
+	/* Load the library (once) to run in "env".  Return 0, or -1 with why
+	 * in "err" of size "errlen". */
+	int (*load)(const vendor_env *env, char *err, size_t errlen);
+	/* Set "r" to compute "p" in "env" from the C-ordered inputs "in" (in
+	 * the op's order) into "out".  Return 0, or -1 with why in "err". */
+	int (*prepare)(const vendor_env *env, const vendor_problem *p,
+		const float *const *in, float *out, vendor_run *r, char *err,
+		size_t errlen);
 } vendor;
 
 extern const vendor vendor_openblas;
 extern const vendor vendor_onednn;
+extern const vendor vendor_cublas;
+extern const vendor vendor_cudnn;
 
 /* Return the vendor named "name", or NULL. */
 const vendor *vendor_find(const char *name);
 /* Write the names of the vendors, comma-separated, into "buf". */
 void vendor_names(char *buf, size_t len);
+/* Write the names of the vendors for CUDA ("cuda") or the CPU,
+ * comma-separated, into "buf". */
+void vendor_names_for(bool cuda, char *buf, size_t len);
 
 /* Describe the bound "op", instantiated from the built-in op of its name
  * with the attributes in "set" (when "builtin"), as a vendor problem:

@@ -120,8 +120,9 @@ static int open_library(char *err, size_t errlen)
 	return r;
 }
 
-static int onednn_load(int threads, char *err, size_t errlen)
+static int onednn_load(const vendor_env *env, char *err, size_t errlen)
 {
+	int threads = env->threads;
 	char n[16];
 	snprintf(n, sizeof(n), "%d", threads);
 	setenv("OMP_NUM_THREADS", n, 1);
@@ -300,9 +301,10 @@ static void onednn_release(void *arg)
 	free(j);
 }
 
-static int onednn_prepare(const vendor_problem *p, const float *const *in,
-	float *out, vendor_run *r, char *err, size_t errlen)
+static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
+	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
 {
+	(void)env;
 	dnnl_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		snprintf(err, errlen, "out of memory");
@@ -330,5 +332,5 @@ static int onednn_prepare(const vendor_problem *p, const float *const *in,
 }
 
 const vendor vendor_onednn = {
-	"onednn", onednn_supports, onednn_load, onednn_prepare
+	"onednn", false, onednn_supports, onednn_load, onednn_prepare
 };

@@ -9,21 +9,22 @@ static bool onednn_supports(const vendor_problem *p)
 	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D;
 }
 
-static int onednn_load(int threads, char *err, size_t errlen)
+static int onednn_load(const vendor_env *env, char *err, size_t errlen)
 {
-	(void)threads;
+	(void)env;
 	snprintf(err, errlen, "tessel was built without oneapi/dnnl/dnnl.h");
 	return -1;
 }
 
-static int onednn_prepare(const vendor_problem *p, const float *const *in,
-	float *out, vendor_run *r, char *err, size_t errlen)
+static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
+	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
 {
+	(void)env;
 	(void)p, (void)in, (void)out, (void)r;
 	snprintf(err, errlen, "not available");
 	return -1;
 }
 
 const vendor vendor_onednn = {
-	"onednn", onednn_supports, onednn_load, onednn_prepare
+	"onednn", false, onednn_supports, onednn_load, onednn_prepare
 };

@@ -71,8 +71,9 @@ static void set_environment(int threads)
 	setenv("OPENBLAS_NUM_THREADS", n, 1);
 }
 
-static int openblas_load(int threads, char *err, size_t errlen)
+static int openblas_load(const vendor_env *env, char *err, size_t errlen)
 {
+	int threads = env->threads;
 	static const char *const names[] = { "libopenblas.so.0", "libopenblas.so" };
 	if (!ob.lib) {
 		set_environment(threads);
@@ -132,9 +133,10 @@ static void library_version(char *buf, size_t len)
 	snprintf(buf, len, "%.*s", n, config ? config : "");
 }
 
-static int openblas_prepare(const vendor_problem *p, const float *const *in,
-	float *out, vendor_run *r, char *err, size_t errlen)
+static int openblas_prepare(const vendor_env *env, const vendor_problem *p,
+	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
 {
+	(void)env;
 	sgemm_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		snprintf(err, errlen, "out of memory");
@@ -156,5 +158,5 @@ static int openblas_prepare(const vendor_problem *p, const float *const *in,
 }
 
 const vendor vendor_openblas = {
-	"openblas", openblas_supports, openblas_load, openblas_prepare
+	"openblas", false, openblas_supports, openblas_load, openblas_prepare
 };

@@ -255,7 +255,15 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=3,H=9,W=8,F=5,R=3,S=2,stride=2,padding=1,layout=NHWC --compare onednn "${quick[@]}"
 fi
 expect 1 'onednn: no equivalent of conv2d \(groups=2; only one group\)' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3,groups=2 --compare onednn "${quick[@]}"
-expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
+expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn, cublas, cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
+expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
+expect 1 'bench: openblas runs on the CPU, not on --target cuda \(for it: cublas,cudnn\)' -- bench matmul --set M=8,N=8,K=8 --target cuda --compare openblas
+expect 1 'bench: no vendor library runs on OpenCL' -- bench matmul --set M=8,N=8,K=8 --target opencl
+expect 1 "unknown CUDA architecture sm_12" -- bench matmul --set M=8,N=8,K=8 --target cuda:sm_12
+# bench --target cuda: against cuBLAS on a GPU; here, a clear error
+out=$(timeout 300 "$tessel" bench matmul --set M=64,N=64,K=64 --target cuda --rounds 1 --min-time 0.01 --settle 0 2>&1)
+if grep -qE 'cuBLAS .*cublasSgemm.* ok|CUDA driver not found|no CUDA device' <<<"$out"; then ok
+else bad "bench --target cuda: $out"; fi
 expect 1 'bench: --db and --sched' -- bench "${mm64[@]}" --db "$db" --sched "$work/best.trace"
 expect 1 'bench: missing SPEC' -- bench --compare openblas
 expect 1 'bench: --compare needs a value' -- bench matmul --set M=8,N=8,K=8 --compare
