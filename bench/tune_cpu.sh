@@ -90,13 +90,7 @@ for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 		tune_and_compare matmul M=1,N=4096,K=4096 "$trials" openblas
 		;;
 	conv)
-		for layer in \
-			C=64,H=56,W=56,F=64,R=3,S=3,padding=1 \
-			C=256,H=56,W=56,F=64,R=1,S=1 \
-			C=128,H=28,W=28,F=128,R=3,S=3,padding=1 \
-			C=512,H=28,W=28,F=128,R=1,S=1 \
-			C=256,H=14,W=14,F=256,R=3,S=3,padding=1 \
-			C=512,H=7,W=7,F=512,R=3,S=3,padding=1; do
+		for layer in $(grep -v '^#' bench/resnet50_conv_layers); do
 			tune_and_compare conv2d "N=1,$layer,layout=$conv_layout" "$conv_trials" onednn
 		done
 		;;

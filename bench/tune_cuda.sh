@@ -24,12 +24,8 @@ if [ ! -x "$tessel" ]; then
 	echo "tune_cuda: no bundle at $bundle (make one with scripts/gpu_bundle.sh)" >&2
 	exit 2
 fi
-libs=$bundle/lib:${CUDA_HOME:-/usr/local/cuda}/lib64
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
-	[ -d "$d" ] && libs=$libs:$d
-done
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TESSEL_CACHE_DIR=${TMPDIR:-/tmp}/tessel-kernels
+# shellcheck source=scripts/gpu_env.sh
+. scripts/gpu_env.sh
 db=${DB:-${TMPDIR:-/tmp}/tessel-cuda-bench.db}
 trials=${TRIALS:-300}
 conv_trials=${CONV_TRIALS:-$trials}
@@ -57,13 +53,7 @@ for group in ${BENCH_GROUPS:-matmul conv}; do
 		;;
 	conv)
 		for n in ${CONV_BATCHES:-1 32}; do
-			for layer in \
-				C=64,H=56,W=56,F=64,R=3,S=3,padding=1 \
-				C=256,H=56,W=56,F=64,R=1,S=1 \
-				C=128,H=28,W=28,F=128,R=3,S=3,padding=1 \
-				C=512,H=28,W=28,F=128,R=1,S=1 \
-				C=256,H=14,W=14,F=256,R=3,S=3,padding=1 \
-				C=512,H=7,W=7,F=512,R=3,S=3,padding=1; do
+			for layer in $(grep -v '^#' bench/resnet50_conv_layers); do
 				tune_and_compare conv2d "N=$n,$layer" "$conv_trials" cudnn
 			done
 		done

@@ -360,6 +360,17 @@ void rt_cuda_free(rt_cuda_buffer *b)
 	free(b);
 }
 
+rt_cuda_buffer *rt_cuda_upload(rt_cuda_device *d, const void *src, size_t bytes,
+	char *err, size_t len)
+{
+	rt_cuda_buffer *b = rt_cuda_alloc(d, bytes, err, len);
+	if (b && src && rt_cuda_write(b, src, bytes, err, len)) {
+		rt_cuda_free(b);
+		return NULL;
+	}
+	return b;
+}
+
 int rt_cuda_write(rt_cuda_buffer *b, const void *src, size_t bytes, char *err,
 	size_t len)
 {

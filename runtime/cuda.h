@@ -41,6 +41,10 @@ void rt_cuda_module_free(rt_cuda_module *m);
 rt_cuda_buffer *rt_cuda_alloc(rt_cuda_device *d, size_t bytes, char *err,
 	size_t len);
 void rt_cuda_free(rt_cuda_buffer *b);
+/* A device buffer of "bytes" bytes holding a copy of "src" (NULL:
+ * uninitialized). */
+rt_cuda_buffer *rt_cuda_upload(rt_cuda_device *d, const void *src, size_t bytes,
+	char *err, size_t len);
 /* Copy "bytes" bytes from the host to "b", or back; both wait. */
 int rt_cuda_write(rt_cuda_buffer *b, const void *src, size_t bytes, char *err,
 	size_t len);

@@ -19,15 +19,8 @@ if [ ! -x "$bundle/bin/tessel" ]; then
 	exit 2
 fi
 
-# The bundle's libraries first; then the CUDA libraries of the machine:
-# its toolkit, and the ones Python wheels bring (cuDNN, cuBLAS, CUPTI).
-libs=$bundle/lib:${CUDA_HOME:-/usr/local/cuda}/lib64
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
-	[ -d "$d" ] && libs=$libs:$d
-done
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TESSEL_CACHE_DIR=${TMPDIR:-/tmp}/tessel-kernels
-export POCL_CACHE_DIR=${TMPDIR:-/tmp}/tessel-pocl
+# shellcheck source=scripts/gpu_env.sh
+. scripts/gpu_env.sh
 
 # The tests read their data from the source directory they were built in.
 src=$(sed -n 's/^source dir compiled into the tests: //p' "$bundle/MANIFEST")

@@ -141,18 +141,6 @@ static void gemm_release(void *arg)
 	free(j);
 }
 
-/* A device buffer holding "bytes" bytes of "src"; NULL with why. */
-static rt_cuda_buffer *upload(rt_cuda_device *d, const void *src, size_t bytes,
-	char *err, size_t len)
-{
-	rt_cuda_buffer *b = rt_cuda_alloc(d, bytes, err, len);
-	if (b && src && rt_cuda_write(b, src, bytes, err, len)) {
-		rt_cuda_free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /* The output's rows, each a copy of Bias[n], on the device. */
 static rt_cuda_buffer *bias_rows(gemm_job *j, const float *bias, char *err,
 	size_t len)
@@ -165,7 +153,7 @@ static rt_cuda_buffer *bias_rows(gemm_job *j, const float *bias, char *err,
 	}
 	for (size_t i = 0; i < rows; i++)
 		memcpy(host + i * n, bias, n * sizeof(float));
-	rt_cuda_buffer *b = upload(j->dev, host, j->out_bytes, err, len);
+	rt_cuda_buffer *b = rt_cuda_upload(j->dev, host, j->out_bytes, err, len);
 	free(host);
 	return b;
 }
@@ -174,11 +162,12 @@ static rt_cuda_buffer *bias_rows(gemm_job *j, const float *bias, char *err,
 static int set_up(gemm_job *j, const vendor_problem *p, const float *const *in,
 	char *err, size_t len)
 {
-	size_t e = sizeof(float), batch = (size_t)p->batch;
+	size_t e = sizeof(float) * (size_t)p->batch;
+	size_t a_bytes = (size_t)(p->m * p->k) * e, b_bytes = (size_t)(p->k * p->n) * e;
 	cublasStatus_t s;
-	if (!(j->a = upload(j->dev, in[0], batch * (size_t)(p->m * p->k) * e, err, len)) ||
-	    !(j->b = upload(j->dev, in[1], batch * (size_t)(p->k * p->n) * e, err, len)) ||
-	    !(j->c = upload(j->dev, NULL, j->out_bytes, err, len)) ||
+	if (!(j->a = rt_cuda_upload(j->dev, in[0], a_bytes, err, len)) ||
+	    !(j->b = rt_cuda_upload(j->dev, in[1], b_bytes, err, len)) ||
+	    !(j->c = rt_cuda_upload(j->dev, NULL, j->out_bytes, err, len)) ||
 	    (p->bias && !(j->bias_rows = bias_rows(j, in[2], err, len))))
 		return -1;
 	if ((s = cb.Create(&j->handle)) != CUBLAS_STATUS_SUCCESS)

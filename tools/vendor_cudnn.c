@@ -218,19 +218,6 @@ static int describe(conv_job *j, const vendor_problem *p, char *err, size_t len)
 	return 0;
 }
 
-/* A device buffer holding "bytes" bytes of "src" (none: uninitialized);
- * NULL with why. */
-static rt_cuda_buffer *upload(rt_cuda_device *dev, const void *src, size_t bytes,
-	char *err, size_t len)
-{
-	rt_cuda_buffer *b = rt_cuda_alloc(dev, bytes, err, len);
-	if (b && src && rt_cuda_write(b, src, bytes, err, len)) {
-		rt_cuda_free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /* Upload the weights "wt" of "p": OIHW as they are, HWIO reordered into
  * OHWI (cuDNN's NHWC filter layout). */
 static int upload_weights(conv_job *j, const vendor_problem *p, const float *wt,
@@ -239,7 +226,8 @@ static int upload_weights(conv_job *j, const vendor_problem *p, const float *wt,
 	const int64_t *d = p->dims;
 	size_t count = (size_t)(d[CONV_F] * d[CONV_C] * d[CONV_R] * d[CONV_S]);
 	if (!p->channels_last)
-		return (j->w = upload(j->dev, wt, count * sizeof(float), err, len)) ? 0 : -1;
+		return (j->w = rt_cuda_upload(j->dev, wt, count * sizeof(float), err,
+			len)) ? 0 : -1;
 	float *ohwi = malloc(count * sizeof(float));
 	if (!ohwi) {
 		snprintf(err, len, "out of memory");
@@ -250,7 +238,7 @@ static int upload_weights(conv_job *j, const vendor_problem *p, const float *wt,
 		for (int64_t hw = 0; hw < rs; hw++)
 			for (int64_t i = 0; i < c; i++)
 				ohwi[(o * rs + hw) * c + i] = wt[(hw * c + i) * f + o];
-	j->w = upload(j->dev, ohwi, count * sizeof(float), err, len);
+	j->w = rt_cuda_upload(j->dev, ohwi, count * sizeof(float), err, len);
 	free(ohwi);
 	return j->w ? 0 : -1;
 }
@@ -270,7 +258,7 @@ static int choose_algorithm(conv_job *j, char *err, size_t len)
 			continue;
 		j->algo = perf[i].algo;
 		j->workspace_bytes = perf[i].memory;
-		if (j->workspace_bytes && !(j->workspace = upload(j->dev, NULL,
+		if (j->workspace_bytes && !(j->workspace = rt_cuda_upload(j->dev, NULL,
 				j->workspace_bytes, err, len)))
 			return -1;
 		return 0;
@@ -297,9 +285,9 @@ static int cudnn_prepare(const vendor_env *env, const vendor_problem *p,
 	size_t x_bytes = (size_t)(d[CONV_N] * d[CONV_C] * d[CONV_H] * d[CONV_W]) *
 		sizeof(float);
 	if (describe(j, p, err, errlen) ||
-	    !(j->x = upload(j->dev, in[0], x_bytes, err, errlen)) ||
+	    !(j->x = rt_cuda_upload(j->dev, in[0], x_bytes, err, errlen)) ||
 	    upload_weights(j, p, in[1], err, errlen) ||
-	    !(j->y = upload(j->dev, NULL, j->out_bytes, err, errlen)) ||
+	    !(j->y = rt_cuda_upload(j->dev, NULL, j->out_bytes, err, errlen)) ||
 	    choose_algorithm(j, err, errlen)) {
 		conv_release(j);
 		return -1;
