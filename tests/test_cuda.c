@@ -627,6 +627,32 @@ Test(cupti, loads_and_refuses_out_of_order_calls)
 	free(s);
 }
 
+static int never_enqueued(void *arg)
+{
+	(void)arg;
+	cr_assert_fail("enqueued despite invalid options");
+	return -1;
+}
+
+/* The CUDA timer takes the CPU timer's options and refuses the same
+ * invalid ones, before it touches a device. */
+Test(cuda_timing, invalid_options_are_refused_before_the_device)
+{
+	rt_timer_opts o = rt_timer_opts_default();
+	o.min_repeats = 0;
+	rt_cuda_timing t;
+	char err[256] = "";
+	cr_expect_eq(rt_cuda_time_runs(NULL, never_enqueued, NULL, &o, &t, err,
+		sizeof(err)), RT_TIME_ERROR);
+	cr_expect_str_eq(err, "invalid timer options");
+	o = rt_timer_opts_default();
+	o.timeout_s = -1;
+	cr_expect_eq(rt_cuda_time_runs(NULL, never_enqueued, NULL, &o, &t, err,
+		sizeof(err)), RT_TIME_ERROR);
+	cr_expect_eq(t.kernels.runs, 0);
+	cr_expect_eq(t.events.runs, 0);
+}
+
 /* ---- the device ------------------------------------------------------------ */
 
 /* Return the first CUDA device, or skip the test saying why there is
