@@ -339,6 +339,10 @@ int64_t cg_print_shared_decls(cg_printer *pr, const loop_stmt *s);
  * bound to a block or thread index as that index of the dialect (with a
  * guard when the launch is larger), the others as serial loops. */
 void cg_gpu_print_loop(cg_printer *pr, const loop_stmt *s);
+/* Print the allocation "s" as a private array of each thread, then its
+ * body; a shared buffer is declared at the kernel's scope already
+ * (cg_print_shared_decls). */
+void cg_gpu_print_alloc(cg_printer *pr, const loop_stmt *s);
 /* Print the file of "pr" as GPU kernels, one per statement at the top of
  * the program: a comment, "prelude", the helpers, the kernels; fill
  * pr->plan.  "check" (or NULL) runs after the kernels are printed and

@@ -68,7 +68,6 @@ static const char *const cuda_reserved[] = {
 };
 
 static int cuda_print_file(cg_printer *pr);
-static void cuda_print_alloc(cg_printer *pr, const loop_stmt *s);
 
 const cg_dialect cg_dialect_cuda_c = {
 	.name = "CUDA C",
@@ -102,25 +101,8 @@ const cg_dialect cg_dialect_cuda_c = {
 	.reserved = cuda_reserved,
 	.print_file = cuda_print_file,
 	.print_loop = cg_gpu_print_loop,
-	.print_alloc = cuda_print_alloc,
+	.print_alloc = cg_gpu_print_alloc,
 };
-
-/* Print the allocation "s" as a private array of each thread, then its
- * body; a shared buffer is declared at the kernel's scope already
- * (__shared__, cg_print_shared_decls). */
-static void cuda_print_alloc(cg_printer *pr, const loop_stmt *s)
-{
-	const loop_buffer *b = s->u.alloc.buf;
-	if (b->scope == LOOP_SHARED) {
-		cg_print_stmt(pr, s->u.alloc.body);
-		return;
-	}
-	const cg_buffer_info *info = cg_buffer(pr, b);
-	int64_t n = cg_buffer_elems(b);
-	cg_line(pr, "%s %s[%lld];\n", pr->d->storage_type[b->dtype],
-		info ? info->name : b->name, (long long)(n > 0 ? n : 1));
-	cg_print_stmt(pr, s->u.alloc.body);
-}
 
 /* Print the file of "pr": the kernels, after the prelude and the
  * helpers they use. */

@@ -13,8 +13,9 @@
  * vectorized and vthread loops run as serial loops in each thread.
  *
  * The program's arguments and its global temporaries are the kernels'
- * pointer parameters, arguments first; the dialect prints every other
- * allocation (print_alloc). */
+ * pointer parameters, arguments first; every other allocation is a
+ * private array of each thread, or a shared buffer declared at the
+ * kernel's scope (cg_gpu_print_alloc, both dialects' print_alloc). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,20 @@ static void print_bound(cg_printer *pr, const loop_stmt *s)
 	}
 	pr->depth--;
 	cg_line(pr, "}\n");
+}
+
+void cg_gpu_print_alloc(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_buffer *b = s->u.alloc.buf;
+	if (b->scope == LOOP_SHARED) {
+		cg_print_stmt(pr, s->u.alloc.body);
+		return;
+	}
+	const cg_buffer_info *info = cg_buffer(pr, b);
+	int64_t n = cg_buffer_elems(b);
+	cg_line(pr, "%s %s[%lld];\n", pr->d->storage_type[b->dtype],
+		info ? info->name : b->name, (long long)(n > 0 ? n : 1));
+	cg_print_stmt(pr, s->u.alloc.body);
 }
 
 void cg_gpu_print_loop(cg_printer *pr, const loop_stmt *s)
