@@ -5,7 +5,7 @@
 
 #include "codegen/cuda_kernel.h"
 #include "runtime/cuda.h"
-#include "runtime/isolate.h"
+#include "tools/run_gpu.h"
 
 /* What the child needs and where it leaves its results (shared). */
 typedef struct cuda_job {
@@ -14,9 +14,7 @@ typedef struct cuda_job {
 	int sm;
 	void *const *args;
 	const rt_timer_opts *timer;
-	rt_cuda_timing *timing;    /* shared, or NULL */
-	char *device;              /* shared, 256 bytes */
-	char *error;               /* shared, 1024 bytes */
+	cli_gpu_report rep;        /* shared; rep.timing an rt_cuda_timing */
 } cuda_job;
 
 typedef struct launch_call {
@@ -37,13 +35,13 @@ static int open_device(cuda_job *job, rt_cuda_device **dev)
 	char err[1024];
 	*dev = rt_cuda_open(0, err, sizeof(err));
 	if (!*dev) {
-		snprintf(job->error, 1024, "%s", err);
+		snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "%s", err);
 		return 1;
 	}
 	const rt_gpu_target *t = rt_cuda_target(*dev);
-	snprintf(job->device, 256, "%.200s, sm_%d", t->name, t->sm);
+	snprintf(job->rep.device, CLI_GPU_DEVICE_LEN, "%.200s, sm_%d", t->name, t->sm);
 	if (job->sm && job->sm != t->sm) {
-		snprintf(job->error, 1024, "the target is sm_%d but the device is %s "
+		snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "the target is sm_%d but the device is %s "
 			"(sm_%d); give --target cuda for the device's architecture", job->sm,
 			t->name, t->sm);
 		return 1;
@@ -55,11 +53,11 @@ static int open_device(cuda_job *job, rt_cuda_device **dev)
 static int time_launches(cuda_job *job, rt_cuda_device *dev, launch_call *call)
 {
 	char err[1024] = "";
-	int r = rt_cuda_time_runs(dev, enqueue, call, job->timer, job->timing, err,
+	int r = rt_cuda_time_runs(dev, enqueue, call, job->timer, job->rep.timing, err,
 		sizeof(err));
 	if (r == RT_TIME_OK)
 		return 0;
-	snprintf(job->error, 1024, "%s", r == RT_TIME_TIMEOUT ? "timing ran past the "
+	snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "%s", r == RT_TIME_TIMEOUT ? "timing ran past the "
 		"time limit" : err[0] ? err : tessel_ctx_error(job->ctx)->message);
 	return 1;
 }
@@ -80,12 +78,12 @@ static int run_child(void *arg)
 	launch_call call = { job->ctx, &k };
 	if (r == 0)
 		r = cg_cuda_kernel_launch(job->ctx, &k);
-	if (r == 0 && job->timing)
+	if (r == 0 && job->rep.timing)
 		r = time_launches(job, dev, &call);
 	if (r == 0)
 		r = cg_cuda_kernel_download(job->ctx, &k, job->args);
-	if (r && !job->error[0])
-		snprintf(job->error, 1024, "%s", tessel_ctx_error(job->ctx)->message);
+	if (r && !job->rep.error[0])
+		snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "%s", tessel_ctx_error(job->ctx)->message);
 	cg_cuda_kernel_free(&k);
 	rt_cuda_close(dev);
 	return r != 0;
@@ -95,23 +93,7 @@ int cli_run_cuda(tessel_ctx *ctx, const loop_prog *p, int sm, void *const *args,
 	const rt_timer_opts *timer, rt_cuda_timing *timing,
 	double timeout_s, char *device, char *why, size_t len)
 {
-	cuda_job job = { ctx, p, sm, args, timer, NULL, rt_shared_alloc(256),
-		rt_shared_alloc(1024) };
-	if (timer && timing)
-		job.timing = rt_shared_alloc(sizeof(rt_cuda_timing));
-	char status[512];
-	rt_run_status st = rt_run_isolated(run_child, &job, timeout_s, status,
-		sizeof(status));
-	if (st != RT_RUN_OK)
-		snprintf(why, len, "the kernel %s%s%.900s", status, job.error[0] ? ": " : "",
-			job.error);
-	if (job.timing) {
-		*timing = *job.timing;
-		rt_shared_free(job.timing, sizeof(rt_cuda_timing));
-	}
-	if (device)
-		snprintf(device, 256, "%s", job.device);
-	rt_shared_free(job.device, 256);
-	rt_shared_free(job.error, 1024);
-	return st != RT_RUN_OK;
+	cuda_job job = { ctx, p, sm, args, timer, { 0 } };
+	return cli_run_gpu_child(run_child, &job, &job.rep, sizeof(rt_cuda_timing),
+		timer ? timing : NULL, timeout_s, device, why, len);
 }
