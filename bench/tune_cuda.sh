@@ -31,7 +31,8 @@ trials=${TRIALS:-300}
 conv_trials=${CONV_TRIALS:-$trials}
 rounds=${ROUNDS:-5}
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), ${gpu:-no nvidia-smi}"
 echo "# records: $db, $trials trials a workload ($conv_trials for conv)"
 
 # tune_and_compare OP SIZES TRIALS VENDOR
