@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cuda.h"
 #include "runtime/gpu_target.h"
 #include "runtime/isolate.h"
 #include "runtime/opencl.h"
@@ -84,6 +85,66 @@ int tune_gpu_target_cuda(int sm, tune_gpu_target *t, char *err, size_t errlen)
 	t->max_threads = at_most(arch.max_threads_per_block, SCH_MAX_THREADS);
 	t->shared_bytes = at_most(arch.shared_per_block, SCH_MAX_SHARED_BYTES);
 	t->sm = sm;
+	return 0;
+}
+
+/* What the CUDA child leaves in shared memory. */
+typedef struct cuda_query {
+	rt_gpu_target t;
+	char error[512];
+} cuda_query;
+
+static int query_cuda(void *arg)
+{
+	cuda_query *q = arg;
+	rt_cuda_device *d = rt_cuda_open(0, q->error, sizeof(q->error));
+	if (!d)
+		return 1;
+	q->t = *rt_cuda_target(d);
+	rt_cuda_close(d);
+	return 0;
+}
+
+int tune_cuda_device(rt_gpu_target *d, char *err, size_t errlen)
+{
+	static cuda_query known;
+	static bool asked;
+	if (!asked && rt_cuda_probe(known.error, sizeof(known.error)) == 0) {
+		cuda_query *q = rt_shared_alloc(sizeof(*q));
+		if (!q) {
+			snprintf(err, errlen, "out of shared memory");
+			return -1;
+		}
+		char status[256];
+		if (rt_run_isolated(query_cuda, q, 60, status, sizeof(status)) != RT_RUN_OK &&
+		    !q->error[0])
+			snprintf(q->error, sizeof(q->error), "%s", status);
+		known = *q;
+		rt_shared_free(q, sizeof(*q));
+	}
+	asked = true;
+	if (known.error[0]) {
+		snprintf(err, errlen, "%s", known.error);
+		return -1;
+	}
+	*d = known.t;
+	return 0;
+}
+
+int tune_gpu_target_cuda_device(int sm, tune_gpu_target *t, char *err, size_t errlen)
+{
+	rt_gpu_target d;
+	char why[512];
+	bool device = tune_cuda_device(&d, why, sizeof(why)) == 0;
+	if (!device || (sm && sm != d.sm))
+		return tune_gpu_target_cuda(sm ? sm : RT_CUDA_DEFAULT_SM, t, err, errlen);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->device, sizeof(t->device), "%.127s", d.name);
+	plain_name(t->device);
+	t->compute_units = d.sm_count;
+	t->max_threads = at_most(d.max_threads_per_block, SCH_MAX_THREADS);
+	t->shared_bytes = at_most(d.shared_per_block, SCH_MAX_SHARED_BYTES);
+	t->sm = d.sm;
 	return 0;
 }
 

@@ -2,14 +2,16 @@
  * sketches need to keep their samples launchable (threads and shared
  * bytes per block), read from the device's runtime when a task is made,
  * and printed into the target string that records store.  OpenCL's are
- * read from its device; CUDA's, without a device, from the table of an
- * architecture (runtime/gpu_target.h); the driver's attributes are one
- * more reader, with the CUDA runner. */
+ * read from its device; CUDA's from the first device when the driver and
+ * a device of the architecture asked for are there, else from the table
+ * of the architecture (runtime/gpu_target.h). */
 #ifndef TESSEL_TUNER_GPU_TARGET_H
 #define TESSEL_TUNER_GPU_TARGET_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "runtime/gpu_target.h"
 
 #define TUNE_GPU_NAME_LEN 128
 
@@ -38,6 +40,20 @@ int tune_gpu_target_opencl(tune_gpu_target *t, char *err, size_t errlen);
  * for OpenCL.  Return 0, or -1 with the reason in "err" of size "errlen"
  * (an architecture not in the table). */
 int tune_gpu_target_cuda(int sm, tune_gpu_target *t, char *err, size_t errlen);
+
+/* Describe the CUDA target for the architecture sm_"sm" (0: the device's,
+ * or sm_90 without one) in "t": from the first CUDA device when it is of
+ * that architecture (its name, SM count, threads and shared memory per
+ * block, within the schedule layer's limits), else as
+ * tune_gpu_target_cuda does from the table.  Return 0, or -1 with the
+ * reason in "err" (an architecture not in the table). */
+int tune_gpu_target_cuda_device(int sm, tune_gpu_target *t, char *err, size_t errlen);
+
+/* Read the first CUDA device's description into "d", asking it in a child
+ * process (the driver initialized in the tuner would not survive the fork
+ * of its workers) once per process.  Return 0, or -1 with the reason in
+ * "err" (no driver, no device). */
+int tune_cuda_device(rt_gpu_target *d, char *err, size_t errlen);
 
 /* Write the canonical string of "t" for the target kind "kind" into
  * "buf" of size "len": "KIND -device=NAME -units=N -threads=N

@@ -157,53 +157,18 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 	return -1;
 }
 
-/* What a child process finds of the first CUDA device. */
-typedef struct cuda_query {
-	int sm;
-	char name[256];
-	char error[512];
-} cuda_query;
-
-static int query_cuda(void *arg)
-{
-	cuda_query *q = arg;
-	rt_cuda_device *d = rt_cuda_open(0, q->error, sizeof(q->error));
-	if (!d)
-		return 1;
-	q->sm = rt_cuda_target(d)->sm;
-	snprintf(q->name, sizeof(q->name), "%s", rt_cuda_target(d)->name);
-	rt_cuda_close(d);
-	return 0;
-}
-
 /* Return 0 when the first CUDA device exists and is of the architecture
- * of "task", else -1 with the reason.  A child process asks (the driver
- * initialized in the tuner would not survive the fork of its workers),
- * once per process: `tessel tune` asks before it opens the store and the
- * measurer again. */
+ * of "task", else -1 with the reason (tune_cuda_device asks once per
+ * process: `tessel tune` before it opens the store, the measurer again). */
 static int cuda_device_fits(const tune_task *task, char *why, size_t len)
 {
-	static cuda_query known;
-	static bool asked;
-	if (!asked) {
-		cuda_query *q = rt_shared_alloc(sizeof(*q));
-		if (!q) {
-			snprintf(why, len, "out of shared memory");
-			return -1;
-		}
-		char status[256];
-		if (rt_run_isolated(query_cuda, q, 60, status, sizeof(status)) != RT_RUN_OK &&
-		    !q->error[0])
-			snprintf(q->error, sizeof(q->error), "%s", status);
-		known = *q;
-		asked = true;
-		rt_shared_free(q, sizeof(*q));
-	}
-	if (known.error[0])
-		snprintf(why, len, "no CUDA device: %s", known.error);
-	else if (known.sm != task->gpu.sm)
+	rt_gpu_target d;
+	char err[512];
+	if (tune_cuda_device(&d, err, sizeof(err)))
+		snprintf(why, len, "no CUDA device: %s", err);
+	else if (d.sm != task->gpu.sm)
 		snprintf(why, len, "the task is for sm_%d but the device is %s (sm_%d); give "
-			"--target cuda:sm_%d", task->gpu.sm, known.name, known.sm, known.sm);
+			"--target cuda:sm_%d", task->gpu.sm, d.name, d.sm, d.sm);
 	else
 		return 0;
 	return -1;

@@ -12,16 +12,16 @@ void tune_workload_key(const tessel_op *op, char key[TUNE_KEY_LEN])
 	snprintf(key, TUNE_KEY_LEN, "%016" PRIx64, tessel_op_hash(op));
 }
 
-/* Describe the CUDA target "target" ("cuda" or "cuda:sm_NN") in "task"
- * from the table of its architecture; "cuda" alone is sm_90
- * (RT_CUDA_DEFAULT_SM): the tuner opens no device, as there is no CUDA
- * runner yet to measure on one. */
+/* Describe the CUDA target "target" ("cuda" or "cuda:sm_NN") in "task":
+ * from the first device when it is of that architecture ("cuda" alone:
+ * the device's), else from the architecture's table ("cuda" alone:
+ * sm_90, RT_CUDA_DEFAULT_SM). */
 static int describe_cuda(tune_task *task, const char *target, char *err, size_t errlen)
 {
 	int sm;
 	if (rt_cuda_target_parse(target, &sm, err, errlen))
 		return -1;
-	return tune_gpu_target_cuda(sm ? sm : RT_CUDA_DEFAULT_SM, &task->gpu, err, errlen);
+	return tune_gpu_target_cuda_device(sm, &task->gpu, err, errlen);
 }
 
 /* Describe the target "target" of kind "kind" in "task". */
