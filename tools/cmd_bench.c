@@ -589,16 +589,16 @@ static int open_cuda(bench *b)
 
 /* Set up tessel's implementation of "b" on the CUDA device: its kernels
  * under the schedule the options ask for, inputs "in" uploaded, outputs
- * "out".  Return 0, or 1 after printing why. */
+ * "out".  The schedule comes first: finding a record describes the task
+ * from the device in a child process, which must fork before this
+ * process initializes the driver.  Return 0, or 1 after printing why. */
 static int add_tessel_cuda(bench *b, tessel_ctx *ctx, tessel_tensor **in,
 	tessel_tensor **out)
 {
-	if (open_cuda(b))
-		return 1;
 	sch_state *st = load_schedule(b, ctx);
 	loop_prog *p = st ? sch_program(st) : NULL;
 	bench_impl *im = &b->impls[0];
-	int status = !st ? 1 : !p ? cli_fail_ctx(ctx) : 0;
+	int status = !st ? 1 : !p ? cli_fail_ctx(ctx) : open_cuda(b);
 	if (status == 0 && bench_cuda_prepare(ctx, p, b->env.cuda, in,
 			tessel_op_num_inputs(b->op), out, tessel_op_num_outputs(b->op), &im->run))
 		status = cli_fail_ctx(ctx);
