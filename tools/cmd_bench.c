@@ -32,6 +32,7 @@ static const char bench_help[] =
 	"usage: tessel bench SPEC --set NAME=VALUE,... [--sched TRACE | --db PATH]\n"
 	"                    [--compare VENDOR,...] [--target TARGET] [--threads N]\n"
 	"                    [--rounds R] [--min-time S] [--settle S] [--json]\n"
+	"       tessel bench --vendors\n"
 	"\n"
 	"Run an op through tessel and through vendor libraries side by side in this\n"
 	"process on the same seeded inputs, check that every vendor's output agrees\n"
@@ -68,7 +69,11 @@ static const char bench_help[] =
 	"at run time (libcuda.so.1, libcublas.so.13, libcudnn.so.9). Inputs are\n"
 	"uploaded once; a run is the kernels alone, timed by their durations from\n"
 	"CUPTI (CUDA events where CUPTI cannot be loaded) with the L2 evicted\n"
-	"before each, and the table gives TFLOP/s.\n";
+	"before each, and the table gives TFLOP/s.\n"
+	"\n"
+	"--vendors loads every vendor library (no device needed) and prints a line\n"
+	"for each: its name, its target, and what it is, or why it is not\n"
+	"available.\n";
 
 typedef struct bench_args {
 	const char *spec, *sched, *target, *db, *compare;
@@ -670,6 +675,20 @@ static int bench_op(const bench_args *a, tessel_ctx *ctx, tessel_op *op)
 	return status;
 }
 
+/* Print a line per vendor: name, target, and what its library is or why
+ * it cannot be loaded. */
+static int list_vendors(void)
+{
+	const vendor *v;
+	for (int i = 0; (v = vendor_nth(i)); i++) {
+		char what[1024];
+		int r = v->probe(what, sizeof(what));
+		printf("%-9s %-5s %s%s\n", v->name, v->cuda ? "cuda" : "cpu",
+			r ? "not available: " : "ok: ", what);
+	}
+	return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	for (int i = 0; i < argc; i++)
@@ -677,6 +696,8 @@ int cmd_bench(int argc, char **argv)
 			fputs(bench_help, stdout);
 			return 0;
 		}
+	if (argc == 1 && strcmp(argv[0], "--vendors") == 0)
+		return list_vendors();
 	bench_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();

@@ -15,6 +15,12 @@ const vendor *vendor_find(const char *name)
 	return NULL;
 }
 
+const vendor *vendor_nth(int i)
+{
+	int n = (int)(sizeof(vendors) / sizeof(vendors[0]));
+	return i >= 0 && i < n ? vendors[i] : NULL;
+}
+
 void vendor_names(char *buf, size_t len)
 {
 	size_t used = 0;

@@ -76,6 +76,10 @@ typedef struct vendor {
 	int (*prepare)(const vendor_env *env, const vendor_problem *p,
 		const float *const *in, float *out, vendor_run *r, char *err,
 		size_t errlen);
+	/* Load the library (once) and resolve what it is called through, no
+	 * device needed, and write what it is (library, version) into
+	 * "what" of size "len".  Return 0, or -1 with why in "what". */
+	int (*probe)(char *what, size_t len);
 } vendor;
 
 extern const vendor vendor_openblas;
@@ -83,6 +87,8 @@ extern const vendor vendor_onednn;
 extern const vendor vendor_cublas;
 extern const vendor vendor_cudnn;
 
+/* Return the vendor "i" (0 first), or NULL past the last. */
+const vendor *vendor_nth(int i);
 /* Return the vendor named "name", or NULL. */
 const vendor *vendor_find(const char *name);
 /* Write the names of the vendors, comma-separated, into "buf". */

@@ -55,14 +55,11 @@ static bool cublas_supports(const vendor_problem *p)
 		p->k <= INT_MAX && p->batch <= INT_MAX;
 }
 
-static int cublas_load(const vendor_env *env, char *err, size_t errlen)
+/* Load cuBLAS and its entry points (once). */
+static int open_library(char *err, size_t errlen)
 {
 	static const char *const names[] = { "libcublas.so.13", "libcublas.so.12",
 		"libcublas.so", NULL };
-	if (!env->cuda) {
-		snprintf(err, errlen, "no CUDA device is open");
-		return -1;
-	}
 	if (cb.loaded)
 		return 0;
 	void *lib = rt_cuda_lib_open("cuBLAS", names, "TESSEL_CUBLAS", err, errlen);
@@ -81,6 +78,24 @@ static int cublas_load(const vendor_env *env, char *err, size_t errlen)
 			(int)(sizeof(fns) / sizeof(*fns)), err, errlen))
 		return -1;
 	cb.loaded = true;
+	return 0;
+}
+
+static int cublas_load(const vendor_env *env, char *err, size_t errlen)
+{
+	if (!env->cuda) {
+		snprintf(err, errlen, "no CUDA device is open");
+		return -1;
+	}
+	return open_library(err, errlen);
+}
+
+static int cublas_probe(char *what, size_t len)
+{
+	if (open_library(what, len))
+		return -1;
+	snprintf(what, len, "cuBLAS (cublasSgemm_v2, cublasSgemmStridedBatched; its "
+		"version needs a device)");
 	return 0;
 }
 
@@ -207,5 +222,5 @@ static int cublas_prepare(const vendor_env *env, const vendor_problem *p,
 }
 
 const vendor vendor_cublas = {
-	"cublas", true, cublas_supports, cublas_load, cublas_prepare
+	"cublas", true, cublas_supports, cublas_load, cublas_prepare, cublas_probe
 };

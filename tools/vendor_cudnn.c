@@ -96,13 +96,10 @@ static bool cudnn_supports(const vendor_problem *p)
 	return true;
 }
 
-static int cudnn_load(const vendor_env *env, char *err, size_t errlen)
+/* Load cuDNN and its entry points (once). */
+static int open_library(char *err, size_t errlen)
 {
 	static const char *const names[] = { "libcudnn.so.9", "libcudnn.so", NULL };
-	if (!env->cuda) {
-		snprintf(err, errlen, "no CUDA device is open");
-		return -1;
-	}
 	if (dn.loaded)
 		return 0;
 	void *lib = rt_cuda_lib_open("cuDNN", names, "TESSEL_CUDNN", err, errlen);
@@ -124,6 +121,24 @@ static int cudnn_load(const vendor_env *env, char *err, size_t errlen)
 			(int)(sizeof(fns) / sizeof(*fns)), err, errlen))
 		return -1;
 	dn.loaded = true;
+	return 0;
+}
+
+static int cudnn_load(const vendor_env *env, char *err, size_t errlen)
+{
+	if (!env->cuda) {
+		snprintf(err, errlen, "no CUDA device is open");
+		return -1;
+	}
+	return open_library(err, errlen);
+}
+
+static int cudnn_probe(char *what, size_t len)
+{
+	if (open_library(what, len))
+		return -1;
+	size_t v = dn.GetVersion();
+	snprintf(what, len, "cuDNN %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
 	return 0;
 }
 
@@ -305,5 +320,5 @@ static int cudnn_prepare(const vendor_env *env, const vendor_problem *p,
 }
 
 const vendor vendor_cudnn = {
-	"cudnn", true, cudnn_supports, cudnn_load, cudnn_prepare
+	"cudnn", true, cudnn_supports, cudnn_load, cudnn_prepare, cudnn_probe
 };

@@ -301,6 +301,16 @@ static void onednn_release(void *arg)
 	free(j);
 }
 
+static int onednn_probe(char *what, size_t len)
+{
+	if (!dn.lib && open_library(what, len))
+		return -1;
+	const dnnl_version_t *v = dn.dnnl_version();
+	snprintf(what, len, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch,
+		v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "threads");
+	return 0;
+}
+
 static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
 {
@@ -332,5 +342,5 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 }
 
 const vendor vendor_onednn = {
-	"onednn", false, onednn_supports, onednn_load, onednn_prepare
+	"onednn", false, onednn_supports, onednn_load, onednn_prepare, onednn_probe
 };

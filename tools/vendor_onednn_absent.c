@@ -16,6 +16,12 @@ static int onednn_load(const vendor_env *env, char *err, size_t errlen)
 	return -1;
 }
 
+static int onednn_probe(char *what, size_t len)
+{
+	snprintf(what, len, "tessel was built without oneapi/dnnl/dnnl.h");
+	return -1;
+}
+
 static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
 {
@@ -26,5 +32,5 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 }
 
 const vendor vendor_onednn = {
-	"onednn", false, onednn_supports, onednn_load, onednn_prepare
+	"onednn", false, onednn_supports, onednn_load, onednn_prepare, onednn_probe
 };

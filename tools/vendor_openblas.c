@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/target.h"
+#include "runtime/threadpool.h"
 #include "tools/vendor.h"
 
 /* The CBLAS constants (cblas.h), and the signature of cblas_sgemm. */
@@ -157,6 +158,18 @@ static int openblas_prepare(const vendor_env *env, const vendor_problem *p,
 	return 0;
 }
 
+static int openblas_probe(char *what, size_t len)
+{
+	vendor_env env = { rt_num_cpus(), NULL };
+	if (openblas_load(&env, what, len))
+		return -1;
+	char version[64];
+	library_version(version, sizeof(version));
+	snprintf(what, len, "%s (core %s)", version, ob.get_corename());
+	return 0;
+}
+
 const vendor vendor_openblas = {
-	"openblas", false, openblas_supports, openblas_load, openblas_prepare
+	"openblas", false, openblas_supports, openblas_load, openblas_prepare,
+	openblas_probe
 };

@@ -260,6 +260,16 @@ expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: ope
 expect 1 'bench: openblas runs on the CPU, not on --target cuda \(for it: cublas,cudnn\)' -- bench matmul --set M=8,N=8,K=8 --target cuda --compare openblas
 expect 1 'bench: no vendor library runs on OpenCL' -- bench matmul --set M=8,N=8,K=8 --target opencl
 expect 1 "unknown CUDA architecture sm_12" -- bench matmul --set M=8,N=8,K=8 --target cuda:sm_12
+# bench --vendors: every vendor library loaded and its entry points
+# resolved, no device needed (cuBLAS's and cuDNN's where the toolkit is)
+expect 0 '^openblas +cpu +(ok: OpenBLAS|not available: )' -- bench --vendors
+expect 0 '^cudnn +cuda +(ok: cuDNN [0-9]|not available: )' -- bench --vendors
+for lib in libcublas.so.13:cublas libcudnn.so.9:cudnn; do
+	if [ -e "/usr/local/cuda/lib64/${lib%%:*}" ]; then
+		expect 0 "^${lib##*:} +cuda +ok: " -- bench --vendors
+	fi
+done
+expect 1 "bench: unexpected argument '--vendors'" -- bench --vendors matmul
 # bench --target cuda: against cuBLAS on a GPU; here, a clear error
 out=$(timeout 300 "$tessel" bench matmul --set M=64,N=64,K=64 --target cuda --rounds 1 --min-time 0.01 --settle 0 2>&1)
 if grep -qE 'cuBLAS .*cublasSgemm.* ok|CUDA driver not found|no CUDA device' <<<"$out"; then ok
