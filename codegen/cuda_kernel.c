@@ -121,6 +121,28 @@ int cg_cuda_kernel_enqueue(tessel_ctx *ctx, cg_cuda_kernel *k)
 	return 0;
 }
 
+typedef struct enqueue_call {
+	tessel_ctx *ctx;
+	cg_cuda_kernel *k;
+} enqueue_call;
+
+static int enqueue(void *arg)
+{
+	enqueue_call *c = arg;
+	return cg_cuda_kernel_enqueue(c->ctx, c->k);
+}
+
+int cg_cuda_kernel_time(tessel_ctx *ctx, cg_cuda_kernel *k, const rt_timer_opts *o,
+	rt_cuda_timing *t)
+{
+	char err[1024] = "";
+	enqueue_call call = { ctx, k };
+	int r = rt_cuda_time_runs(k->dev, enqueue, &call, o, t, err, sizeof(err));
+	if (r == RT_TIME_ERROR && err[0])
+		device_error(ctx, err);
+	return r;
+}
+
 int cg_cuda_kernel_launch(tessel_ctx *ctx, cg_cuda_kernel *k)
 {
 	char err[1024];

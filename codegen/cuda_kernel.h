@@ -9,6 +9,7 @@
 #include "codegen/c_printer.h"
 #include "ir/loop.h"
 #include "runtime/cuda.h"
+#include "runtime/cuda_timing.h"
 #include "runtime/gpu_target.h"
 #include "runtime/nvrtc.h"
 
@@ -57,6 +58,12 @@ int cg_cuda_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cuda_device *de
 int cg_cuda_kernel_upload(tessel_ctx *ctx, cg_cuda_kernel *k, void *const *args);
 /* Launch every kernel in order without waiting. */
 int cg_cuda_kernel_enqueue(tessel_ctx *ctx, cg_cuda_kernel *k);
+/* Time the launches of "k" on its device with the options "o" into "t"
+ * (rt_cuda_time_runs: CUPTI's kernel durations, CUDA events beside).
+ * Return RT_TIME_OK, RT_TIME_TIMEOUT, or RT_TIME_ERROR with the error in
+ * "ctx". */
+int cg_cuda_kernel_time(tessel_ctx *ctx, cg_cuda_kernel *k, const rt_timer_opts *o,
+	rt_cuda_timing *t);
 /* Launch every kernel in order and wait for the last. */
 int cg_cuda_kernel_launch(tessel_ctx *ctx, cg_cuda_kernel *k);
 /* Copy the outputs back into their host pointers among "args". */

@@ -7,12 +7,6 @@
 
 #include "runtime/cupti.h"
 
-/* Return whether more than "o"'s timeout has passed since "start". */
-static bool timed_out(const rt_timer_opts *o, double start)
-{
-	return o->timeout_s > 0 && rt_now_s() - start > o->timeout_s;
-}
-
 /* Run "enqueue" once, after an L2 flush when "o" asks, and store the
  * events' time in "*s". */
 static int one_run(rt_cuda_device *d, int (*enqueue)(void *), void *arg,
@@ -70,12 +64,12 @@ int rt_cuda_time_runs(rt_cuda_device *d, int (*enqueue)(void *arg), void *arg,
 	}
 	double start = rt_now_s(), total = 0, warm;
 	int runs = 0, status = 0;
-	for (int i = 0; status == 0 && i < o->warmup && !timed_out(o, start); i++)
+	for (int i = 0; status == 0 && i < o->warmup && !rt_timer_expired(o, start); i++)
 		status = one_run(d, enqueue, arg, o, &warm, err, len);
 	bool cupti = status == 0 &&
 		rt_cupti_start(out->cupti_error, sizeof(out->cupti_error)) == 0;
-	while (status == 0 && !timed_out(o, start) && runs < o->max_repeats &&
-	       (runs < o->min_repeats || total < o->min_total_s)) {
+	while (status == 0 && !rt_timer_expired(o, start) &&
+	       rt_timer_want_more(o, runs, total)) {
 		status = one_run(d, enqueue, arg, o, &times[runs], err, len);
 		if (status == 0)
 			total += times[runs++];

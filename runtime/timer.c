@@ -81,8 +81,7 @@ void rt_timing_summarize(double *times, int n, rt_timing *out)
 	out->median_s = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
 }
 
-/* Return whether more than "o"'s timeout has passed since "start". */
-static bool timed_out(const rt_timer_opts *o, double start)
+bool rt_timer_expired(const rt_timer_opts *o, double start)
 {
 	return o->timeout_s > 0 && rt_now_s() - start > o->timeout_s;
 }
@@ -93,7 +92,7 @@ static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	unsigned char *flush, size_t flush_len, double start)
 {
 	for (int i = 0; i < o->warmup; i++) {
-		if (timed_out(o, start))
+		if (rt_timer_expired(o, start))
 			return false;
 		if (flush)
 			flush_caches(flush, flush_len);
@@ -102,9 +101,7 @@ static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	return true;
 }
 
-/* Return whether another timed run is wanted after "runs" runs that took
- * "total" seconds in all. */
-static bool want_more(const rt_timer_opts *o, int runs, double total)
+bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total)
 {
 	return runs < o->max_repeats &&
 	       (runs < o->min_repeats || total < o->min_total_s);
@@ -131,14 +128,14 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	int runs = 0;
 	double total = 0;
 	bool in_time = warm_up(fn, arg, o, flush, flush_len, start);
-	while (in_time && want_more(o, runs, total)) {
+	while (in_time && rt_timer_want_more(o, runs, total)) {
 		if (flush)
 			flush_caches(flush, flush_len);
 		double t0 = rt_now_s();
 		fn(arg);
 		times[runs] = rt_now_s() - t0;
 		total += times[runs++];
-		in_time = !timed_out(o, start);
+		in_time = !rt_timer_expired(o, start);
 	}
 	rt_timing_summarize(times, runs, out);
 	free(flush);

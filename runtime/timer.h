@@ -54,8 +54,13 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 /* Return whether "o" is valid: see rt_time's RT_TIME_ERROR. */
 bool rt_timer_opts_valid(const rt_timer_opts *o);
 
-/* Store in "out" the statistics of the "n" run times "times" (sorted in
- * place); for timers of other clocks (runtime/cuda_timing.c). */
+/* For timers of other clocks (runtime/cuda_timing.c), the CPU timer's
+ * rules: whether more than o->timeout_s has passed since "start" (never
+ * without a timeout); whether another timed run is wanted after "runs"
+ * runs of "total" seconds in all; and the statistics of the "n" run
+ * times "times" (sorted in place) into "out". */
+bool rt_timer_expired(const rt_timer_opts *o, double start);
+bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total);
 void rt_timing_summarize(double *times, int n, rt_timing *out);
 
 /* Return the CLOCK_MONOTONIC time in seconds. */

@@ -91,7 +91,7 @@ typedef struct tessel_job {
 	tessel_kernel_fn fn;
 	void *args[128];
 	tessel_kernel_env env;
-	int status;
+	vendor_run *run;             /* where a failure is said */
 } tessel_job;
 
 /* One implementation: tessel's (the first) or a vendor's. */
@@ -132,14 +132,14 @@ static int parse_vendors(bench_args *a, const char *list)
 		char name[64];
 		snprintf(name, sizeof(name), "%.*s", (int)len, p);
 		const vendor *v = vendor_find(name);
-		vendor_names(names, sizeof(names));
 		if (!v) {
+			vendor_names(VENDORS_ALL, names, sizeof(names));
 			cli_fail("bench: unknown vendor '%s' in --compare (known: %s)", name,
 				names);
 			return -1;
 		}
 		if (v->cuda != cuda) {
-			vendor_names_for(cuda, names, sizeof(names));
+			vendor_names(cuda ? VENDORS_CUDA : VENDORS_CPU, names, sizeof(names));
 			cli_fail("bench: %s runs on %s, not on --target %s (for it: %s)", v->name,
 				v->cuda ? "--target cuda" : "the CPU", a->target ? a->target : "cpu",
 				names);
@@ -221,7 +221,8 @@ static int parse_bench_args(bench_args *a, int argc, char **argv)
 	if (a->kind == RT_TARGET_OPENCL)
 		return cli_fail("bench: no vendor library runs on OpenCL; give --target cpu "
 			"or cuda");
-	vendor_names_for(a->kind == RT_TARGET_CUDA, names, sizeof(names));
+	vendor_names(a->kind == RT_TARGET_CUDA ? VENDORS_CUDA : VENDORS_CPU, names,
+		sizeof(names));
 	return parse_vendors(a, a->compare ? a->compare : names);
 }
 
@@ -264,7 +265,9 @@ static int build_kernel(bench *b, tessel_ctx *ctx, cg_cpu_kernel *k)
 static void tessel_run(void *arg)
 {
 	tessel_job *j = arg;
-	j->status |= j->fn(j->args, &j->env);
+	if (j->fn(j->args, &j->env) && !j->run->error[0])
+		snprintf(j->run->error, sizeof(j->run->error), "the kernel returned an "
+			"error (out of memory?)");
 }
 
 /* Return a new zero tensor shaped as "t", or NULL after printing why. */
@@ -345,8 +348,6 @@ static int check_outputs(bench *b)
 		if (im->run.error[0])
 			return cli_fail("bench: %s failed: %s", im->run.name, im->run.error);
 	}
-	if (!b->impls[0].run.enqueue && ((tessel_job *)b->impls[0].run.arg)->status)
-		return cli_fail("the tessel kernel returned an error (out of memory?)");
 	for (int i = 1; i < b->nimpls; i++)
 		b->impls[i].error = te_rel_error(b->impls[0].out, b->impls[i].out);
 	return 0;
@@ -568,6 +569,7 @@ static void add_tessel(bench *b, tessel_job *job, const cg_cpu_kernel *k,
 	snprintf(im->run.name, sizeof(im->run.name), "tessel");
 	im->run.run = tessel_run;
 	im->run.arg = job;
+	job->run = &im->run;
 	im->out = out[0];
 }
 

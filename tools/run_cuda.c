@@ -17,17 +17,6 @@ typedef struct cuda_job {
 	cli_gpu_report rep;        /* shared; rep.timing an rt_cuda_timing */
 } cuda_job;
 
-typedef struct launch_call {
-	tessel_ctx *ctx;
-	cg_cuda_kernel *k;
-} launch_call;
-
-static int enqueue(void *arg)
-{
-	launch_call *c = arg;
-	return cg_cuda_kernel_enqueue(c->ctx, c->k);
-}
-
 /* Open the device into "*dev", refusing one of another architecture
  * than job->sm. */
 static int open_device(cuda_job *job, rt_cuda_device **dev)
@@ -41,24 +30,22 @@ static int open_device(cuda_job *job, rt_cuda_device **dev)
 	const rt_gpu_target *t = rt_cuda_target(*dev);
 	snprintf(job->rep.device, CLI_GPU_DEVICE_LEN, "%.200s, sm_%d", t->name, t->sm);
 	if (job->sm && job->sm != t->sm) {
-		snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "the target is sm_%d but the device is %s "
-			"(sm_%d); give --target cuda for the device's architecture", job->sm,
-			t->name, t->sm);
+		snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "the target is sm_%d but the "
+			"device is %s (sm_%d); give --target cuda for the device's "
+			"architecture", job->sm, t->name, t->sm);
 		return 1;
 	}
 	return 0;
 }
 
-/* Time the launches on the device. */
-static int time_launches(cuda_job *job, rt_cuda_device *dev, launch_call *call)
+/* Time the launches of "k" on the device. */
+static int time_launches(cuda_job *job, cg_cuda_kernel *k)
 {
-	char err[1024] = "";
-	int r = rt_cuda_time_runs(dev, enqueue, call, job->timer, job->rep.timing, err,
-		sizeof(err));
+	int r = cg_cuda_kernel_time(job->ctx, k, job->timer, job->rep.timing);
 	if (r == RT_TIME_OK)
 		return 0;
-	snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "%s", r == RT_TIME_TIMEOUT ? "timing ran past the "
-		"time limit" : err[0] ? err : tessel_ctx_error(job->ctx)->message);
+	snprintf(job->rep.error, CLI_GPU_ERROR_LEN, "%s", r == RT_TIME_TIMEOUT
+		? "timing ran past the time limit" : tessel_ctx_error(job->ctx)->message);
 	return 1;
 }
 
@@ -75,11 +62,10 @@ static int run_child(void *arg)
 	int r = cg_cuda_kernel_build(job->ctx, job->p, dev, &k);
 	if (r == 0)
 		r = cg_cuda_kernel_upload(job->ctx, &k, job->args);
-	launch_call call = { job->ctx, &k };
 	if (r == 0)
 		r = cg_cuda_kernel_launch(job->ctx, &k);
 	if (r == 0 && job->rep.timing)
-		r = time_launches(job, dev, &call);
+		r = time_launches(job, &k);
 	if (r == 0)
 		r = cg_cuda_kernel_download(job->ctx, &k, job->args);
 	if (r && !job->rep.error[0])

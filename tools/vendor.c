@@ -21,21 +21,12 @@ const vendor *vendor_nth(int i)
 	return i >= 0 && i < n ? vendors[i] : NULL;
 }
 
-void vendor_names(char *buf, size_t len)
+void vendor_names(vendor_where where, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]) && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
-			vendors[i]->name);
-}
-
-void vendor_names_for(bool cuda, char *buf, size_t len)
-{
-	size_t used = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]) && used < len; i++)
-		if (vendors[i]->cuda == cuda)
+		if (where == VENDORS_ALL || vendors[i]->cuda == (where == VENDORS_CUDA))
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "",
 				vendors[i]->name);
 }

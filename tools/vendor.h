@@ -91,11 +91,11 @@ extern const vendor vendor_cudnn;
 const vendor *vendor_nth(int i);
 /* Return the vendor named "name", or NULL. */
 const vendor *vendor_find(const char *name);
-/* Write the names of the vendors, comma-separated, into "buf". */
-void vendor_names(char *buf, size_t len);
-/* Write the names of the vendors for CUDA ("cuda") or the CPU,
- * comma-separated, into "buf". */
-void vendor_names_for(bool cuda, char *buf, size_t len);
+typedef enum vendor_where { VENDORS_ALL, VENDORS_CPU, VENDORS_CUDA } vendor_where;
+
+/* Write the names of the vendors that run "where", comma-separated (as
+ * --compare takes them), into "buf". */
+void vendor_names(vendor_where where, char *buf, size_t len);
 
 /* Describe the bound "op", instantiated from the built-in op of its name
  * with the attributes in "set" (when "builtin"), as a vendor problem:

@@ -4,7 +4,6 @@
 
 #include "codegen/cuda_kernel.h"
 #include "runtime/cuda.h"
-#include "runtime/cuda_timing.h"
 #include "runtime/gpu_target.h"
 
 tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
@@ -45,31 +44,17 @@ static int download(tessel_ctx *ctx, void *k, void *const *args)
 	return cg_cuda_kernel_download(ctx, k, args);
 }
 
-typedef struct enqueue_call {
-	tessel_ctx *ctx;
-	cg_cuda_kernel *k;
-} enqueue_call;
-
-static int enqueue(void *arg)
-{
-	enqueue_call *c = arg;
-	return cg_cuda_kernel_enqueue(c->ctx, c->k);
-}
-
 /* The kernels' own durations (CUPTI; CUDA events where CUPTI cannot be
  * loaded), the L2 evicted before every run: a candidate is measured on
  * data from device memory, as it meets its inputs in a model. */
 static int time_on_device(tessel_ctx *ctx, void *k, const rt_timer_opts *o,
 	rt_timing *timing, char *msg, size_t len)
 {
-	enqueue_call call = { ctx, k };
 	rt_cuda_timing t;
 	rt_timer_opts flushed = *o;
 	flushed.flush_cache = true;
-	msg[0] = '\0';
-	int r = rt_cuda_time_runs(((cg_cuda_kernel *)k)->dev, enqueue, &call, &flushed,
-		&t, msg, len);
-	if (r == RT_TIME_ERROR && !msg[0])
+	int r = cg_cuda_kernel_time(ctx, k, &flushed, &t);
+	if (r == RT_TIME_ERROR)
 		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
 	*timing = *rt_cuda_timing_best(&t);
 	return r;

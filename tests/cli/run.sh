@@ -255,7 +255,7 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=3,H=9,W=8,F=5,R=3,S=2,stride=2,padding=1,layout=NHWC --compare onednn "${quick[@]}"
 fi
 expect 1 'onednn: no equivalent of conv2d \(groups=2; only one group\)' -- bench conv2d --set N=1,C=4,H=8,W=8,F=4,R=3,S=3,groups=2 --compare onednn "${quick[@]}"
-expect 1 "unknown vendor 'mkl' in --compare \(known: openblas, onednn, cublas, cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
+expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
 expect 1 'bench: openblas runs on the CPU, not on --target cuda \(for it: cublas,cudnn\)' -- bench matmul --set M=8,N=8,K=8 --target cuda --compare openblas
 expect 1 'bench: no vendor library runs on OpenCL' -- bench matmul --set M=8,N=8,K=8 --target opencl
