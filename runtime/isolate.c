@@ -1,10 +1,13 @@
 #include "runtime/isolate.h"
 
 #include <errno.h>
+#include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,22 +32,66 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Return a descriptor that polls readable when "pid" ends (Linux
+ * pidfd_open, 5.3), or -1 where the kernel has none. */
+static int child_exit_fd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/* Sleep until the child behind "fd" ends or "deadline" passes, without
+ * waking in between; return 1 when it ended, 0 at the deadline, -1 on
+ * error. */
+static int sleep_on_fd(int fd, double deadline)
+{
+	for (;;) {
+		double left = deadline - now_s();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = poll(&p, 1, (int)ceil(left * 1e3));
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
 /* Wait for "pid" for at most "timeout_s" seconds (0: forever); return 1
- * with "*status" set when it ended, 0 on timeout, -1 on error. */
+ * with "*status" set when it ended, 0 on timeout, -1 on error.  The
+ * waiting parent must not wake while the child runs: the child is often
+ * a timed kernel on every core, and a parent waking every few hundred
+ * microseconds took a core from it (docs/tuner.md, "Measurement").
+ * Without pidfd, waitpid is polled at intervals growing to 10 ms. */
 static int wait_child(pid_t pid, double timeout_s, int *status)
 {
+	if (timeout_s <= 0)
+		return waitpid(pid, status, 0) == pid ? 1 : -1;
 	double deadline = now_s() + timeout_s;
-	struct timespec pause = { 0, 200000 };
+	int fd = child_exit_fd(pid);
+	if (fd >= 0) {
+		int r = sleep_on_fd(fd, deadline);
+		close(fd);
+		if (r <= 0)
+			return r;
+		return waitpid(pid, status, 0) == pid ? 1 : -1;
+	}
+	long pause_ns = 100000;
 	for (;;) {
-		pid_t r = waitpid(pid, status, timeout_s > 0 ? WNOHANG : 0);
+		pid_t r = waitpid(pid, status, WNOHANG);
 		if (r == pid)
 			return 1;
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (timeout_s > 0 && now_s() > deadline)
+		if (now_s() > deadline)
 			return 0;
-		if (timeout_s > 0)
-			nanosleep(&pause, NULL);
+		nanosleep(&(struct timespec){ 0, pause_ns }, NULL);
+		pause_ns = pause_ns < 5000000 ? 2 * pause_ns : 10000000;
 	}
 }
 

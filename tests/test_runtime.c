@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1194,6 +1195,32 @@ Test(isolate, a_hang_is_killed_at_the_time_limit)
 	cr_expect_eq(rt_run_isolated(hang, NULL, 0.2, err, sizeof(err)), RT_RUN_TIMEOUT);
 	cr_expect_lt(rt_now_s() - start, 5.0);
 	cr_expect(strstr(err, "killed"), "%s", err);
+}
+
+static int sleep_a_while(void *arg)
+{
+	(void)arg;
+	nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+	return 0;
+}
+
+/* The child is usually a kernel timed on every core: a parent that woke
+ * to poll it (every 200 us, as it once did) took a core from it and
+ * added a third to the median of a parallel matmul. */
+Test(isolate, the_parent_sleeps_while_the_child_runs)
+{
+	char err[256] = "";
+	struct rusage before, after;
+	getrusage(RUSAGE_SELF, &before);
+	double start = rt_now_s();
+	cr_expect_eq(rt_run_isolated(sleep_a_while, NULL, 10, err, sizeof(err)), RT_RUN_OK,
+		"%s", err);
+	double waited = rt_now_s() - start;
+	getrusage(RUSAGE_SELF, &after);
+	long switches = after.ru_nvcsw - before.ru_nvcsw;
+	cr_expect_geq(waited, 0.29);
+	cr_expect_lt(waited, 2.0, "the parent noticed the end %.3f s late", waited - 0.3);
+	cr_expect_lt(switches, 64, "the parent woke %ld times in %.2f s", switches, waited);
 }
 
 Test(isolate, a_failure_status_is_reported)
