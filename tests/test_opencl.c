@@ -73,15 +73,45 @@ static bool has_barrier(const loop_stmt *s)
 	}
 }
 
+/* Return whether "s" holds a barrier inside a loop bound to a thread
+ * index (a shared tile of a stage computed inside the thread loops);
+ * "inside" says whether "s" lies in one. */
+static bool has_barrier_in_threads(const loop_stmt *s, bool inside)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		return has_barrier_in_threads(s->u.for_.body, inside ||
+			(s->u.for_.kind >= LOOP_THREAD_X && s->u.for_.kind <= LOOP_THREAD_Z));
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (has_barrier_in_threads(s->u.seq.items[i], inside))
+				return true;
+		return false;
+	case LS_IF:
+		return has_barrier_in_threads(s->u.if_.then_, inside) ||
+		       (s->u.if_.else_ && has_barrier_in_threads(s->u.if_.else_, inside));
+	case LS_ALLOC: return has_barrier_in_threads(s->u.alloc.body, inside);
+	case LS_BARRIER: return inside;
+	default: return false;
+	}
+}
+
+/* Programs with barriers inside thread loops that the random traces ran
+ * (all tests of this file). */
+static int fenced_in_threads;
+
 /* Lower "st", run it on "dev" and return the error against the
  * interpreter (INFINITY when it did not run, with the reason logged);
- * count in "*fenced" (when not NULL) a program with barriers. */
+ * count in "*fenced" (when not NULL) a program with barriers, and in
+ * fenced_in_threads one with barriers inside thread loops. */
 static double run_on_device_counting(test_fixture *f, rt_cl_device *dev, sch_state *st,
 	int *fenced)
 {
 	loop_prog *p = sch_program(st);
-	if (p && fenced && p->body)
+	if (p && fenced && p->body) {
 		*fenced += has_barrier(p->body);
+		fenced_in_threads += has_barrier_in_threads(p->body, false);
+	}
 	cg_opencl_kernel k;
 	test_fixture_clear_outputs(f);
 	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
@@ -142,12 +172,14 @@ static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
 		test_fixture f;                                                    \
 		int bound = 0, fenced = 0, n = scaled(count);                 \
 		test_fixture_init(&f, opname, spec);                               \
+		fenced_in_threads = 0;                                        \
 		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound,        \
 			&fenced), 0);                                         \
 		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
 			#test, bound, n);                                     \
 		cr_log_info("%s: %d of %d traces bind, %d use shared "        \
-			"memory with barriers", #test, bound, n, fenced);     \
+			"memory with barriers, %d of them inside thread loops",  \
+			#test, bound, n, fenced, fenced_in_threads);          \
 		cr_expect(fenced * 8 >= n, "%s: only %d of %d traces use "    \
 			"shared memory", #test, fenced, n);                   \
 		test_fixture_fini(&f);                                             \
