@@ -189,9 +189,10 @@ static int check_uniform(sch_state *st, int si, const sch_stage *r, const int64_
 
 /* Check the block of root stage "ci": its threads and the shared bytes of
  * the stages computed in it (and of its cross-thread reduction), and the
- * thread loops around the shared stages computed inside them.  A shared stage binds only indices the root
- * stage binds too: along any other index every thread would run the root
- * stage's updates (a reduction would race with itself). */
+ * thread loops around the shared stages computed inside them.  A shared
+ * stage binds only indices the root stage binds too: along any other
+ * index every thread would run the root stage's updates (a reduction
+ * would race with itself). */
 static int check_block(sch_state *st, int ci, const char *what)
 {
 	const sch_stage *c = &st->stages[ci];
