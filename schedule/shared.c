@@ -1,7 +1,7 @@
 /* Shared memory: the rules a stage in scope "shared" computed at a loop
  * must keep, checked by every primitive that may break them (compute_at,
- * bind, split, fuse, reorder, compute_inline, storage_align) and again
- * by lowering.
+ * compute_root, reverse_compute_at, bind, split, fuse, reorder,
+ * compute_inline, storage_align) and again by lowering.
  *
  * A shared buffer is one per block: the threads of the block compute
  * the stage together (its split-inner loops bound to threadIdx share
