@@ -811,7 +811,6 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 static loop_stmt *emit_stage(lowering *L, int si)
 {
 	loop_expr *leaf[64] = { 0 };
-	L->leaves[si] = leaf;
 	if (L->eff[si].nleaves > 64) {
 		fail(L, "stage '%s' has more than 64 loops%s", L->eff[si].name, "");
 		return ls_seq(L->p, 0, NULL);
@@ -823,6 +822,7 @@ static loop_stmt *emit_stage(lowering *L, int si)
 		ls_seq_append(L->p, seq, emit_update(L, si, leaf));
 		return seq;
 	}
+	L->leaves[si] = leaf;
 	loop_stmt *nest = emit_level(L, si, 0, leaf);
 	L->leaves[si] = NULL;
 	return nest;
