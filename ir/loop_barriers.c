@@ -14,9 +14,15 @@
  *   encloses it (so the next iteration's writes wait for this one's
  *   reads), one barrier where two would follow each other.  Every thread
  *   of a block must reach every barrier (OpenCL
- *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop,
- *   a condition on a thread index, or a loop whose bounds depend on one
- *   is refused, never emitted
+ *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop
+ *   shorter than the block along its index (the printers guard it), a
+ *   condition on a thread index, or a loop whose bounds depend on one is
+ *   refused, never emitted.  A thread loop as long as the block (the
+ *   launch of its kernel, each top-level statement, is the largest
+ *   extent bound to each index: codegen/gpu_c.c) is run once by every
+ *   thread, unguarded, so a barrier inside it is reached by all; this is
+ *   how a shared tile is filled and read inside the thread loops of a
+ *   stage with a register accumulator (schedule/shared.c)
  * A buffer marked "fenced" (the tree of a cross-thread reduction, whose
  * statements read and write it) keeps the barriers its maker placed;
  * they are checked like the others.
@@ -31,6 +37,7 @@ typedef struct barrier_walk {
 	tessel_ctx *ctx;
 	loop_prog *p;
 	bool *thread_var;   /* by variable id: its value depends on a thread index */
+	int64_t launch[LOOP_THREAD_Z + 1]; /* the kernel's threads per index */
 	bool failed;
 } barrier_walk;
 
@@ -106,7 +113,8 @@ static void refuse(barrier_walk *w, const char *buffer, const char *why)
 		te_error(w->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
 			"shared buffer '%s' needs a barrier %s, which not every thread of "
 			"the block reaches; compute shared stages outside thread loops and "
-			"conditions on thread indices", buffer, why);
+			"conditions on thread indices, or inside thread loops that span "
+			"the block", buffer, why);
 	else if (!w->failed)
 		te_error(w->ctx, TESSEL_ERR_VALUE, (tessel_loc){ NULL, 0, 0 },
 			"a barrier lies %s, which not every thread of the block reaches",
@@ -116,6 +124,44 @@ static void refuse(barrier_walk *w, const char *buffer, const char *why)
 
 static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 	bool repeated);
+
+/* Return whether the thread loop "s" runs once in every thread of the
+ * block: from 0 over the block's threads along its index, unguarded. */
+static bool spans_block(const barrier_walk *w, const loop_stmt *s)
+{
+	const loop_expr *min = s->u.for_.min, *ext = s->u.for_.extent;
+	return min->kind == LX_INT && min->u.ival == 0 && ext->kind == LX_INT &&
+	       ext->u.ival == w->launch[s->u.for_.kind];
+}
+
+/* Raise "launch" to the constant extents of the thread loops in "s". */
+static void gather_launch(const loop_stmt *s, int64_t *launch)
+{
+	switch (s->kind) {
+	case LS_FOR: {
+		const loop_expr *e = s->u.for_.extent;
+		if (is_thread_kind(s->u.for_.kind) && e->kind == LX_INT &&
+		    e->u.ival > launch[s->u.for_.kind])
+			launch[s->u.for_.kind] = e->u.ival;
+		gather_launch(s->u.for_.body, launch);
+		return;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			gather_launch(s->u.seq.items[i], launch);
+		return;
+	case LS_IF:
+		gather_launch(s->u.if_.then_, launch);
+		if (s->u.if_.else_)
+			gather_launch(s->u.if_.else_, launch);
+		return;
+	case LS_ALLOC:
+		gather_launch(s->u.alloc.body, launch);
+		return;
+	default:
+		return;
+	}
+}
 
 /* Drop the barrier that "s", a fenced shared allocation, starts with:
  * the caller has one just before it. */
@@ -180,14 +226,17 @@ static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 	case LS_FOR: {
 		loop_kind k = s->u.for_.kind;
 		const char *inner = divergent;
+		bool spans = is_thread_kind(k) && spans_block(w, s);
 		if (is_thread_kind(k) || on_thread(w, s->u.for_.min) ||
 		    on_thread(w, s->u.for_.extent)) {
 			w->thread_var[s->u.for_.var->id] = true;
-			inner = is_thread_kind(k) ? "inside a loop bound to a thread index"
-				: "inside a loop whose bounds depend on a thread index";
+			if (!spans)
+				inner = is_thread_kind(k) ? "inside a loop bound to a thread index "
+					"that not every thread of the block runs"
+					: "inside a loop whose bounds depend on a thread index";
 		}
 		s->u.for_.body = place(w, s->u.for_.body, inner,
-			repeated || !is_block_kind(k));
+			repeated || !(is_block_kind(k) || spans));
 		return s;
 	}
 	case LS_SEQ:
@@ -219,12 +268,33 @@ static loop_stmt *place(barrier_walk *w, loop_stmt *s, const char *divergent,
 	return s;
 }
 
+/* Place the barriers of the top-level statement "s": a sequence and a
+ * global allocation hold kernels, anything else is a kernel (as the GPU
+ * printers split a program, codegen/gpu_c.c). */
+static loop_stmt *place_top(barrier_walk *w, loop_stmt *s)
+{
+	if (s->kind == LS_SEQ) {
+		for (int i = 0; i < s->u.seq.n; i++)
+			s->u.seq.items[i] = place_top(w, s->u.seq.items[i]);
+		return s;
+	}
+	if (s->kind == LS_ALLOC && s->u.alloc.buf->scope == LOOP_GLOBAL) {
+		s->u.alloc.body = place_top(w, s->u.alloc.body);
+		return s;
+	}
+	for (int k = 0; k <= LOOP_THREAD_Z; k++)
+		w->launch[k] = 1;
+	gather_launch(s, w->launch);
+	return place(w, s, NULL, false);
+}
+
 int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p)
 {
 	if (!p->body)
 		return 0;
-	barrier_walk w = { ctx, p, calloc((size_t)p->nvars + 1, sizeof(bool)), false };
-	p->body = place(&w, p->body, NULL, false);
+	barrier_walk w = { .ctx = ctx, .p = p,
+		.thread_var = calloc((size_t)p->nvars + 1, sizeof(bool)) };
+	p->body = place_top(&w, p->body);
 	free(w.thread_var);
 	return w.failed ? -1 : 0;
 }

@@ -34,13 +34,20 @@ int sch_check_bound_nest(sch_state *st, int si, const int *leaves,
 
 /* Check the shared-memory rules of every stage of "st" whose scope is
  * shared and that is computed at a loop (schedule/shared.c): the
- * consumer is at the root; the loop lies inside a block loop of it and
- * outside its thread loops; the stage is no reduction; its own bound
+ * consumer is at the root, the loop inside a block loop of it and outside
+ * its thread loops; or the consumer is computed at a loop of a root
+ * stage inside a block loop, whose thread loops around it span the
+ * block; the stage is no reduction; its own bound
  * loops are thread loops made by split (their extent does not depend on
  * the region); the threads of the block and its shared bytes fit
  * SCH_MAX_THREADS and SCH_MAX_SHARED_BYTES.  Return 0, or refuse with
  * "what" in front of the message. */
 int sch_check_shared(sch_state *st, const char *what);
+
+/* Return the root stage whose kernel holds the shared stage "si",
+ * computed at a loop: its consumer when at the root, else the root stage
+ * its consumer is computed at; -1 when neither. */
+int sch_shared_owner(const sch_state *st, int si);
 
 /* Guard a primitive that may break those rules: take a snapshot of "st"
  * into "snap" when it has a shared stage (else nothing).  Pass the

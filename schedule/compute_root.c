@@ -2,11 +2,17 @@
  *
  * requires: a compute stage that does not read a stage computed at its
  *   loop for it (compute_at)
- * guarantees: the stage has a global buffer and runs before its consumers */
+ * guarantees: the stage has a global buffer and runs before its consumers;
+ *   undone when a shared stage computed at its loop would break the
+ *   shared-memory rules (schedule/shared.c: a register accumulator moved
+ *   out of a kernel's thread loops takes its tiles out of the block) */
+#include <stdio.h>
+
+#include "schedule/bound.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
-int sch_compute_root(sch_state *st, const char *stage)
+static int compute_root_unchecked(sch_state *st, const char *stage)
 {
 	int s = sch_find_stage(st, stage);
 	if (s < 0)
@@ -24,4 +30,13 @@ int sch_compute_root(sch_state *st, const char *stage)
 	sch_step_arg(&step, "%s", stage);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+int sch_compute_root(sch_state *st, const char *stage)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "compute_root %s", stage);
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, compute_root_unchecked(st, stage), what);
 }

@@ -39,6 +39,8 @@ typedef struct lowering {
 	loop_expr ***origin;    /* attached stages: the region's first element */
 	loop_expr ***last;      /* attached stages: the region's last element */
 	sch_region *region;     /* attached stages: what ISL knows of the region */
+	loop_expr ***leaves;    /* by stage, while its nest is emitted: its loop
+	                         * values by nest position */
 	loop_buffer *acc;       /* set: updates of stage acc_stage go to acc[0]
 	                         * (cross-thread partials) */
 	int acc_stage;
@@ -402,6 +404,8 @@ typedef struct ast_names {
 	const sch_stage *c; /* the consumer */
 	loop_expr **leaf;   /* its loop values by nest position */
 	loop_expr **o;      /* its region origin, or NULL */
+	loop_expr **root;   /* the loop values of the root stage the consumer is
+	                     * computed in (block regions: sch_region_block) */
 } ast_names;
 
 static loop_expr *from_ast(const ast_names *n, isl_ast_expr *e);
@@ -411,7 +415,8 @@ static loop_expr *ast_id(const ast_names *n, isl_ast_expr *e)
 	isl_id *id = isl_ast_expr_get_id(e);
 	const char *name = isl_id_get_name(id);
 	int k = atoi(name + 1);
-	loop_expr *x = name[0] == 'q' ? iter_value(n->L, n->c, k, n->leaf) : n->o[k];
+	loop_expr *x = name[0] == 'q' ? iter_value(n->L, n->c, k, n->leaf)
+		: name[0] == 'w' ? n->root[k] : n->o[k];
 	isl_id_free(id);
 	return x;
 }
@@ -501,31 +506,6 @@ static loop_expr *pw_aff_expr(const ast_names *n, isl_pw_aff *pa, isl_set *box)
 	return x;
 }
 
-/* Give stage "si" the extents of its region "shape": its spatial axes span
- * the region, and split and fused loops follow. */
-static void set_region_extents(lowering *L, int si, const int64_t *shape)
-{
-	sch_stage *s = &L->eff[si];
-	for (int it = 0; it < s->niters; it++) {
-		sch_iter *t = &s->iters[it];
-		switch (t->origin) {
-		case SCH_AXIS:
-			if (!t->reduce)
-				t->extent = shape[t->axis];
-			break;
-		case SCH_SPLIT_OUTER:
-			t->extent = (s->iters[t->parent].extent + t->factor - 1) / t->factor;
-			break;
-		case SCH_SPLIT_INNER:
-			t->extent = t->factor;
-			break;
-		case SCH_FUSED:
-			t->extent = s->iters[t->outer].extent * s->iters[t->inner].extent;
-			break;
-		}
-	}
-}
-
 /* Prepare stage "pi", computed at nest position "pos" of stage "ci" whose
  * loops have the values "leaf": its region's bounds, extents and buffer,
  * so that the consumer's reads can be translated.  Return the buffer. */
@@ -533,12 +513,16 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	loop_expr **leaf)
 {
 	sch_region r;
-	if (sch_region_compute(L->st, pi, &L->eff[ci], L->attached[ci], pos, &r)) {
+	const sch_stage *c = &L->st->stages[ci];
+	bool block = L->st->stages[pi].scope == LOOP_SHARED && c->attach == SCH_AT;
+	if (block ? sch_region_block(L->st, pi, &L->eff[ci], pos, &r)
+		  : sch_region_compute(L->st, pi, &L->eff[ci], L->attached[ci], pos, &r)) {
 		L->failed = true;
 		return NULL;
 	}
 	const tessel_stage *t = L->eff[pi].te;
-	ast_names names = { L, &L->eff[ci], leaf, L->attached[ci] ? L->origin[ci] : NULL };
+	ast_names names = { L, &L->eff[ci], leaf, L->attached[ci] ? L->origin[ci] : NULL,
+		block ? L->leaves[c->attach_stage] : NULL };
 	L->attached[pi] = true;
 	L->relative[pi] = true;
 	L->origin[pi] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
@@ -547,7 +531,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 		L->origin[pi][d] = pw_aff_expr(&names, r.lo[d], r.box);
 		L->last[pi][d] = pw_aff_expr(&names, r.hi[d], r.box);
 	}
-	set_region_extents(L, pi, r.shape);
+	sch_region_set_extents(&L->eff[pi], r.shape);
 	L->region[pi].nonempty = r.nonempty;
 	memcpy(L->region[pi].full, r.full, sizeof(r.full));
 	loop_scope scope = L->st->stages[pi].scope;
@@ -573,7 +557,7 @@ static void prepare_after(lowering *L, int ci, int pi, int pos, loop_expr **leaf
 		return;
 	}
 	const tessel_stage *t = L->eff[ci].te;
-	ast_names names = { L, &L->eff[pi], leaf, NULL };
+	ast_names names = { L, &L->eff[pi], leaf, NULL, NULL };
 	int64_t shape[TESSEL_MAX_DIMS];
 	L->attached[ci] = true;
 	L->origin[ci] = te_arena_alloc(&L->p->arena, sizeof(loop_expr *) * TESSEL_MAX_DIMS);
@@ -592,7 +576,7 @@ static void prepare_after(lowering *L, int ci, int pi, int pos, loop_expr **leaf
 		shape[a] = r.shape[d];
 	}
 	L->region[ci].nonempty = r.nonempty;
-	set_region_extents(L, ci, shape);
+	sch_region_set_extents(&L->eff[ci], shape);
 	sch_region_free(&r);
 }
 
@@ -606,15 +590,16 @@ static bool stage_binds(const sch_stage *s, loop_kind kind)
 }
 
 /* Return "nest", the nest of stage "pi", run by the threads of index 0
- * along every thread index its consumer binds and it does not, when it
- * is in shared memory: a loop of one iteration bound to the index (the
- * kernel guards it), so that no two threads store the same element. */
+ * along every thread index the owner of its block binds and it does not,
+ * when it is in shared memory: a loop of one iteration bound to the index
+ * (the kernel guards it), so that no two threads store the same
+ * element. */
 static loop_stmt *first_threads_only(lowering *L, int pi, loop_stmt *nest)
 {
 	const sch_stage *s = &L->st->stages[pi];
 	if (s->scope != LOOP_SHARED)
 		return nest;
-	const sch_stage *c = &L->st->stages[s->attach_stage];
+	const sch_stage *c = &L->st->stages[sch_shared_owner(L->st, pi)];
 	for (int d = 0; d < 3; d++) {
 		loop_kind k = (loop_kind)(LOOP_THREAD_X + d);
 		if (!stage_binds(c, k) || stage_binds(s, k))
@@ -837,7 +822,10 @@ static loop_stmt *emit_stage(lowering *L, int si)
 		ls_seq_append(L->p, seq, emit_update(L, si, leaf));
 		return seq;
 	}
-	return emit_level(L, si, 0, leaf);
+	L->leaves[si] = leaf;
+	loop_stmt *nest = emit_level(L, si, 0, leaf);
+	L->leaves[si] = NULL;
+	return nest;
 }
 
 /* ---- the program ---------------------------------------------------------- */
@@ -928,6 +916,7 @@ loop_prog *sch_lower(sch_state *st)
 	L.origin = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	L.last = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	L.region = calloc((size_t)st->nstages + 1, sizeof(sch_region));
+	L.leaves = calloc((size_t)st->nstages + 1, sizeof(loop_expr **));
 	make_arguments(&L);
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
@@ -949,6 +938,7 @@ loop_prog *sch_lower(sch_state *st)
 	free(L.origin);
 	free(L.last);
 	free(L.region);
+	free(L.leaves);
 	free(L.names);
 	if (L.failed) {
 		loop_prog_free(L.p);

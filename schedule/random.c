@@ -375,21 +375,28 @@ static void cooperative_fetch(sch_state *st, const char *name, int c,
 		try_storage_align(st, si, rng);
 }
 
+/* Read one or two tensors that stage "reader" reads through shared
+ * copies, their names into "shared"; return how many. */
+static int read_shared(sch_state *st, const char *reader, uint64_t *rng, char (*shared)[80])
+{
+	int n = 0, want = 1 + (int)below(rng, 2);
+	for (int k = 0; k < 8 && n < want; k++) {
+		const tessel_op *op = st->op;
+		const tessel_stage *t = op->stages[below(rng, op->nstages)];
+		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
+			snprintf(shared[n++], sizeof(shared[0]), "%s",
+				st->trace->steps[st->trace->nsteps - 1].outs[0]);
+	}
+	return n;
+}
+
 /* Stage one or two tensors that the root stage "c" reads in shared
  * memory, computed at a loop between its block and thread loops. */
 static void stage_in_shared(sch_state *st, int c, uint64_t *rng)
 {
 	char cname[SCH_NAME_MAX], shared[2][80];
 	snprintf(cname, sizeof(cname), "%s", st->stages[c].name);
-	int n = 0, want = 1 + (int)below(rng, 2);
-	for (int k = 0; k < 8 && n < want; k++) {
-		const tessel_op *op = st->op;
-		const tessel_stage *t = op->stages[below(rng, op->nstages)];
-		const char *reader = cname;
-		if (sch_cache_read(st, t->name, "shared", 1, &reader) == 0)
-			snprintf(shared[n++], sizeof(shared[0]), "%s",
-				st->trace->steps[st->trace->nsteps - 1].outs[0]);
-	}
+	int n = read_shared(st, cname, rng, shared);
 	if (n == 0)
 		return;
 	hoist_reduction(st, cname, rng);
@@ -400,6 +407,66 @@ static void stage_in_shared(sch_state *st, int c, uint64_t *rng)
 		loop_at(st, ci, (int)below(rng, tx), loop, sizeof(loop));
 		if (sch_compute_at(st, shared[k], loop) == 0)
 			cooperative_fetch(st, shared[k], sch_find_stage(st, cname), rng);
+	}
+}
+
+/* Compute stage "si" (a reduction at the root, default loops) into a
+ * register accumulator STAGE_local at a thread loop of its copy-out,
+ * tiled in 2D blocks of "ty" x "tx" threads, its first reduction loop
+ * split by a random factor and the outer part moved in front; write its
+ * name into "local".  Return 0, or -1 when it cannot. */
+static int local_accumulator(sch_state *st, int si, int64_t ty, int64_t tx, uint64_t *rng,
+	char *local, size_t len)
+{
+	const sch_stage *s = &st->stages[si];
+	if (s->attach != SCH_ROOT || s->te->reduce == TESSEL_REDUCE_NONE || s->te->is_output == 0 ||
+	    !sch_stage_is_default(s))
+		return -1;
+	char cname[SCH_NAME_MAX], loop[160];
+	snprintf(cname, sizeof(cname), "%s", s->name);
+	if (sch_cache_write(st, cname, "local"))
+		return -1;
+	snprintf(local, len, "%s", st->trace->steps[st->trace->nsteps - 1].outs[0]);
+	int ci = sch_find_stage(st, cname);
+	if (tile_2d(st, ci, ty, tx))
+		return -1;
+	loop_at(st, ci, 2 + (int)below(rng, 2), loop, sizeof(loop));
+	if (sch_compute_at(st, local, loop))
+		return -1;
+	int li = sch_find_stage(st, local);
+	const sch_stage *l = &st->stages[li];
+	int r = 0;
+	while (r < l->nleaves && !l->iters[l->leaves[r]].reduce)
+		r++;
+	if (r == l->nleaves)
+		return 0;
+	loop_at(st, li, r, loop, sizeof(loop));
+	if (sch_split(st, loop, random_factor(rng, l->iters[l->leaves[r]].extent), false,
+			NULL, NULL))
+		return 0;
+	char first[160], outer[160];
+	loop_at(st, li, 0, first, sizeof(first));
+	loop_at(st, li, r, outer, sizeof(outer));
+	const char *order[2] = { outer, first };
+	if (r > 0)
+		sch_reorder(st, 2, order);
+	return 0;
+}
+
+/* Stage one or two tensors that the register accumulator "local" reads
+ * in shared memory, computed at a random loop of it (inside the thread
+ * loops of its copy-out "c", which fetches them). */
+static void stage_local_in_shared(sch_state *st, const char *local, const char *c,
+	uint64_t *rng)
+{
+	char shared[2][80];
+	int n = read_shared(st, local, rng, shared);
+	for (int k = 0; k < n; k++) {
+		int li = sch_find_stage(st, local);
+		char loop[160];
+		loop_at(st, li, (int)below(rng, st->stages[li].nleaves), loop, sizeof(loop));
+		if (sch_compute_at(st, shared[k], loop) == 0)
+			cooperative_fetch(st, shared[k], sch_find_stage(st, c), rng);
 	}
 }
 
@@ -452,13 +519,25 @@ int sch_random_gpu_schedule(sch_state *st, uint64_t seed, int attempts)
 	int applied = 0;
 	int64_t start = below(&rng, 8), threads = 1 << (2 + below(&rng, 5));
 	int tiled = start >= 4 && start < 6 ? (int)below(&rng, st->nstages) : -1;
-	if (tiled >= 0 && tile_2d(st, tiled, 1 << below(&rng, 4), 2 << below(&rng, 5)))
+	char local[80] = "", copy[SCH_NAME_MAX] = "";
+	if (start == 5) {
+		snprintf(copy, sizeof(copy), "%s", st->stages[tiled].name);
+		if (local_accumulator(st, tiled, 1 << below(&rng, 3), 2 << below(&rng, 4), &rng,
+				local, sizeof(local)) == 0)
+			tiled = -1;
+		else
+			local[0] = 0;
+	}
+	if (tiled >= 0 && !local[0] &&
+	    tile_2d(st, tiled, 1 << below(&rng, 4), 2 << below(&rng, 5)))
 		tiled = -1;
 	for (int si = 0; start == 6 && si < st->nstages; si++)
 		cross_thread(st, si, 1 + below(&rng, 16));
 	if (start < 7 && sch_gpu_default(st, (int)threads) == 0) {
 		applied++;
-		if (start >= 2 && start < 6)
+		if (local[0])
+			stage_local_in_shared(st, local, copy, &rng);
+		else if (start >= 2 && start < 6)
 			stage_in_shared(st, tiled >= 0 ? sch_find_stage(st,
 				st->stages[tiled].name) : bound_stage(st, &rng), &rng);
 	}

@@ -15,6 +15,7 @@
 
 #include <isl/ctx.h>
 #include <isl/ilp.h>
+#include <isl/local_space.h>
 #include <isl/map.h>
 #include <isl/space.h>
 #include <isl/set.h>
@@ -22,6 +23,7 @@
 
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/region.h"
 
 /* ISL text of the variables of the stage whose body is walked. */
@@ -564,4 +566,207 @@ void sch_region_free(sch_region *r)
 	r->ndim = 0;
 	isl_set_free(r->box);
 	r->box = NULL;
+}
+
+void sch_region_set_extents(sch_stage *s, const int64_t *shape)
+{
+	for (int it = 0; it < s->niters; it++) {
+		sch_iter *t = &s->iters[it];
+		switch (t->origin) {
+		case SCH_AXIS:
+			if (!t->reduce)
+				t->extent = shape[t->axis];
+			break;
+		case SCH_SPLIT_OUTER:
+			t->extent = (s->iters[t->parent].extent + t->factor - 1) / t->factor;
+			break;
+		case SCH_SPLIT_INNER:
+			t->extent = t->factor;
+			break;
+		case SCH_FUSED:
+			t->extent = s->iters[t->outer].extent * s->iters[t->inner].extent;
+			break;
+		}
+	}
+}
+
+int sch_region_effective(sch_state *st, int x, sch_stage *eff)
+{
+	const sch_stage *s = &st->stages[x];
+	const sch_stage *c = &st->stages[s->attach_stage];
+	*eff = *s;
+	eff->iters = malloc(sizeof(sch_iter) * (size_t)(s->niters + 1));
+	if (s->niters)
+		memcpy(eff->iters, s->iters, sizeof(sch_iter) * (size_t)s->niters);
+	sch_region r;
+	if (sch_region_compute(st, x, c, false, sch_leaf_pos(c, s->attach_iter), &r)) {
+		free(eff->iters);
+		eff->iters = NULL;
+		return -1;
+	}
+	sch_region_set_extents(eff, r.shape);
+	sch_region_free(&r);
+	return 0;
+}
+
+/* Return whether leaf "p" of the root stage "c" is a parameter w<p> of a
+ * block region under its nest position "pos": enclosing it and not bound
+ * to a thread index. */
+static bool block_param(const sch_stage *c, int p, int pos)
+{
+	return p <= pos && !sch_kind_is_thread(c->iters[c->leaves[p]].kind);
+}
+
+/* Return the parameter set relating the parameters q<k> of the regions
+ * of the root stage "c" at nest position "pos", renamed r<k>, to its
+ * leaves at positions up to "pos": w<p> where block_param, the others
+ * (thread loops) existential. */
+static isl_set *root_loops(sch_state *st, const sch_stage *c, int pos)
+{
+	te_strbuf sb = { 0 };
+	te_sb_puts(&sb, "[");
+	bool first = true;
+	for (int k = 0; k < c->niters; k++)
+		if (sch_region_param(c, k, pos)) {
+			te_sb_printf(&sb, "%sr%d", first ? "" : ", ", k);
+			first = false;
+		}
+	for (int p = 0; p <= pos; p++)
+		if (block_param(c, p, pos)) {
+			te_sb_printf(&sb, "%sw%d", first ? "" : ", ", p);
+			first = false;
+		}
+	te_sb_puts(&sb, "] -> { : exists (");
+	for (int k = 0; k < c->niters; k++)
+		te_sb_printf(&sb, "%sx%d", k ? ", " : "", k);
+	te_sb_puts(&sb, " : (0 = 0)");
+	for (int k = 0; k < c->niters; k++) {
+		const sch_iter *t = &c->iters[k];
+		te_sb_printf(&sb, " and 0 <= x%d < %lld", k, (long long)t->extent);
+		if (!t->leaf && t->fused_into < 0)
+			te_sb_printf(&sb, " and x%d = %lld * x%d + x%d", k,
+				(long long)c->iters[t->split_outer].factor, t->split_outer,
+				t->split_inner);
+		if (t->origin == SCH_FUSED)
+			te_sb_printf(&sb, " and x%d = %lld * x%d + x%d", k,
+				(long long)c->iters[t->inner].extent, t->outer, t->inner);
+		if (sch_region_param(c, k, pos))
+			te_sb_printf(&sb, " and x%d = r%d", k, k);
+	}
+	for (int p = 0; p <= pos; p++)
+		if (block_param(c, p, pos))
+			te_sb_printf(&sb, " and x%d = w%d", c->leaves[p], p);
+	te_sb_puts(&sb, ") }");
+	isl_set *s = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	te_sb_free(&sb);
+	return s;
+}
+
+/* Return the parameter set { o<d> = "lo" } over the parameters of "lo"
+ * (taken) and o<d>. */
+static isl_set *origin_equals(isl_pw_aff *lo, int d)
+{
+	isl_space *sp = isl_pw_aff_get_domain_space(lo);
+	unsigned n = isl_space_dim(sp, isl_dim_param);
+	char name[32];
+	snprintf(name, sizeof(name), "o%d", d);
+	sp = isl_space_add_dims(sp, isl_dim_param, 1);
+	sp = isl_space_set_dim_name(sp, isl_dim_param, n, name);
+	isl_pw_aff *o = isl_pw_aff_from_aff(isl_aff_var_on_domain(
+		isl_local_space_from_space(sp), isl_dim_param, n));
+	lo = isl_pw_aff_align_params(lo, isl_pw_aff_get_space(o));
+	return isl_pw_aff_eq_set(o, lo);
+}
+
+/* Rename the parameters of "s" that start with "from" to start with
+ * "to". */
+static isl_set *rename_params(isl_set *s, char from, char to)
+{
+	int n = (int)isl_set_dim(s, isl_dim_param);
+	for (int i = 0; i < n; i++) {
+		const char *name = isl_set_get_dim_name(s, isl_dim_param, (unsigned)i);
+		if (!name || name[0] != from)
+			continue;
+		char renamed[32];
+		snprintf(renamed, sizeof(renamed), "%c%s", to, name + 1);
+		s = isl_set_set_dim_name(s, isl_dim_param, (unsigned)i, renamed);
+	}
+	return s;
+}
+
+/* Project out of "s" the parameters whose names start with "prefix". */
+static isl_set *project_params(isl_set *s, char prefix)
+{
+	for (int i = (int)isl_set_dim(s, isl_dim_param) - 1; i >= 0; i--) {
+		const char *name = isl_set_get_dim_name(s, isl_dim_param, (unsigned)i);
+		if (name && name[0] == prefix)
+			s = isl_set_project_out(s, isl_dim_param, (unsigned)i, 1);
+	}
+	return s;
+}
+
+/* Return the parameter set of the values the parameters q<k> of "x" at
+ * "pos" and w<p> of the root "c" at "rpos" take while the loops run. */
+static isl_set *block_box(sch_state *st, const sch_stage *x, int pos, const sch_stage *c,
+	int rpos, isl_space *params)
+{
+	te_strbuf sb = { 0 };
+	te_sb_puts(&sb, "[");
+	bool first = true;
+	for (int p = 0; p <= rpos; p++)
+		if (block_param(c, p, rpos)) {
+			te_sb_printf(&sb, "%sw%d", first ? "" : ", ", p);
+			first = false;
+		}
+	te_sb_puts(&sb, "] -> { : (0 = 0)");
+	for (int p = 0; p <= rpos; p++)
+		if (block_param(c, p, rpos))
+			te_sb_printf(&sb, " and 0 <= w%d < %lld", p,
+				(long long)c->iters[c->leaves[p]].extent);
+	te_sb_puts(&sb, " }");
+	isl_set *w = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	te_sb_free(&sb);
+	isl_set *q = loop_box(st, x, pos, isl_space_copy(params));
+	return isl_set_intersect_params(q, isl_set_align_params(w, params));
+}
+
+int sch_region_block(sch_state *st, int producer, const sch_stage *x, int pos,
+	sch_region *r)
+{
+	memset(r, 0, sizeof(*r));
+	int xi = sch_stage_of(st, x->te);
+	const sch_stage *c = &st->stages[x->attach_stage];
+	int rpos = sch_leaf_pos(c, x->attach_iter);
+	sch_region rx;
+	if (sch_region_compute(st, xi, c, false, rpos, &rx))
+		return -1;
+	isl_set *region = needed_set(st, producer, x, true, pos, 0);
+	if (!region) {
+		sch_region_free(&rx);
+		return -1;
+	}
+	isl_set *origin = isl_set_copy(rx.box);
+	for (int d = 0; d < x->te->ndim; d++)
+		origin = isl_set_intersect(isl_set_align_params(origin,
+			isl_pw_aff_get_domain_space(rx.lo[d])), origin_equals(isl_pw_aff_copy(rx.lo[d]), d));
+	sch_region_free(&rx);
+	origin = rename_params(isl_set_params(origin), 'q', 'r');
+	isl_set *loops = root_loops(st, c, rpos);
+	origin = isl_set_intersect_params(isl_set_align_params(origin,
+		isl_set_get_space(loops)), loops);
+	region = isl_set_align_params(region, isl_set_get_space(origin));
+	origin = isl_set_align_params(origin, isl_set_get_space(region));
+	region = isl_set_intersect_params(region, origin);
+	region = project_params(project_params(region, 'o'), 'r');
+	isl_set *params = isl_set_params(isl_set_copy(region));
+	isl_set *box = block_box(st, x, pos, c, rpos, isl_set_get_space(params));
+	isl_set_free(params);
+	const tessel_stage *p = st->stages[producer].te;
+	box = isl_set_align_params(box, isl_set_get_space(region));
+	int rc = box_of(st, region, p->ndim, r, p->name, box);
+	r->box = box;
+	isl_set_free(region);
+	if (rc)
+		sch_region_free(r);
+	return rc;
 }

@@ -34,6 +34,24 @@ int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
  * extents) writes in one iteration of its loop at nest position "pos",
  * with parameters as for sch_region_compute.  Return 0, or -1. */
 int sch_write_region(sch_state *st, const sch_stage *p, int pos, sch_region *r);
+/* Compute the region of the shared stage "producer" computed at nest
+ * position "pos" of "x" (effective extents), itself computed at a loop
+ * of a root stage R inside R's thread loops: the union over all threads
+ * of the block of what each needs, so that its shape and origin are the
+ * same for every thread.  The box is a function of the parameters q<k>
+ * (x's loops up to "pos") and w<p> (R's leaf at nest position p, for
+ * those enclosing x's attach loop that are not bound to a thread index;
+ * those bound to one are projected out).  Return 0, or -1 with a
+ * refusal. */
+int sch_region_block(sch_state *st, int producer, const sch_stage *x, int pos,
+	sch_region *r);
+/* Give stage "s" the extents of its region "shape": its spatial axes span
+ * the region, and split and fused loops follow. */
+void sch_region_set_extents(sch_stage *s, const int64_t *shape);
+/* Fill "eff" with stage "x", computed at a loop of a root stage, with the
+ * extents of the region it computes there (eff->iters is allocated; the
+ * caller frees it).  Return 0, or -1 with a refusal. */
+int sch_region_effective(sch_state *st, int x, sch_stage *eff);
 void sch_region_free(sch_region *r);
 /* Return whether iter "it" of consumer "c" is a parameter q<it> of its
  * regions at nest position "pos": fixed by the loops up to "pos", and the

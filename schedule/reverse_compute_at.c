@@ -12,6 +12,7 @@
  *   over exactly the box of elements the producer wrote there (ISL), so
  *   the union over iterations is the whole consumer, each element once */
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/te_impl.h"
@@ -157,7 +158,7 @@ static int check_reverse(sch_state *st, int c, int p, int it, const char *stage,
 	return 0;
 }
 
-int sch_reverse_compute_at(sch_state *st, const char *stage, const char *loop)
+static int reverse_compute_at_unchecked(sch_state *st, const char *stage, const char *loop)
 {
 	int c = sch_find_stage(st, stage), p, it;
 	if (c < 0 || sch_find_loop(st, loop, &p, &it) ||
@@ -173,4 +174,16 @@ int sch_reverse_compute_at(sch_state *st, const char *stage, const char *loop)
 	sch_step_arg(&step, "%s", loop);
 	sch_trace_append(st->trace, &step);
 	return 0;
+}
+
+/* The primitive, undone when it breaks the shared-memory rules
+ * (schedule/shared.c: a stage that holds shared tiles must stay computed
+ * at a loop of a root stage). */
+int sch_reverse_compute_at(sch_state *st, const char *stage, const char *loop)
+{
+	char what[256];
+	sch_snapshot snap;
+	snprintf(what, sizeof(what), "reverse_compute_at %s %s", stage, loop);
+	sch_shared_begin(st, &snap);
+	return sch_shared_end(st, &snap, reverse_compute_at_unchecked(st, stage, loop), what);
 }

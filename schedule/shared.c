@@ -1,15 +1,29 @@
 /* Shared memory: the rules a stage in scope "shared" computed at a loop
  * must keep, checked by every primitive that may break them (compute_at,
- * bind, split, fuse, reorder, compute_inline, storage_align) and again
- * by lowering.
+ * compute_root, reverse_compute_at, bind, split, fuse, reorder,
+ * compute_inline, storage_align) and again by lowering.
  *
  * A shared buffer is one per block: the threads of the block compute
  * the stage together (its split-inner loops bound to threadIdx share
  * the copy out; along a thread index it does not bind, only the threads
  * of index 0 take part: schedule/lower.c), a barrier follows
- * (ir/loop_barriers.c), then the threads read it.  So the region must be the same for every thread of the block:
- * computed at a loop of a root stage inside a block loop and outside
- * the thread loops, as TVM's cooperative fetching. */
+ * (ir/loop_barriers.c), then the threads read it.  So the region must
+ * be the same for every thread of the block, and every thread must
+ * reach the barriers.  Two places keep both:
+ *
+ *   - a loop of a root stage inside a block loop and outside the thread
+ *     loops (TVM's cooperative fetching);
+ *   - a loop of a stage X computed at a loop of a root stage R inside a
+ *     block loop, also inside R's thread loops (TVM's matmul: the
+ *     register accumulator C_local at C's thread loop, A_shared at
+ *     C_local's outer reduction loop).  The region is then the union of
+ *     what every thread's X needs (schedule/region.c, sch_region_block),
+ *     and R's thread loops around X must span the block along their index
+ *     (unguarded), so that every thread runs X's loops, all of constant
+ *     trip counts, and meets the barriers in them.
+ *
+ * R, the root stage whose kernel holds the buffer, is the block's owner:
+ * its thread loops and those of its shared stages set the block. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +55,26 @@ static bool binds(const sch_stage *c, int kind)
 	return false;
 }
 
-/* Return the bytes of the buffer of stage "si" computed at nest position
- * "pos" of the root stage "ci" (its region, padded by storage_align), or
- * -1 with a refusal. */
-static int64_t shared_bytes(sch_state *st, int si, int ci, int pos)
+/* Return the bytes of the buffer of the shared stage "si" (its region,
+ * padded by storage_align), or -1 with a refusal. */
+static int64_t shared_bytes(sch_state *st, int si)
 {
-	sch_region r;
-	if (sch_region_compute(st, si, &st->stages[ci], false, pos, &r))
-		return -1;
 	const sch_stage *s = &st->stages[si];
+	const sch_stage *c = &st->stages[s->attach_stage];
+	int pos = sch_leaf_pos(c, s->attach_iter);
+	sch_region r;
+	if (c->attach == SCH_ROOT) {
+		if (sch_region_compute(st, si, c, false, pos, &r))
+			return -1;
+	} else {
+		sch_stage eff;
+		if (sch_region_effective(st, s->attach_stage, &eff))
+			return -1;
+		int rc = sch_region_block(st, si, &eff, pos, &r);
+		free(eff.iters);
+		if (rc)
+			return -1;
+	}
 	int64_t strides[TESSEL_MAX_DIMS], span = 1;
 	sch_buffer_strides(s, r.shape, strides);
 	for (int d = 0; d < s->te->ndim; d++)
@@ -58,35 +83,74 @@ static int64_t shared_bytes(sch_state *st, int si, int ci, int pos)
 	return span * (int64_t)tessel_dtype_size(s->te->dtype);
 }
 
+int sch_shared_owner(const sch_state *st, int si)
+{
+	const sch_stage *s = &st->stages[si];
+	const sch_stage *c = &st->stages[s->attach_stage];
+	if (c->attach == SCH_ROOT)
+		return s->attach_stage;
+	if (c->attach == SCH_AT && st->stages[c->attach_stage].attach == SCH_ROOT)
+		return c->attach_stage;
+	return -1;
+}
+
+/* Return the nest position in the owner "r" of the loop that holds the
+ * shared stage "s": its attach loop, or that of the stage it is computed
+ * in. */
+static int owner_pos(const sch_state *st, const sch_stage *s, const sch_stage *r)
+{
+	const sch_stage *c = &st->stages[s->attach_stage];
+	return sch_leaf_pos(r, c->attach == SCH_ROOT ? s->attach_iter : c->attach_iter);
+}
+
 /* Check where the shared stage "si" is computed, and its own loops. */
 static int check_place(sch_state *st, int si, const char *what)
 {
 	const sch_stage *s = &st->stages[si];
 	const sch_stage *c = &st->stages[s->attach_stage];
 	const char *loop = c->iters[s->attach_iter].name;
-	if (c->attach != SCH_ROOT)
+	int ri = sch_shared_owner(st, si);
+	if (ri < 0)
 		return sch_refuse(st, "%s: shared stage '%s' is computed at %s.%s, but "
-			"'%s' is not at the root; shared memory belongs to a block of a "
-			"root stage's kernel", what, s->name, c->name, loop, c->name);
+			"'%s' is neither at the root nor computed at a loop of a stage at "
+			"the root; shared memory belongs to a block of a root stage's "
+			"kernel", what, s->name, c->name, loop, c->name);
+	const sch_stage *r = &st->stages[ri];
+	bool nested = ri != s->attach_stage;
+	if (nested && (c->scope == LOOP_SHARED || sch_stage_has_bound(c)))
+		return sch_refuse(st, "%s: shared stage '%s' is computed at %s.%s, but "
+			"'%s' is %s; a shared stage is computed at a loop of a root stage "
+			"or of a private stage computed in one", what, s->name, c->name, loop,
+			c->name, c->scope == LOOP_SHARED ? "in shared memory itself"
+			: "fetched by bound loops");
 	if (s->te->reduce != TESSEL_REDUCE_NONE)
 		return sch_refuse(st, "%s: shared stage '%s' is a reduction; the threads "
 			"of a block would update the same elements (cross-thread "
 			"reductions are not supported yet)", what, s->name);
-	int pos = sch_leaf_pos(c, s->attach_iter);
+	int pos = owner_pos(st, s, r);
 	bool in_block = false;
 	for (int p = 0; p <= pos; p++) {
-		const sch_iter *t = &c->iters[c->leaves[p]];
+		const sch_iter *t = &r->iters[r->leaves[p]];
 		in_block |= sch_kind_is_block(t->kind);
-		if (sch_kind_is_thread(t->kind))
+		if (!nested && sch_kind_is_thread(t->kind))
 			return sch_refuse(st, "%s: shared stage '%s' would be computed at "
 				"%s.%s, inside the thread loop %s.%s; the threads of a block "
-				"fill shared memory together, outside threadIdx loops", what,
+				"fill shared memory together, outside threadIdx loops (or "
+				"inside them at a loop of a stage computed there)", what,
 				s->name, c->name, loop, c->name, t->name);
 	}
 	if (!in_block)
 		return sch_refuse(st, "%s: shared stage '%s' is computed at %s.%s, which "
 			"is not inside a loop bound to blockIdx; shared memory belongs to "
 			"a block", what, s->name, c->name, loop);
+	for (int p = 0; nested && p < r->nleaves; p++) {
+		const sch_iter *t = &r->iters[r->leaves[p]];
+		if (t->reduce && sch_kind_is_thread(t->kind))
+			return sch_refuse(st, "%s: shared stage '%s' is computed inside "
+				"'%s', whose kernel reduces across threads (%s.%s); a shared "
+				"stage there must be computed at a loop of '%s' itself", what,
+				s->name, r->name, r->name, t->name, r->name);
+	}
 	for (int p = 0; p < s->nleaves; p++) {
 		const sch_iter *t = &s->iters[s->leaves[p]];
 		if (sch_kind_is_block(t->kind) ||
@@ -98,10 +162,37 @@ static int check_place(sch_state *st, int si, const char *what)
 	return 0;
 }
 
+/* Check that the thread loops of the owner "r" around the shared stage
+ * "si", computed inside them, span the block ("threads" per index): a
+ * shorter one is guarded, and the threads past it would miss the
+ * barriers of the stage. */
+static int check_uniform(sch_state *st, int si, const sch_stage *r, const int64_t *threads,
+	const char *what)
+{
+	const sch_stage *s = &st->stages[si];
+	int pos = owner_pos(st, s, r);
+	for (int p = 0; p <= pos; p++) {
+		const sch_iter *t = &r->iters[r->leaves[p]];
+		if (!sch_kind_is_thread(t->kind))
+			continue;
+		int64_t n = threads[t->kind - LOOP_THREAD_X];
+		if (t->extent < n)
+			return sch_refuse(st, "%s: shared stage '%s' is computed inside %s.%s, "
+				"bound to %s with %lld iterations, but the block has %lld "
+				"threads along it; the threads past %lld would skip the loop "
+				"and miss the barriers around '%s'", what, s->name, r->name,
+				t->name, loop_kind_name(t->kind), (long long)t->extent,
+				(long long)n, (long long)t->extent, s->name);
+	}
+	return 0;
+}
+
 /* Check the block of root stage "ci": its threads and the shared bytes of
- * the stages computed in it (and of its cross-thread reduction).  A shared stage binds only indices the root
- * stage binds too: along any other index every thread would run the root
- * stage's updates (a reduction would race with itself). */
+ * the stages computed in it (and of its cross-thread reduction), and the
+ * thread loops around the shared stages computed inside them.  A shared
+ * stage binds only indices the root stage binds too: along any other
+ * index every thread would run the root stage's updates (a reduction
+ * would race with itself). */
 static int check_block(sch_state *st, int ci, const char *what)
 {
 	const sch_stage *c = &st->stages[ci];
@@ -114,7 +205,8 @@ static int check_block(sch_state *st, int ci, const char *what)
 	}
 	for (int si = 0; si < st->nstages; si++) {
 		const sch_stage *s = &st->stages[si];
-		if (s->scope != LOOP_SHARED || s->attach != SCH_AT || s->attach_stage != ci)
+		if (s->scope != LOOP_SHARED || s->attach != SCH_AT ||
+		    sch_shared_owner(st, si) != ci)
 			continue;
 		int64_t mine[3] = { 1, 1, 1 };
 		gather_threads(s, mine);
@@ -127,7 +219,7 @@ static int check_block(sch_state *st, int ci, const char *what)
 			if (mine[d] > threads[d])
 				threads[d] = mine[d];
 		}
-		int64_t b = shared_bytes(st, si, ci, sch_leaf_pos(c, s->attach_iter));
+		int64_t b = shared_bytes(st, si);
 		if (b < 0)
 			return -1;
 		bytes += b;
@@ -141,6 +233,12 @@ static int check_block(sch_state *st, int ci, const char *what)
 		return sch_refuse(st, "%s: the blocks of '%s' would use %lld bytes of "
 			"shared memory, more than %d", what, c->name, (long long)bytes,
 			SCH_MAX_SHARED_BYTES);
+	for (int si = 0; si < st->nstages; si++) {
+		const sch_stage *s = &st->stages[si];
+		if (s->scope == LOOP_SHARED && s->attach == SCH_AT && s->attach_stage != ci &&
+		    sch_shared_owner(st, si) == ci && check_uniform(st, si, c, threads, what))
+			return -1;
+	}
 	return 0;
 }
 
@@ -155,7 +253,8 @@ int sch_check_shared(sch_state *st, const char *what)
 		rc = check_place(st, si, what);
 		if (!holds)
 			holds = calloc((size_t)st->nstages + 1, sizeof(bool));
-		holds[s->attach_stage] = true;
+		if (rc == 0)
+			holds[sch_shared_owner(st, si)] = true;
 	}
 	for (int ci = 0; holds && ci < st->nstages && rc == 0; ci++)
 		if (holds[ci])

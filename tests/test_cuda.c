@@ -290,9 +290,11 @@ Test(cuda_sketch, tasks_describe_the_architecture)
 		"-shared=49152");
 	tune_space *space = tune_space_new(&task);
 	cr_assert(space);
-	cr_expect_eq(tune_space_num_sketches(space), 3);
+	cr_expect_eq(tune_space_num_sketches(space), 4);
 	cr_expect(strstr(tune_space_sketch_name(space, 0), "SSSRRSRS, shared"), "%s",
 		tune_space_sketch_name(space, 0));
+	cr_expect(strstr(tune_space_sketch_name(space, 2), "SSSRRSRS, shared+local"), "%s",
+		tune_space_sketch_name(space, 2));
 	tune_space_free(space);
 	char why[512];
 	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
@@ -362,6 +364,57 @@ Test(cuda_sketch, a_candidate_past_the_registers_is_rejected_before_measurement)
 		"%s", msg);
 	cr_expect(strstr(msg, "cannot launch on sm_80") && strstr(msg, "registers for a "
 		"block of 1024 threads"), "%s", msg);
+}
+
+/* The register tile fed by shared tiles (tests/sched/shared_local_matmul):
+ * NVRTC compiles it for sm_90 and sm_80 with the tiles' 768 bytes of
+ * shared memory and a barrier, and it can launch. */
+Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
+{
+	need_nvrtc();
+	static const char text[] = "cache_write C local -> C_local\n"
+		"split C.i 16 -> C.io C.ir\nsplit C.j 16 -> C.jo C.jr\n"
+		"split C.ir 2 -> C.ty C.ii\nsplit C.jr 2 -> C.tx C.ji\n"
+		"reorder C.io C.jo C.ty C.tx C.ii C.ji\n"
+		"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n"
+		"bind C.ty threadIdx.y\nbind C.tx threadIdx.x\n"
+		"compute_at C_local C.tx\n"
+		"split C_local.k 6 -> C_local.ko C_local.ki\n"
+		"reorder C_local.ko C_local.ki C_local.i C_local.j\n"
+		"cache_read A shared C_local -> A_shared\ncache_read B shared C_local -> B_shared\n"
+		"compute_at A_shared C_local.ko\ncompute_at B_shared C_local.ko\n"
+		"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+		"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
+		"split A_shared.fo 8 -> A_shared.fy A_shared.ty\n"
+		"bind A_shared.ty threadIdx.y\nbind A_shared.fi threadIdx.x\n"
+		"fuse B_shared.ax0 B_shared.ax1 -> B_shared.f\n"
+		"split B_shared.f 8 -> B_shared.fo B_shared.fi\n"
+		"bind B_shared.fi threadIdx.x\n";
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=64;N=48;K=30");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f.ctx)->message);
+	const int sms[2] = { 90, 80 };
+	for (int i = 0; i < 2; i++) {
+		cg_cuda_program c;
+		cr_assert_eq(cg_cuda_compile(f.ctx, p, sms[i], &c), 0, "%s",
+			tessel_ctx_error(f.ctx)->message);
+		const rt_kernel_usage *use = rt_cubin_kernel(&c.cubin, "matmul");
+		cr_assert(use, "%s", c.cubin.log);
+		cr_expect_eq(use->shared_bytes, 768, "%s", c.cubin.log);
+		cr_expect_geq(use->barriers, 1, "%s", c.cubin.log);
+		rt_gpu_target target = target_of(sms[i]);
+		cr_expect_eq(cg_cuda_check_launch(f.ctx, &c, &target), 0, "%s",
+			tessel_ctx_error(f.ctx)->message);
+		cg_cuda_program_free(&c);
+	}
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
 }
 
 Test(cuda_nvrtc, f16_and_bf16_compile)

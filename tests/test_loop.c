@@ -173,6 +173,18 @@ static loop_prog *build_staged(void)
 	return p;
 }
 
+/* Give the kernel of "p" (build_staged's) a second thread loop of 16
+ * threads after its tile: the block has 16 threads along x, and the
+ * tile's loop of 8 is guarded. */
+static void widen_block(loop_prog *p)
+{
+	loop_buffer *B = p->args[1];
+	loop_var *t = loop_var_new(p, "t16");
+	loop_stmt *bx = p->body;
+	bx->u.for_.body = SEQ(p, bx->u.for_.body, loop(p, t, 0, 16, LOOP_THREAD_X,
+		STORE(p, B, F32(p, 1.0), V(p, t))));
+}
+
 static const char staged_text[] =
 	"kernel reverse(A: f32[64]) -> (B: f32[64]) {\n"
 	"  for bx in 0..8 blockIdx.x {\n"
@@ -339,11 +351,61 @@ Test(loop_barriers, refused_where_threads_diverge)
 		tessel_ctx_error(ctx)->message);
 	loop_prog_free(p);
 	p = build_staged();
+	widen_block(p);
 	cr_expect_neq(loop_insert_barriers(ctx, p), 0);
 	cr_expect(strstr(tessel_ctx_error(ctx)->message, "a barrier lies inside a loop "
-		"bound to a thread index"), "%s", tessel_ctx_error(ctx)->message);
+		"bound to a thread index that not every thread of the block runs"), "%s",
+		tessel_ctx_error(ctx)->message);
 	loop_prog_free(p);
 	tessel_ctx_free(ctx);
+}
+
+/* A shared buffer allocated inside a thread loop as long as the block
+ * (as a tile of a stage computed inside the thread loops is) is fenced
+ * there: each thread runs the loop's body once, unguarded, so every
+ * thread reaches the barrier.  Inside a shorter thread loop it is
+ * refused. */
+Test(loop_barriers, inside_a_thread_loop_that_spans_the_block)
+{
+	for (int wide = 0; wide < 2; wide++) {
+		tessel_ctx *ctx = tessel_ctx_new();
+		loop_prog *p = loop_prog_new("reverse");
+		loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(64), false);
+		loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(64), true);
+		loop_buffer *S = loop_buffer_new(p, "S", TESSEL_F32, 1, SHAPE(8), LOOP_SHARED);
+		loop_var *bx = loop_var_new(p, "bx"), *tx = loop_var_new(p, "tx");
+		loop_expr *g = lx_add(p, lx_mul(p, V(p, bx), I(p, 8)), V(p, tx));
+		loop_stmt *threads = loop(p, tx, 0, 8, LOOP_THREAD_X, ls_alloc(p, S, SEQ(p,
+			STORE(p, S, LOAD(p, A, g), V(p, tx)),
+			STORE(p, B, LOAD(p, S, lx_sub(p, I(p, 7), V(p, tx))), g))));
+		p->body = loop(p, bx, 0, 8, LOOP_BLOCK_X, threads);
+		if (wide)
+			widen_block(p);
+		int rc = loop_insert_barriers(ctx, p);
+		if (wide) {
+			cr_expect_neq(rc, 0);
+			cr_expect(strstr(tessel_ctx_error(ctx)->message, "shared buffer 'S' "
+				"needs a barrier inside a loop bound to a thread index that not "
+				"every thread of the block runs"), "%s",
+				tessel_ctx_error(ctx)->message);
+		} else {
+			cr_expect_eq(rc, 0, "%s", tessel_ctx_error(ctx)->message);
+			expect_text(p,
+				"kernel reverse(A: f32[64]) -> (B: f32[64]) {\n"
+				"  for bx in 0..8 blockIdx.x {\n"
+				"    for tx in 0..8 threadIdx.x {\n"
+				"      alloc S: f32[8] shared {\n"
+				"        S[tx] = A[bx * 8 + tx]\n"
+				"        barrier\n"
+				"        B[bx * 8 + tx] = S[7 - tx]\n"
+				"      }\n"
+				"    }\n"
+				"  }\n"
+				"}\n");
+		}
+		loop_prog_free(p);
+		tessel_ctx_free(ctx);
+	}
 }
 
 Test(loop_print, conditionals_selects_casts)

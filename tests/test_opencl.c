@@ -73,15 +73,45 @@ static bool has_barrier(const loop_stmt *s)
 	}
 }
 
+/* Return whether "s" holds a barrier inside a loop bound to a thread
+ * index (a shared tile of a stage computed inside the thread loops);
+ * "inside" says whether "s" lies in one. */
+static bool has_barrier_in_threads(const loop_stmt *s, bool inside)
+{
+	switch (s->kind) {
+	case LS_FOR:
+		return has_barrier_in_threads(s->u.for_.body, inside ||
+			(s->u.for_.kind >= LOOP_THREAD_X && s->u.for_.kind <= LOOP_THREAD_Z));
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (has_barrier_in_threads(s->u.seq.items[i], inside))
+				return true;
+		return false;
+	case LS_IF:
+		return has_barrier_in_threads(s->u.if_.then_, inside) ||
+		       (s->u.if_.else_ && has_barrier_in_threads(s->u.if_.else_, inside));
+	case LS_ALLOC: return has_barrier_in_threads(s->u.alloc.body, inside);
+	case LS_BARRIER: return inside;
+	default: return false;
+	}
+}
+
+/* Programs with barriers inside thread loops that the random traces ran
+ * (all tests of this file). */
+static int fenced_in_threads;
+
 /* Lower "st", run it on "dev" and return the error against the
  * interpreter (INFINITY when it did not run, with the reason logged);
- * count in "*fenced" (when not NULL) a program with barriers. */
+ * count in "*fenced" (when not NULL) a program with barriers, and in
+ * fenced_in_threads one with barriers inside thread loops. */
 static double run_on_device_counting(test_fixture *f, rt_cl_device *dev, sch_state *st,
 	int *fenced)
 {
 	loop_prog *p = sch_program(st);
-	if (p && fenced && p->body)
+	if (p && fenced && p->body) {
 		*fenced += has_barrier(p->body);
+		fenced_in_threads += has_barrier_in_threads(p->body, false);
+	}
 	cg_opencl_kernel k;
 	test_fixture_clear_outputs(f);
 	int r = p ? cg_opencl_kernel_build(f->ctx, p, dev, &k) : -1;
@@ -142,12 +172,14 @@ static int fuzz(test_fixture *f, rt_cl_device *dev, const char *what, int count,
 		test_fixture f;                                                    \
 		int bound = 0, fenced = 0, n = scaled(count);                 \
 		test_fixture_init(&f, opname, spec);                               \
+		fenced_in_threads = 0;                                        \
 		cr_expect_eq(fuzz(&f, dev, #test, n, __LINE__, &bound,        \
 			&fenced), 0);                                         \
 		cr_expect(bound * 3 >= n, "%s: only %d of %d traces bind",    \
 			#test, bound, n);                                     \
 		cr_log_info("%s: %d of %d traces bind, %d use shared "        \
-			"memory with barriers", #test, bound, n, fenced);     \
+			"memory with barriers, %d of them inside thread loops",  \
+			#test, bound, n, fenced, fenced_in_threads);          \
 		cr_expect(fenced * 8 >= n, "%s: only %d of %d traces use "    \
 			"shared memory", #test, fenced, n);                   \
 		test_fixture_fini(&f);                                             \
@@ -482,6 +514,109 @@ Test(opencl_shared, tiled_matmul_source_plan_and_device)
 	test_fixture_fini(&f);
 }
 
+static double run_trace(rt_cl_device *dev, const char *name, const char *spec,
+	const char *text);
+
+/* A 2 x 2 register tile per thread (C_local at C's thread loop) fed by
+ * tiles of A and B in shared memory at C_local.ko, fetched inside C's
+ * thread loops by all the threads of the block
+ * (tests/sched/shared_local_matmul). */
+#define SHARED_LOCAL_TILES \
+	"cache_write C local -> C_local\n" \
+	"split C.i 16 -> C.io C.ir\nsplit C.j 16 -> C.jo C.jr\n" \
+	"split C.ir 2 -> C.ty C.ii\nsplit C.jr 2 -> C.tx C.ji\n" \
+	"reorder C.io C.jo C.ty C.tx C.ii C.ji\n" \
+	"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n" \
+	"bind C.ty threadIdx.y\nbind C.tx threadIdx.x\n"
+static const char shared_local_matmul[] =
+	SHARED_LOCAL_TILES
+	"compute_at C_local C.tx\n"
+	"split C_local.k 6 -> C_local.ko C_local.ki\n"
+	"reorder C_local.ko C_local.ki C_local.i C_local.j\n"
+	"cache_read A shared C_local -> A_shared\ncache_read B shared C_local -> B_shared\n"
+	"compute_at A_shared C_local.ko\ncompute_at B_shared C_local.ko\n"
+	"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+	"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
+	"split A_shared.fo 8 -> A_shared.fy A_shared.ty\n"
+	"bind A_shared.ty threadIdx.y\nbind A_shared.fi threadIdx.x\n"
+	"fuse B_shared.ax0 B_shared.ax1 -> B_shared.f\n"
+	"split B_shared.f 8 -> B_shared.fo B_shared.fi\n"
+	"bind B_shared.fi threadIdx.x\n";
+
+Test(opencl_shared, register_tile_fed_by_shared_tiles)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=64;N=48;K=30");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", shared_local_matmul);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0, "%s", tessel_ctx_error(f.ctx)->message);
+	char *src;
+	cg_gpu_plan plan;
+	loop_prog *p = print_opencl(&f, st, &src, &plan);
+	cr_expect(strstr(src, "\t__local float A_shared[96];\n\t__local float B_shared[96];\n"),
+		"%s", src);
+	cr_expect(strstr(src, "int64_t tx = (int64_t)get_local_id(0);"), "%s", src);
+	cr_expect(strstr(src, "int64_t fi = (int64_t)get_local_id(0);"), "%s", src);
+	cr_expect(strstr(src, "float C_local[4];"), "%s", src);
+	cr_expect(strstr(src, "C_local[i * 2 + j] += A_shared[ty * 12 + i * 6 + ki] * "
+		"B_shared[ki * 16 + tx * 2 + j];"), "%s", src);
+	cr_assert_eq(plan.nkernels, 1);
+	cr_expect_eq(plan.kernels[0].shared_bytes, 96 * 4 * 2);
+	cr_expect_eq(plan.kernels[0].block[0], 8);
+	cr_expect_eq(plan.kernels[0].block[1], 8);
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_on_device(&f, dev, st), 1e-5);
+	rt_cl_close(dev);
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
+/* Variants on the device: a fetch by fewer threads than the block (the
+ * kernel guards it, the barriers stay outside the guard), the accumulator
+ * at the outer thread loop (each row of threads computes its rows, the
+ * tile is the union over the rows), a non-dividing tile, a conv2d. */
+Test(opencl_shared, register_tile_variants_on_the_device, .timeout = 300)
+{
+	rt_cl_device *dev = open_device();
+	cr_expect_lt(run_trace(dev, "matmul", "M=64;N=48;K=30", SHARED_LOCAL_TILES
+		"compute_at C_local C.tx\n"
+		"split C_local.k 5 -> C_local.ko C_local.ki\n"
+		"cache_read A shared C_local -> A_shared\n"
+		"compute_at A_shared C_local.ko\n"
+		"split A_shared.ax1 4 -> A_shared.o A_shared.t\n"
+		"bind A_shared.t threadIdx.x\n"), 1e-5);
+	cr_expect_lt(run_trace(dev, "matmul", "M=64;N=48;K=30", SHARED_LOCAL_TILES
+		"compute_at C_local C.ty\n"
+		"split C_local.k 6 -> C_local.ko C_local.ki\n"
+		"cache_read B shared C_local -> B_shared\n"
+		"compute_at B_shared C_local.ko\n"
+		"split B_shared.ax1 8 -> B_shared.o B_shared.t\n"
+		"bind B_shared.t threadIdx.x\n"), 1e-5);
+	cr_expect_lt(run_trace(dev, "matmul", "M=50;N=45;K=30",
+		"cache_write C local -> C_local\n"
+		"split C.i 16 -> C.io C.ir\nsplit C.j 16 -> C.jo C.jr\n"
+		"split C.ir 2 -> C.ty C.ii\nsplit C.jr 2 -> C.tx C.ji\n"
+		"reorder C.io C.jo C.ty C.tx C.ii C.ji\n"
+		"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n"
+		"bind C.ty threadIdx.y\nbind C.tx threadIdx.x\n"
+		"compute_at C_local C.tx\n"
+		"split C_local.k 7 -> C_local.ko C_local.ki\n"
+		"cache_read A shared C_local -> A_shared\ncache_read B shared C_local -> B_shared\n"
+		"compute_at A_shared C_local.ko\ncompute_at B_shared C_local.ko\n"
+		"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
+		"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
+		"bind A_shared.fi threadIdx.x\n"
+		"fuse B_shared.ax0 B_shared.ax1 -> B_shared.f\n"
+		"split B_shared.f 8 -> B_shared.fo B_shared.fi\n"
+		"split B_shared.fo 8 -> B_shared.fy B_shared.ty\n"
+		"bind B_shared.ty threadIdx.y\nbind B_shared.fi threadIdx.x\n"), 1e-5);
+	rt_cl_close(dev);
+}
+
 Test(opencl_shared, refusals_leave_the_state_unchanged)
 {
 	test_fixture f;
@@ -503,6 +638,21 @@ Test(opencl_shared, refusals_leave_the_state_unchanged)
 	expect_refused(&f, "cache_read A shared C\nbind C.i blockIdx.x\n"
 		"compute_at A_shared C.j\ncompute_inline A_shared\nstorage_align A_shared.ax0 4 1\n",
 		"inlined");
+	expect_refused(&f, "cache_write C local -> C_local\nbind C.i blockIdx.x\n"
+		"split C.j 4 -> C.jo C.ji\nbind C.ji threadIdx.x\ncompute_at C_local C.ji\n"
+		"cache_read A shared C_local -> A_shared\ncompute_at A_shared C_local.k\n"
+		"split A_shared.ax1 8 -> A_shared.o A_shared.t\nbind A_shared.t threadIdx.x\n",
+		"shared stage 'A_shared' is computed inside C.ji, bound to threadIdx.x with 4 "
+		"iterations, but the block has 8 threads along it");
+	expect_refused(&f, "cache_write C local -> C_local\ncache_read A local C_local\n"
+		"cache_read A shared A_local\nbind C.i blockIdx.x\nbind C.j threadIdx.x\n"
+		"compute_at C_local C.j\ncompute_at A_local C_local.k\n"
+		"compute_at A_shared A_local.ax0\n",
+		"'A_local' is neither at the root nor computed at a loop of a stage at the root");
+	expect_refused(&f, "cache_read A local C\ncache_read A shared A_local\n"
+		"fuse C.i C.j -> C.f\nbind C.f blockIdx.x\nsplit C.k 4 -> C.ko C.ki\n"
+		"reorder C.ki C.ko\nbind C.ki threadIdx.x\ncompute_at A_local C.f\n"
+		"compute_at A_shared A_local.ax0\n", "whose kernel reduces across threads (C.ki)");
 	test_fixture_fini(&f);
 }
 

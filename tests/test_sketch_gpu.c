@@ -252,6 +252,19 @@ Test(sketch_gpu, matmul_accumulates_in_registers, .timeout = 600)
 	expect_structure("matmul", "M=32;N=24;K=16", 3, "cache_write C local");
 }
 
+/* The register accumulator fed by tiles in shared memory (TVM's GPU
+ * matmul): the tiles are computed at a loop of C_local. */
+Test(sketch_gpu, matmul_feeds_registers_from_shared_tiles, .timeout = 600)
+{
+	expect_structure("matmul", "M=32;N=24;K=16", 3, "shared C_local -> ");
+}
+
+Test(sketch_gpu, conv2d_feeds_registers_from_shared_tiles, .timeout = 600)
+{
+	expect_structure("conv2d", "N=1;C=4;H=8;W=8;F=8;R=3;S=3;padding=1", 3,
+		"shared Y_local -> ");
+}
+
 Test(sketch_gpu, softmax_reduces_across_threads, .timeout = 600)
 {
 	expect_structure("softmax", "shape=[4,64]", 3, "threadIdx.x");
@@ -262,9 +275,11 @@ Test(sketch_gpu, sketches_of_matmul_and_softmax)
 	need_opencl();
 	fixture f;
 	fixture_init(&f, "matmul", "M=32;N=24;K=16");
-	cr_expect_eq(tune_space_num_sketches(f.space), 3);
+	cr_expect_eq(tune_space_num_sketches(f.space), 4);
 	cr_expect(strstr(tune_space_sketch_name(f.space, 0), "SSSRRSRS, shared"));
 	cr_expect(strstr(tune_space_sketch_name(f.space, 1), "SSSRRSRS, local"));
+	cr_expect(strstr(tune_space_sketch_name(f.space, 2), "SSSRRSRS, shared+local"), "%s",
+		tune_space_sketch_name(f.space, 2));
 	cr_expect(f.task.gpu.max_threads > 0 && f.task.gpu.max_threads <= 1024);
 	cr_expect(f.task.gpu.shared_bytes > 0 && f.task.gpu.shared_bytes <= 49152);
 	cr_expect(strncmp(f.task.target, "opencl -device=", 15) == 0, "%s", f.task.target);

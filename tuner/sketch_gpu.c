@@ -19,9 +19,12 @@
  *     elementwise output at the same indices, which then takes the
  *     copy's place), computed at the innermost thread loop of the
  *     copy-out tiled S0 S2 S1 S3, and tiled R0 S1 R1 S3 inside: a
- *     register tile per thread.  The two cannot be one sketch yet: a
- *     shared stage's reader must be at the root (schedule/shared.c), and
- *     the local accumulator is not.  S3 loops are unrolled; the S1 loops
+ *     register tile per thread.  "shared+local": both, TVM's classic
+ *     GPU matmul: the "local" structure, and the tensors the accumulator
+ *     reads staged in shared memory at its innermost R0 loop, inside the
+ *     copy-out's thread loops (schedule/shared.c: the tile is the union
+ *     of what the block's threads need, fetched by all of them with the
+ *     copy-out's thread extents).  S3 loops are unrolled; the S1 loops
  *     are serial loops in each thread, which is what a vthread is in
  *     tessel for now;
  *   - a reduction without reuse (a softmax's or a layer norm's row, a
@@ -90,6 +93,9 @@ static void add_gpu_sketch(tune_space *sp, tile_mode tile, bool cross_thread)
 		else if (in->role == ROLE_TILE && tile == TILE_GPU_LOCAL)
 			rule = in->fusable_consumer >= 0 ? "SSSRRSRS, local, fused consumer" :
 			       "SSSRRSRS, local";
+		else if (in->role == ROLE_TILE && tile == TILE_GPU_SHARED_LOCAL)
+			rule = in->fusable_consumer >= 0 ?
+			       "SSSRRSRS, shared+local, fused consumer" : "SSSRRSRS, shared+local";
 		else if (cross_thread && wants_cross_thread(in))
 			rule = "cross-thread";
 		len += (size_t)snprintf(k->name + len, sizeof(k->name) - len, "%s%s: %s",
@@ -107,6 +113,7 @@ void sk_gpu_add_sketches(tune_space *sp)
 	if (any_tile) {
 		add_gpu_sketch(sp, TILE_GPU_SHARED, false);
 		add_gpu_sketch(sp, TILE_GPU_LOCAL, false);
+		add_gpu_sketch(sp, TILE_GPU_SHARED_LOCAL, false);
 	}
 	if (any_cross)
 		add_gpu_sketch(sp, TILE_NONE, true);
@@ -254,14 +261,17 @@ static void cooperative_fetch(sch_state *st, int sh, int c, uint64_t *rng)
 
 /* Stage the tensors stage "name" reads in shared memory (cache_read
  * refuses those it does not read), computed at its iter "at" (the
- * innermost R0 loop); each but the first with probability 80%.  Return
- * 0, or -1 when none could be staged or one could not be computed there. */
-static int stage_inputs_shared(sch_state *st, const char *name, int at, uint64_t *rng)
+ * innermost R0 loop) and fetched by the threads of the root stage
+ * "owner" (whose kernel holds the tiles); each but the first with
+ * probability 80%.  Return 0, or -1 when none could be staged or one
+ * could not be computed there. */
+static int stage_inputs_shared(sch_state *st, const char *name, int at, const char *owner,
+	uint64_t *rng)
 {
-	const tessel_op *op = st->op;
 	int staged = 0;
-	for (int i = 0; i < op->nstages; i++) {
-		const char *tensor = op->stages[i]->name;
+	for (int i = 0; i < st->op->nstages; i++) {
+		char tensor[SCH_NAME_MAX];
+		snprintf(tensor, sizeof(tensor), "%s", st->op->stages[i]->name);
 		if (strcmp(tensor, name) == 0 || (staged && !sk_chance(rng, 80)))
 			continue;
 		int sh = sk_make_stage(st, do_cache_read_shared, tensor, name);
@@ -274,7 +284,7 @@ static int stage_inputs_shared(sch_state *st, const char *name, int at, uint64_t
 		sk_qname(st, sk_stage_named(st, name), at, q);
 		if (sch_compute_at(st, shname, q))
 			return -1;
-		cooperative_fetch(st, sk_stage_named(st, shname), sk_stage_named(st, name), rng);
+		cooperative_fetch(st, sk_stage_named(st, shname), sk_stage_named(st, owner), rng);
 		staged++;
 	}
 	return staged ? 0 : -1;
@@ -325,12 +335,14 @@ static int tile_shared(const tune_space *sp, sch_state *st, int s, uint64_t *rng
 	unroll_all(st, s, lv[3], nd);
 	char name[SCH_NAME_MAX];
 	snprintf(name, sizeof(name), "%s", st->stages[s].name);
-	return stage_inputs_shared(st, name, rv[0][nr - 1], rng);
+	return stage_inputs_shared(st, name, rv[0][nr - 1], name, rng);
 }
 
 /* Tile the accumulator "inner" (computed at a thread loop, its spatial
- * extents S1 * S3) R0 S1 R1 S3 with the S3 factors of "t". */
-static int tile_accumulator(sch_state *st, int inner, const gpu_tile *t, uint64_t *rng)
+ * extents S1 * S3) R0 S1 R1 S3 with the S3 factors of "t"; store its
+ * innermost R0 loop in "*r0_inner" (-1 when it has no reduction). */
+static int tile_accumulator(sch_state *st, int inner, const gpu_tile *t, uint64_t *rng,
+	int *r0_inner)
 {
 	sk_nest n;
 	if (sk_nest_of(st, inner, &n))
@@ -364,15 +376,17 @@ static int tile_accumulator(sch_state *st, int inner, const gpu_tile *t, uint64_
 	if (sk_reorder_iters(st, inner, order, k))
 		return -1;
 	unroll_all(st, inner, s3, ns);
+	*r0_inner = n.nreduce ? r0[n.nreduce - 1] : -1;
 	return 0;
 }
 
 /* Tile "outer" (a copy-out or an elementwise consumer at the root,
  * spatial loops only) S0 S2 S1 S3 with blocks and threads bound, and
  * compute the reduction "inner" at its innermost thread loop, tiled by
- * tile_accumulator. */
+ * tile_accumulator; with "shared", stage what "inner" reads in shared
+ * memory at its innermost R0 loop, fetched by the threads of "outer". */
 static int tile_local_two(const tune_space *sp, sch_state *st, int outer, int inner,
-	uint64_t *rng)
+	bool shared, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, outer, &n) || n.nreduce)
@@ -407,21 +421,32 @@ static int tile_local_two(const tune_space *sp, sch_state *st, int outer, int in
 	sk_qname(st, outer, inner_thread, q);
 	if (sch_compute_at(st, st->stages[inner].name, q))
 		return -1;
-	return tile_accumulator(st, inner, t, rng);
+	int r0;
+	if (tile_accumulator(st, inner, t, rng, &r0))
+		return -1;
+	if (!shared)
+		return 0;
+	if (r0 < 0)
+		return -1;
+	char name[SCH_NAME_MAX], owner[SCH_NAME_MAX];
+	snprintf(name, sizeof(name), "%s", st->stages[inner].name);
+	snprintf(owner, sizeof(owner), "%s", st->stages[outer].name);
+	return stage_inputs_shared(st, name, r0, owner, rng);
 }
 
-/* Rule "SSSRRSRS, local" for stage "name"; "consumer" is the fusable
- * consumer that takes the copy-out's place, or NULL. */
+/* Rule "SSSRRSRS, local" (or "shared+local", with "shared") for stage
+ * "name"; "consumer" is the fusable consumer that takes the copy-out's
+ * place, or NULL. */
 static int tile_local(const tune_space *sp, sch_state *st, const char *name,
-	const char *consumer, uint64_t *rng)
+	const char *consumer, bool shared, uint64_t *rng)
 {
 	if (consumer) {
 		int c = sk_stage_named(st, consumer), s = sk_stage_named(st, name);
-		return c < 0 || s < 0 ? -1 : tile_local_two(sp, st, c, s, rng);
+		return c < 0 || s < 0 ? -1 : tile_local_two(sp, st, c, s, shared, rng);
 	}
 	int local = sk_make_stage(st, sk_do_cache_write, name, "local");
 	int s = sk_stage_named(st, name);
-	return local < 0 || s < 0 ? -1 : tile_local_two(sp, st, s, local, rng);
+	return local < 0 || s < 0 ? -1 : tile_local_two(sp, st, s, local, shared, rng);
 }
 
 /* ---- stages without reuse ---------------------------------------------------------- */
@@ -488,7 +513,8 @@ int sk_gpu_apply(const tune_space *sp, const sketch *k, sch_state *st, uint64_t 
 	for (int i = 0; i < sp->nstages; i++) {
 		int c = sp->info[i].fusable_consumer;
 		fuse[i] = -1;
-		if (k->tile == TILE_GPU_LOCAL && sp->info[i].role == ROLE_TILE && c >= 0 &&
+		bool local = k->tile == TILE_GPU_LOCAL || k->tile == TILE_GPU_SHARED_LOCAL;
+		if (local && sp->info[i].role == ROLE_TILE && c >= 0 &&
 		    !skip[c] && sk_chance(rng, 75)) {
 			fuse[i] = c;
 			skip[c] = true;
@@ -503,9 +529,11 @@ int sk_gpu_apply(const tune_space *sp, const sketch *k, sch_state *st, uint64_t 
 		int r;
 		if (in->role == ROLE_TILE && k->tile == TILE_GPU_SHARED)
 			r = tile_shared(sp, st, s, rng);
-		else if (in->role == ROLE_TILE && k->tile == TILE_GPU_LOCAL)
+		else if (in->role == ROLE_TILE && (k->tile == TILE_GPU_LOCAL ||
+						      k->tile == TILE_GPU_SHARED_LOCAL))
 			r = tile_local(sp, st, in->name,
-				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL, rng);
+				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
+				k->tile == TILE_GPU_SHARED_LOCAL, rng);
 		else if (k->cross_thread && wants_cross_thread(in) && sk_chance(rng, 75))
 			r = cross_thread(sp, st, s, rng);
 		else

@@ -37,14 +37,15 @@ typedef struct stage_info {
 } stage_info;
 
 /* How a sketch tiles the stages with reuse: not at all, the CPU's two
- * SSRSRS forms (tuner/sketch.c), the GPU's two SSSRRSRS forms
+ * SSRSRS forms (tuner/sketch.c), the GPU's three SSSRRSRS forms
  * (tuner/sketch_gpu.c). */
 typedef enum tile_mode {
 	TILE_NONE,
 	TILE_CACHE,
 	TILE_IN_PLACE,
 	TILE_GPU_SHARED,   /* in place, the reused inputs staged in shared memory */
-	TILE_GPU_LOCAL     /* the accumulator in registers (cache_write local) */
+	TILE_GPU_LOCAL,    /* the accumulator in registers (cache_write local) */
+	TILE_GPU_SHARED_LOCAL /* both: a register accumulator fed by shared tiles */
 } tile_mode;
 
 typedef struct sketch {

@@ -323,6 +323,8 @@ else
 	expect 0 'schedule: best record #[0-9]+ from .*gpu.db' -- run "${gmm[@]}" --target opencl --db "$gdb" --min-time 0.001
 	expect 0 'C: relative error .* ok' -- run "${gmm[@]}" --target opencl --db "$gdb" --min-time 0.001
 	expect 0 'records: 16 \(' -- db info --db "$gdb"
+	# the search reaches the register tile fed by shared tiles
+	expect 0 'cache_read A shared C_local -> A_shared' -- db export --db "$gdb"
 fi
 
 # cuda: CUDA C, cubins from NVRTC with ptxas's report (no GPU needed;
