@@ -301,6 +301,19 @@ static int64_t largest_value(const sch_stage *c, int it)
 	       largest_value(c, t->split_inner);
 }
 
+/* Append to "sb" the names "prefix"<k> of the region parameters of "c"
+ * at nest position "pos" (sch_region_param), comma-separated after the
+ * names already there ("*first" false). */
+static void put_region_params(te_strbuf *sb, const sch_stage *c, int pos, char prefix,
+	bool *first)
+{
+	for (int k = 0; k < c->niters; k++)
+		if (sch_region_param(c, k, pos)) {
+			te_sb_printf(sb, "%s%c%d", *first ? "" : ", ", prefix, k);
+			*first = false;
+		}
+}
+
 /* Return the parameter set of the values the parameters q<k> of the
  * consumer's region take while its loops run. */
 static isl_set *loop_box(sch_state *st, const sch_stage *c, int pos,
@@ -309,11 +322,7 @@ static isl_set *loop_box(sch_state *st, const sch_stage *c, int pos,
 	te_strbuf sb = { 0 };
 	te_sb_puts(&sb, "[");
 	bool first = true;
-	for (int k = 0; k < c->niters; k++)
-		if (sch_region_param(c, k, pos)) {
-			te_sb_printf(&sb, "%sq%d", first ? "" : ", ", k);
-			first = false;
-		}
+	put_region_params(&sb, c, pos, 'q', &first);
 	te_sb_puts(&sb, "] -> { : (0 = 0)");
 	for (int k = 0; k < c->niters; k++)
 		if (sch_region_param(c, k, pos))
@@ -626,11 +635,7 @@ static isl_set *root_loops(sch_state *st, const sch_stage *c, int pos)
 	te_strbuf sb = { 0 };
 	te_sb_puts(&sb, "[");
 	bool first = true;
-	for (int k = 0; k < c->niters; k++)
-		if (sch_region_param(c, k, pos)) {
-			te_sb_printf(&sb, "%sr%d", first ? "" : ", ", k);
-			first = false;
-		}
+	put_region_params(&sb, c, pos, 'r', &first);
 	for (int p = 0; p <= pos; p++)
 		if (block_param(c, p, pos)) {
 			te_sb_printf(&sb, "%sw%d", first ? "" : ", ", p);
