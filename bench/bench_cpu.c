@@ -23,7 +23,7 @@
  * seconds between implementations so that the idle threads of one runtime
  * (OpenBLAS and libgomp spin after a call) have gone to sleep before the
  * next runs.  --spin-ns sets how long tessel's idle pool threads spin
- * before they sleep (default RT_POOL_DEFAULT_SPIN_NS, 100 us; libgomp
+ * before they sleep (default RT_POOL_DEFAULT_SPIN_NS, 10 ms; libgomp
  * spins about 300000 iterations, OpenBLAS about 2^28 cycles).  The table
  * gives, per implementation, the median over rounds of each round's median
  * GFLOP/s, and the median over rounds of the ratio to the vendor measured

@@ -8,9 +8,10 @@
 # partitioning would give), tessel's NHWC conv (information), OpenBLAS
 # sgemm, and oneDNN with its own layouts (reference) and plain NCHW.
 # Above 1 thread it runs twice: with tessel's pool spinning its default
-# 100 us before idle threads sleep, and spinning 10 ms (LONG_SPIN_NS), the
-# order of what libgomp and OpenBLAS spin (on this VM waking a sleeping
-# thread costs 0.2 ms to milliseconds: bench/RESULTS.md).
+# 10 ms before idle threads sleep (the order of what libgomp and OpenBLAS
+# spin), and spinning 100 us (SHORT_SPIN_NS, the default until 2026-11-25;
+# on this VM waking a sleeping thread costs 0.2 ms to milliseconds:
+# bench/RESULTS.md).
 #
 #   bench/run_cpu.sh [BUILDDIR] [-- BENCH_CPU_ARGS...]
 #   THREADS="1 2" ROUNDS=7 bench/run_cpu.sh
@@ -43,8 +44,8 @@ cases=(
 	--conv-nhwc $tr/conv_resnet3x3_nhwc.trace
 )
 for t in ${THREADS:-1 2}; do
-	spins=(100000)
-	((t > 1)) && spins+=("${LONG_SPIN_NS:-10000000}")
+	spins=(10000000)
+	((t > 1)) && spins+=("${SHORT_SPIN_NS:-100000}")
 	for spin in "${spins[@]}"; do
 		OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t \
 			"$builddir/bench/bench_cpu" --threads "$t" --rounds "${ROUNDS:-7}" \

@@ -272,14 +272,19 @@ static int start_workers(rt_pool *pool)
 	return rc == 0 ? 0 : -1;
 }
 
-/* Return the spin time new pools start with: $TESSEL_POOL_SPIN_NS when it
- * is a non-negative integer, else RT_POOL_DEFAULT_SPIN_NS. */
-static long default_spin_ns(void)
+/* Return the spin time a new pool of "num_threads" starts with:
+ * $TESSEL_POOL_SPIN_NS when it is a non-negative integer, else
+ * RT_POOL_DEFAULT_SPIN_NS, or RT_POOL_OVERSUBSCRIBED_SPIN_NS for more
+ * threads than CPUs. */
+static long default_spin_ns(int num_threads)
 {
 	const char *v = getenv("TESSEL_POOL_SPIN_NS");
 	char *end;
 	long ns = v && *v ? strtol(v, &end, 10) : -1;
-	return v && *v && !*end && ns >= 0 ? ns : RT_POOL_DEFAULT_SPIN_NS;
+	if (v && *v && !*end && ns >= 0)
+		return ns;
+	return num_threads <= rt_num_cpus() ? RT_POOL_DEFAULT_SPIN_NS :
+		RT_POOL_OVERSUBSCRIBED_SPIN_NS;
 }
 
 /* Return a pool of "num_threads" threads; see threadpool.h. */
@@ -293,7 +298,7 @@ rt_pool *rt_pool_new(int num_threads)
 	memset(pool, 0, sizeof *pool);
 	pool->num_threads = num_threads;
 	pool->num_workers = num_threads - 1;
-	atomic_init(&pool->spin_ns, default_spin_ns());
+	atomic_init(&pool->spin_ns, default_spin_ns(num_threads));
 	size_t bytes = (size_t)(pool->num_workers ? pool->num_workers : 1) *
 		       sizeof(rt_worker);
 	pool->workers = aligned_alloc(CACHE_LINE, bytes);

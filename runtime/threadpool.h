@@ -12,8 +12,19 @@ typedef struct rt_pool rt_pool;
 
 /* How long, by default, an idle worker (and a caller waiting for workers)
  * spins before it sleeps, in nanoseconds; the environment variable
- * TESSEL_POOL_SPIN_NS overrides it for the pools a process makes. */
-#define RT_POOL_DEFAULT_SPIN_NS 100000
+ * TESSEL_POOL_SPIN_NS overrides it for the pools a process makes.  10 ms,
+ * the order of libgomp's default spin (OpenBLAS spins longer): on a
+ * virtual machine a sleeping thread takes from 0.2 ms to milliseconds to
+ * wake, and once a caller's and a worker's chunks differ by more than the
+ * spin the sleeps chain; with 100 us (the default until 2026-11-25) a
+ * 0.9 ms matmul ran at 1.4 to 2.2 ms in 10 of 26 processes, with 10 ms in
+ * 1 of 26 (bench/RESULTS.md, "The pool's spin").  The price is a core
+ * busy for up to 10 ms after the last parallel loop of a burst.  A pool
+ * of more threads than the machine has CPUs spins
+ * RT_POOL_OVERSUBSCRIBED_SPIN_NS instead (libgomp throttles its spin
+ * likewise): there a spinning thread holds the core another one needs. */
+#define RT_POOL_DEFAULT_SPIN_NS 10000000
+#define RT_POOL_OVERSUBSCRIBED_SPIN_NS 100000
 
 /* Return a pool of "num_threads" threads in all, the caller of parallel_for
  * included (so num_threads - 1 workers are started); "num_threads" <= 0
