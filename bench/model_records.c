@@ -9,7 +9,6 @@
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH]
- *                 [--label-time min|median]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -21,10 +20,7 @@
  * workload, once over every pair whose times differ and once over the
  * pairs whose times differ by more than the factor M (default 1.03: 3%,
  * above the noise of a measurement).  Failed records count with
- * throughput 0, as in training.  The model is trained on the time the
- * tuner trains it on (tune_label_seconds: each record's fastest repeat;
- * --label-time median: its median) and always scored on the stored
- * medians.
+ * throughput 0, as in training.
  *
  * --pooled is the earlier protocol: the first N records of the store,
  * whatever their workload, train, and all the later ones are scored
@@ -60,8 +56,7 @@
 typedef struct rows {
 	int n, cap;
 	float *x;
-	double *seconds;        /* the stored median: what is scored */
-	double *label_seconds;  /* what the model is trained on (--label-time) */
+	double *seconds;
 	uint32_t *task;
 	int64_t *ids;           /* the record of each row */
 } rows;
@@ -83,7 +78,6 @@ typedef struct options {
 	const char *dump;
 	int next;               /* --next B: batches of B, each after all before */
 	bool recompute, pooled, store;
-	bool median_labels;     /* --label-time median: train on the medians */
 	tune_cost_model_opts model;
 } options;
 
@@ -93,7 +87,6 @@ typedef struct reader {
 	tessel_ctx *ctx;
 	rt_cpu_target cpu;
 	bool recompute;
-	bool median_labels;
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
 	workload_op ops[MAX_WORKLOADS];
@@ -107,10 +100,9 @@ static int rows_grow(rows *t)
 	t->cap = t->cap ? 2 * t->cap : 1024;
 	t->x = realloc(t->x, (size_t)t->cap * TUNE_PROGRAM_FEATURES * sizeof(float));
 	t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
-	t->label_seconds = realloc(t->label_seconds, (size_t)t->cap * sizeof(double));
 	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
 	t->ids = realloc(t->ids, (size_t)t->cap * sizeof(int64_t));
-	return t->x && t->seconds && t->label_seconds && t->task && t->ids ? 0 : -1;
+	return t->x && t->seconds && t->task && t->ids ? 0 : -1;
 }
 
 /* Return the op of workload "id" parsed from the store (NULL when it does
@@ -169,10 +161,7 @@ static int collect(const tune_record *r, void *arg)
 		rd->recomputed++;
 	}
 	t->ids[t->n] = r->id;
-	bool ok = strcmp(r->error_class, "ok") == 0;
-	t->seconds[t->n] = ok ? r->cost_median_s : INFINITY;
-	t->label_seconds[t->n] = rd->median_labels ? t->seconds[t->n] :
-		tune_label_seconds(ok, r->cost_median_s, r->cost_min_s);
+	t->seconds[t->n] = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->n++;
 	return 0;
@@ -305,7 +294,7 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 			memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES,
 				t->x + (size_t)r * TUNE_PROGRAM_FEATURES,
 				TUNE_PROGRAM_FEATURES * sizeof(float));
-			sec[i] = k == 0 ? t->label_seconds[r] : t->seconds[r];
+			sec[i] = t->seconds[r];
 			task[i] = t->task[r];
 		}
 		rc = tune_normalize_throughput(sec, task, counts[k], y);
@@ -552,9 +541,6 @@ static int parse_args(int argc, char **argv, options *o)
 				strcmp(v, "none") == 0 ? 0 : -1;
 		else if (strcmp(a, "--label") == 0)
 			o->label = v;
-		else if (strcmp(a, "--label-time") == 0 && (strcmp(v, "min") == 0 ||
-			 strcmp(v, "median") == 0))
-			o->median_labels = strcmp(v, "median") == 0;
 		else if (strcmp(a, "--margin") == 0)
 			o->margin = atof(v);
 		else if (strcmp(a, "--objective") == 0)
@@ -594,7 +580,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
-			"[--pooled] [--store] [--label-time min|median] [--objective rank|reg] [--rounds R] [--depth D] "
+			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH]\n");
 		return 1;
 	}
@@ -606,7 +592,6 @@ int main(int argc, char **argv)
 	}
 	rows t = { 0 };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute,
-		.median_labels = o.median_labels,
 		.only_workload = o.others ? 0 : o.only_workload };
 	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
 		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
@@ -637,7 +622,6 @@ int main(int argc, char **argv)
 	tune_db_close(db);
 	free(t.x);
 	free(t.seconds);
-	free(t.label_seconds);
 	free(t.task);
 	return rc ? 1 : 0;
 }

@@ -641,13 +641,3 @@ Test(model, throughput_is_normalized_per_task)
 	for (int i = 0; i < 7; i++)
 		cr_expect_float_eq(y[i], want[i], 1e-7, "record %d", i);
 }
-
-Test(model, learns_the_fastest_repeat_of_a_measurement)
-{
-	cr_expect_eq(tune_label_seconds(true, 2.2e-3, 0.8e-3), 0.8e-3);
-	cr_expect_eq(tune_label_seconds(true, 2.2e-3, NAN), 2.2e-3,
-		"a record without a fastest repeat teaches its median");
-	cr_expect_eq(tune_label_seconds(true, 2.2e-3, 0), 2.2e-3);
-	cr_expect(isinf(tune_label_seconds(false, 2.2e-3, 0.8e-3)),
-		"a failed measurement is infinitely slow");
-}

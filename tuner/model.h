@@ -21,7 +21,6 @@
 #ifndef TESSEL_TUNER_MODEL_H
 #define TESSEL_TUNER_MODEL_H
 
-#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,21 +117,6 @@ double tune_pairwise_accuracy(const float *pred, const float *y,
  * measurement, so their order is a coin toss (docs/cost-model.md). */
 double tune_pairwise_accuracy_margin(const float *pred, const float *y,
 	const uint32_t *task, int n, double margin);
-
-/* Return the time a measurement teaches the cost model: its fastest
- * repeat "min_s", or its median "median_s" where no fastest repeat was
- * kept; INFINITY for a failed one ("ok" false).  On a shared 2-core VM a
- * quarter of the worker processes run a parallel kernel 2 to 3 times
- * slower for their whole life or part of it (the same trace, ASLR off:
- * never), so the median of one process is bimodal while its fastest
- * repeat is not; trained on fastest repeats the model orders the stored
- * medians better too (docs/cost-model.md, "Labels and objective"). */
-static inline double tune_label_seconds(bool ok, double median_s, double min_s)
-{
-	if (!ok)
-		return INFINITY;
-	return min_s > 0 && isfinite(min_s) ? min_s : median_s;
-}
 
 /* Write into "y" the normalized throughput of "n" measurements: the best
  * (smallest positive finite) time of the record's task, "task"[i],

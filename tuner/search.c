@@ -267,7 +267,7 @@ static int stale_add(stale_set *t, int64_t id, int row)
 	return 0;
 }
 
-/* Add record "r" (of label time "seconds", tune_label_seconds) to the training rows: with its
+/* Add record "r" (of time "seconds") to the training rows: with its
  * stored features when they are this build's, else, for a record of the
  * task, with features computed again from its trace (remembered for the
  * write-back); a stale record of another workload is left out. */
@@ -311,7 +311,7 @@ static int load_record(const tune_record *r, void *arg)
 	search *s = arg;
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
-	if (train_record(s, r, tune_label_seconds(ok, r->cost_median_s, r->cost_min_s)))
+	if (train_record(s, r, seconds))
 		return -1;
 	if (r->workload_id != s->workload_id)
 		return 0;
@@ -598,8 +598,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		s->since_better++;
 		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
 		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
-		    train_add(&s->train, batch[i].features,
-			    tune_label_seconds(ok, res[i].median_s, res[i].min_s),
+		    train_add(&s->train, batch[i].features, seconds,
 			    (uint32_t)s->workload_id))
 			return fail(s, "out of memory");
 		if (batch[i].is_default && ok)
