@@ -527,6 +527,21 @@ static isl_set *needed_set(sch_state *st, int producer, const sch_stage *consume
 		isl_set_align_params(domain_set(st, p), isl_set_get_space(region)));
 }
 
+/* Fill "r" with the box of "region" (taken), the elements of stage
+ * "producer" needed, over the parameter values "box" (taken, kept in
+ * "r"); return 0, or -1 with "r" freed. */
+static int region_in_box(sch_state *st, int producer, isl_set *region, isl_set *box,
+	sch_region *r)
+{
+	const tessel_stage *p = st->stages[producer].te;
+	int rc = box_of(st, region, p->ndim, r, p->name, box);
+	r->box = box;
+	isl_set_free(region);
+	if (rc)
+		sch_region_free(r);
+	return rc;
+}
+
 int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	bool attached, int pos, sch_region *r)
 {
@@ -534,14 +549,8 @@ int sch_region_compute(sch_state *st, int producer, const sch_stage *consumer,
 	isl_set *region = needed_set(st, producer, consumer, attached, pos, 0);
 	if (!region)
 		return -1;
-	const tessel_stage *p = st->stages[producer].te;
 	isl_set *box = loop_box(st, consumer, pos, isl_set_get_space(region));
-	int rc = box_of(st, region, p->ndim, r, p->name, box);
-	r->box = box;
-	isl_set_free(region);
-	if (rc)
-		sch_region_free(r);
-	return rc;
+	return region_in_box(st, producer, region, box, r);
 }
 
 int sch_write_region(sch_state *st, const sch_stage *p, int pos, sch_region *r)
@@ -766,12 +775,6 @@ int sch_region_block(sch_state *st, int producer, const sch_stage *x, int pos,
 	isl_set *params = isl_set_params(isl_set_copy(region));
 	isl_set *box = block_box(st, x, pos, c, rpos, isl_set_get_space(params));
 	isl_set_free(params);
-	const tessel_stage *p = st->stages[producer].te;
 	box = isl_set_align_params(box, isl_set_get_space(region));
-	int rc = box_of(st, region, p->ndim, r, p->name, box);
-	r->box = box;
-	isl_set_free(region);
-	if (rc)
-		sch_region_free(r);
-	return rc;
+	return region_in_box(st, producer, region, box, r);
 }
