@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tessel/ops.h"
@@ -127,4 +128,20 @@ void test_fixture_clear_outputs(test_fixture *f)
 		tessel_tensor *t = f->args[f->nin + i];
 		memset(t->data, 0xff, (size_t)tessel_tensor_numel(t) * tessel_dtype_size(t->dtype));
 	}
+}
+
+char *test_read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+	if (buf)
+		buf[got] = 0;
+	fclose(f);
+	return buf;
 }

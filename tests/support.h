@@ -40,5 +40,8 @@ void test_fixture_fini(test_fixture *f);
 double test_fixture_error(const test_fixture *f);
 /* Fill the outputs of "f" with NaN bytes, so that stale values fail. */
 void test_fixture_clear_outputs(test_fixture *f);
+/* Return the contents of the file "path" (malloc'ed, NUL-terminated), or
+ * NULL when it cannot be read. */
+char *test_read_file(const char *path);
 
 #endif

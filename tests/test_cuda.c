@@ -372,24 +372,8 @@ Test(cuda_sketch, a_candidate_past_the_registers_is_rejected_before_measurement)
 Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 {
 	need_nvrtc();
-	static const char text[] = "cache_write C local -> C_local\n"
-		"split C.i 16 -> C.io C.ir\nsplit C.j 16 -> C.jo C.jr\n"
-		"split C.ir 2 -> C.ty C.ii\nsplit C.jr 2 -> C.tx C.ji\n"
-		"reorder C.io C.jo C.ty C.tx C.ii C.ji\n"
-		"bind C.io blockIdx.y\nbind C.jo blockIdx.x\n"
-		"bind C.ty threadIdx.y\nbind C.tx threadIdx.x\n"
-		"compute_at C_local C.tx\n"
-		"split C_local.k 6 -> C_local.ko C_local.ki\n"
-		"reorder C_local.ko C_local.ki C_local.i C_local.j\n"
-		"cache_read A shared C_local -> A_shared\ncache_read B shared C_local -> B_shared\n"
-		"compute_at A_shared C_local.ko\ncompute_at B_shared C_local.ko\n"
-		"fuse A_shared.ax0 A_shared.ax1 -> A_shared.f\n"
-		"split A_shared.f 8 -> A_shared.fo A_shared.fi\n"
-		"split A_shared.fo 8 -> A_shared.fy A_shared.ty\n"
-		"bind A_shared.ty threadIdx.y\nbind A_shared.fi threadIdx.x\n"
-		"fuse B_shared.ax0 B_shared.ax1 -> B_shared.f\n"
-		"split B_shared.f 8 -> B_shared.fo B_shared.fi\n"
-		"bind B_shared.fi threadIdx.x\n";
+	char *text = test_read_file(TESSEL_SOURCE_DIR "/tests/sched/shared_local_matmul.trace");
+	cr_assert(text);
 	test_fixture f;
 	test_fixture_init(&f, "matmul", "M=64;N=48;K=30");
 	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
@@ -415,6 +399,7 @@ Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 	sch_trace_free(t);
 	sch_state_free(st);
 	test_fixture_fini(&f);
+	free(text);
 }
 
 Test(cuda_nvrtc, f16_and_bf16_compile)

@@ -22,24 +22,10 @@
 #include "schedule/trace.h"
 #include "tessel/ops.h"
 #include "tessel/te.h"
+#include "tests/support.h"
 
 #define SCHED_DIR TESSEL_SOURCE_DIR "/tests/sched"
 #define MAX_SET 16
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	size_t got = fread(buf, 1, (size_t)n, f);
-	buf[got] = 0;
-	fclose(f);
-	return buf;
-}
 
 /* Return the error recorded in "ctx" as the line tessel prints. */
 static char *error_line(tessel_ctx *ctx)
@@ -615,7 +601,7 @@ static void check_golden(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s.trace", dir, name);
 	snprintf(loop_path, sizeof(loop_path), "%s/%s.loop", dir, name);
 	snprintf(file, sizeof(file), "%s.trace", name);
-	char *src = read_file(path), *want = read_file(loop_path);
+	char *src = test_read_file(path), *want = test_read_file(loop_path);
 	cr_assert(src && want, "missing %s", loop_path);
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_op *op = op_of(ctx, src, name);
@@ -667,7 +653,7 @@ static void check_refusal(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s.trace", dir, name);
 	snprintf(err_path, sizeof(err_path), "%s/%s.err", dir, name);
 	snprintf(file, sizeof(file), "%s.trace", name);
-	char *src = read_file(path), *want = read_file(err_path);
+	char *src = test_read_file(path), *want = test_read_file(err_path);
 	cr_assert(src && want, "missing %s", err_path);
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_op *op = op_of(ctx, src, name);
