@@ -9,6 +9,7 @@
  * store word, then load flag). */
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -84,7 +85,11 @@ static void futex_wake_one(atomic_uint *word)
 
 /* Return true once "spin_ns" nanoseconds have passed since the first call
  * of a spin loop at iteration "i" (the clock is read every few
- * iterations; "deadline" starts at 0). */
+ * iterations; "deadline" starts at 0).  Past the first
+ * RT_POOL_OVERSUBSCRIBED_SPIN_NS the spin yields at each reading of the
+ * clock: free when nothing else waits for the core, and a thread that
+ * does (another process's, or a pool with more threads than cores) runs
+ * instead of waiting out the spin. */
 static bool spin_expired(unsigned i, long spin_ns, uint64_t *deadline)
 {
 	if (spin_ns <= 0)
@@ -95,7 +100,12 @@ static bool spin_expired(unsigned i, long spin_ns, uint64_t *deadline)
 	uint64_t now = monotonic_ns();
 	if (!*deadline)
 		*deadline = now + (uint64_t)spin_ns;
-	return now >= *deadline;
+	if (now >= *deadline)
+		return true;
+	if (*deadline - now < (uint64_t)spin_ns - RT_POOL_OVERSUBSCRIBED_SPIN_NS &&
+	    spin_ns > RT_POOL_OVERSUBSCRIBED_SPIN_NS)
+		sched_yield();
+	return false;
 }
 
 /* Spin until "word" holds a value other than "old" and return true, or

@@ -22,7 +22,9 @@ typedef struct rt_pool rt_pool;
  * busy for up to 10 ms after the last parallel loop of a burst.  A pool
  * of more threads than the machine has CPUs spins
  * RT_POOL_OVERSUBSCRIBED_SPIN_NS instead (libgomp throttles its spin
- * likewise): there a spinning thread holds the core another one needs. */
+ * likewise): there a spinning thread holds the core another one needs.
+ * Past its first RT_POOL_OVERSUBSCRIBED_SPIN_NS every spin yields the
+ * core to any other thread that waits for it. */
 #define RT_POOL_DEFAULT_SPIN_NS 10000000
 #define RT_POOL_OVERSUBSCRIBED_SPIN_NS 100000
 
