@@ -1,9 +1,11 @@
 /* Timing with warm-up, repeats, median and optional cache flushing. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "runtime/cpu_wait.h"
 #include "runtime/target.h"
 #include "runtime/timer.h"
 
@@ -70,6 +72,7 @@ void rt_timing_summarize(double *times, int n, rt_timing *out)
 {
 	memset(out, 0, sizeof *out);
 	out->runs = n;
+	out->cpu_wait = NAN;
 	if (n == 0)
 		return;
 	qsort(times, (size_t)n, sizeof *times, compare_doubles);
@@ -79,6 +82,11 @@ void rt_timing_summarize(double *times, int n, rt_timing *out)
 	out->min_s = times[0];
 	out->mean_s = sum / n;
 	out->median_s = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+bool rt_timing_disturbed(const rt_timing *t)
+{
+	return t->cpu_wait > RT_DISTURBED_CPU_WAIT;
 }
 
 bool rt_timer_expired(const rt_timer_opts *o, double start)
@@ -126,8 +134,12 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	}
 	double start = rt_now_s();
 	int runs = 0;
-	double total = 0;
+	double total = 0, timed_from = 0;
+	uint64_t wait_from = 0, wait_to;
 	bool in_time = warm_up(fn, arg, o, flush, flush_len, start);
+	bool waits = in_time && rt_cpu_wait_ns(&wait_from) == 0;
+	if (waits)
+		timed_from = rt_now_s();
 	while (in_time && rt_timer_want_more(o, runs, total)) {
 		if (flush)
 			flush_caches(flush, flush_len);
@@ -137,7 +149,10 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 		total += times[runs++];
 		in_time = !rt_timer_expired(o, start);
 	}
+	double span = rt_now_s() - timed_from;
 	rt_timing_summarize(times, runs, out);
+	if (waits && rt_cpu_wait_ns(&wait_to) == 0 && span > 0)
+		out->cpu_wait = (double)(wait_to - wait_from) * 1e-9 / span;
 	free(flush);
 	free(times);
 	return runs >= o->min_repeats ? RT_TIME_OK : RT_TIME_TIMEOUT;

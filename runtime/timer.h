@@ -1,6 +1,7 @@
 /* Wall-clock timing of a function, the way candidates are measured: warm-up
  * runs, repeats until a minimum total time, median of the individual runs,
- * optionally with the caches flushed before each run. */
+ * optionally with the caches flushed before each run; and whether another
+ * program held the CPUs meanwhile. */
 #ifndef TESSEL_RT_TIMER_H
 #define TESSEL_RT_TIMER_H
 
@@ -12,6 +13,12 @@ typedef struct rt_timing {
 	double min_s;
 	double mean_s;
 	int runs;
+	/* The time the threads of this process spent waiting for a CPU
+	 * (runtime/cpu_wait.h) while the timed runs went on, summed over the
+	 * threads, over the time they took: near 0 on an idle machine, high
+	 * when another program held the cores the timed code needed.  NAN
+	 * when unknown (no schedstat; timers of other clocks). */
+	double cpu_wait;
 } rt_timing;
 
 typedef struct rt_timer_opts {
@@ -38,6 +45,17 @@ enum {
 	RT_TIME_TIMEOUT = 1,
 	RT_TIME_ERROR = -1
 };
+
+/* A cpu_wait above which a timing was disturbed: another program held
+ * the cores the timed code needed, and its times are too slow.  On this
+ * project's 2-core machine, tuning beside other work gave 12% of the
+ * candidates medians of exactly 8 or 16 ms (2 and 4 scheduler ticks) for
+ * programs of 0.8 or 2 ms. */
+#define RT_DISTURBED_CPU_WAIT 0.05
+
+/* Return whether "t" was disturbed: its cpu_wait is above
+ * RT_DISTURBED_CPU_WAIT (never when unknown). */
+bool rt_timing_disturbed(const rt_timing *t);
 
 /* Return the default options. */
 rt_timer_opts rt_timer_opts_default(void);

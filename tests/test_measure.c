@@ -5,6 +5,9 @@
  * compiles into its own kernel cache.  And the timed run both GPU runners
  * share, on a fake device kernel in host memory. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include "schedule/primitives.h"
 #include "schedule/state.h"
 #include "tessel/ops.h"
+#include "runtime/cpu_wait.h"
 #include "runtime/timer.h"
 #include "tuner/measure.h"
 #include "tuner/runner_gpu.h"
@@ -196,6 +200,47 @@ Test(measure, a_correct_candidate_is_timed_and_checked)
 	tune_measure_opts o = tune_measure_opts_default();
 	cr_expect(r.runs == o.timer.max_repeats || r.median_s * r.runs > 0.04,
 		"min_total_s measured: %d runs of %g s", r.runs, r.median_s);
+	loop_prog_free(p);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+/* Spin until *"arg" (an atomic_int) is set. */
+static void *spin_until_set(void *arg)
+{
+	atomic_int *stop = arg;
+	while (!atomic_load(stop))
+		continue;
+	return NULL;
+}
+
+Test(measure, a_measurement_disturbed_by_a_busy_cpu_is_taken_again)
+{
+	uint64_t ns;
+	if (rt_cpu_wait_ns(&ns))
+		cr_skip_test("no schedstat in /proc: waits for a CPU are unknown here");
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	o.threads = 1;
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *p = program(&f, 0, false);
+	tune_result r;
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	atomic_int stop = 0;
+	pthread_t hog;
+	cr_assert_eq(pthread_create(&hog, NULL, spin_until_set, &stop), 0);
+	int failed = tune_measure_batch(m, &p, 1, &r, NULL);
+	atomic_store(&stop, 1);
+	pthread_join(hog, NULL);
+	cr_assert_eq(failed, 0, "%s", r.msg);
+	expect_ok_checked(&r);
+	cr_expect_eq(r.attempts, 1 + TUNE_DISTURBED_RETRIES,
+		"a worker sharing its only CPU with a spinning thread waits each time");
+	cr_expect(tune_result_disturbed(&r), "cpu wait %g", r.cpu_wait);
 	loop_prog_free(p);
 	tune_measurer_free(m);
 	fixture_fini(&f);
@@ -449,7 +494,7 @@ static int fake_time(tessel_ctx *ctx, void *k, const rt_timer_opts *o,
 	for (int i = 0; i < o->min_repeats; i++)
 		if (fake_launch(ctx, k))
 			return RT_TIME_ERROR;
-	*timing = (rt_timing){ 1e-3, 1e-3, 1e-3, o->min_repeats };
+	*timing = (rt_timing){ 1e-3, 1e-3, 1e-3, o->min_repeats, NAN };
 	return RT_TIME_OK;
 }
 

@@ -3,9 +3,11 @@
  * the compile driver with its kernel cache. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "runtime/cpu_wait.h"
 #include "runtime/isolate.h"
 #include "runtime/module.h"
 #include "runtime/target.h"
@@ -658,6 +661,55 @@ Test(timer, statistics_of_a_busy_loop)
 	cr_assert_geq(t.median_s, t.min_s);
 	cr_assert_geq(t.mean_s, t.min_s);
 	cr_assert_lt(t.median_s, 0.002 + 0.05, "median %g s", t.median_s);
+	uint64_t ns;
+	if (rt_cpu_wait_ns(&ns) == 0)
+		cr_expect(t.cpu_wait >= 0 && isfinite(t.cpu_wait), "cpu wait %g", t.cpu_wait);
+	else
+		cr_expect(isnan(t.cpu_wait), "unknown without schedstat: %g", t.cpu_wait);
+}
+
+/* Spin until *"arg" (an atomic_int) is set. */
+static void *spin_until_set(void *arg)
+{
+	atomic_int *stop = arg;
+	while (!atomic_load(stop))
+		continue;
+	return NULL;
+}
+
+/* Pin the calling process to the CPU it runs on; return false when it
+ * cannot be pinned. */
+static bool pin_to_one_cpu(void)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	int cpu = sched_getcpu();
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+Test(timer, a_timing_beside_a_thread_that_holds_the_cpu_is_disturbed)
+{
+	fail_if_hung(30);
+	uint64_t before, after;
+	if (rt_cpu_wait_ns(&before))
+		cr_skip_test("no schedstat in /proc: waits for a CPU are unknown here");
+	cr_assert(pin_to_one_cpu(), "sched_setaffinity failed");
+	atomic_int stop = 0;
+	pthread_t hog;
+	cr_assert_eq(pthread_create(&hog, NULL, spin_until_set, &stop), 0);
+	rt_timer_opts o = rt_timer_opts_default();
+	o.min_total_s = 0.05;
+	int calls = 0;
+	rt_timing t;
+	int r = rt_time(busy_2ms, &calls, &o, &t);
+	atomic_store(&stop, 1);
+	pthread_join(hog, NULL);
+	cr_assert_eq(r, RT_TIME_OK);
+	cr_expect(rt_timing_disturbed(&t), "cpu wait %g of the time", t.cpu_wait);
+	cr_expect_gt(t.cpu_wait, 0.3, "two threads on one CPU each wait about half the time");
+	cr_assert_eq(rt_cpu_wait_ns(&after), 0);
+	cr_expect_geq(after, before);
 }
 
 static void nothing(void *arg)

@@ -102,6 +102,8 @@ typedef struct bench_impl {
 	double error;
 	double median_s[BENCH_MAX_ROUNDS];
 	double speed[BENCH_MAX_ROUNDS];
+	int disturbed;               /* rounds another program disturbed
+	                              * (rt_timing_disturbed) */
 } bench_impl;
 
 /* Everything one bench holds: implementations, and vendors skipped with
@@ -401,6 +403,7 @@ static int time_round(bench *b, int round)
 			rt_time(b->impls[i].run.run, b->impls[i].run.arg, &o, &t);
 		}
 		b->impls[i].median_s[round] = t.median_s;
+		b->impls[i].disturbed += rt_timing_disturbed(&t);
 	}
 	double tessel_s = b->impls[0].median_s[round];
 	for (int i = 0; i < b->nimpls; i++)
@@ -469,6 +472,12 @@ static void print_table(const bench *b)
 	}
 	printf("tessel/vendor: median over rounds of the vendor's time / tessel's time "
 	       "in the same round; above 1: tessel is faster\n");
+	for (int i = 0; i < b->nimpls; i++)
+		if (b->impls[i].disturbed)
+			printf("warning: another program held the CPUs in %d of %s's %d rounds "
+			       "(its threads waited for a CPU over %.0f%% of the time)\n",
+				b->impls[i].disturbed, b->impls[i].run.name, a->rounds,
+				RT_DISTURBED_CPU_WAIT * 100);
 }
 
 static void print_json_impl(const bench *b, const bench_impl *im)
@@ -483,7 +492,8 @@ static void print_json_impl(const bench *b, const bench_impl *im)
 	else
 		printf("null");
 	printf(", \"median_s\": %.9g, \"round_min_s\": %.9g, \"round_max_s\": %.9g, "
-	       "\"gflops\": %.6g", med, lo, hi, med > 0 ? flops / med * 1e-9 : 0.0);
+	       "\"gflops\": %.6g, \"disturbed_rounds\": %d", med, lo, hi,
+		med > 0 ? flops / med * 1e-9 : 0.0, im->disturbed);
 	if (im->vendor)
 		printf(", \"tessel_vs_vendor\": %.6g, \"rel_error\": %.6g, \"ok\": %s",
 			median_of(im->speed, b->a->rounds, NULL, NULL),

@@ -283,10 +283,15 @@ static void print_json(const run_args *a, tessel_op *op, const run_result *r,
 {
 	double flops = tessel_op_flops(op);
 	printf("{\"op\": \"%s\", \"spec\": \"%s\", \"ok\": %s, \"median_s\": %.9g, "
-	       "\"min_s\": %.9g, \"runs\": %d, \"gflops\": %.6g, \"kernel\": \"%s\", "
-	       "\"outputs\": [", tessel_op_name(op), a->spec, r->ok ? "true" : "false",
+	       "\"min_s\": %.9g, \"runs\": %d, \"gflops\": %.6g, \"kernel\": \"%s\", ",
+		tessel_op_name(op), a->spec, r->ok ? "true" : "false",
 		r->timing.median_s, r->timing.min_s, r->timing.runs,
 		r->timing.median_s > 0 ? flops / r->timing.median_s * 1e-9 : 0.0, so_path);
+	if (isfinite(r->timing.cpu_wait))
+		printf("\"cpu_wait\": %.4g, ", r->timing.cpu_wait);
+	else
+		printf("\"cpu_wait\": null, ");
+	printf("\"outputs\": [");
 	for (int i = 0; i < tessel_op_num_outputs(op); i++) {
 		tessel_stage *s = tessel_op_output_at(op, i);
 		double tol = te_tolerance(tessel_stage_dtype(s));
@@ -312,6 +317,10 @@ static void print_summary(tessel_op *op, const run_result *r)
 	if (flops > 0 && r->timing.median_s > 0)
 		printf(", %.2f GFLOP/s", flops / r->timing.median_s * 1e-9);
 	printf("\n");
+	if (rt_timing_disturbed(&r->timing))
+		printf("warning: another program held the CPUs: the kernel's threads waited "
+			"for one %.0f%% of the time they were timed, so the time may be too slow\n",
+			r->timing.cpu_wait * 100);
 }
 
 /* Build the kernel of "op" under the schedule, run and check it. */

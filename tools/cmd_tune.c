@@ -206,6 +206,10 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 			sep = ", ";
 		}
 	printf("%s; %d found in the store\n", sep[0] == ',' ? ")" : "", s->known);
+	if (s->retaken)
+		printf("busy machine: %d measurements taken again because another program "
+			"held the CPUs; %d trials still disturbed (their times may be too slow)\n",
+			s->retaken, s->disturbed);
 	if (s->interrupted)
 		printf("interrupted: every measured batch is committed\n");
 	else if (s->early_stopped)

@@ -65,7 +65,21 @@ typedef struct tune_result {
 	bool checked;          /* compared with the interpreter (and passed
 	                        * when ok) */
 	double rel_error;      /* of the check, NAN when not checked */
+	double cpu_wait;       /* how long the kernel's threads waited for a
+	                        * CPU while it was timed (summed over its
+	                        * threads), over the time it was timed; NAN
+	                        * when unknown (not a CPU task, no schedstat) */
+	int attempts;          /* workers run for it: more than one when a
+	                        * measurement was disturbed */
 } tune_result;
+
+/* A CPU measurement disturbed by another program (rt_timing_disturbed)
+ * is taken again in a fresh worker, up to this many times, and the least
+ * disturbed kept. */
+#define TUNE_DISTURBED_RETRIES 2
+
+/* Whether "r" is a measurement still disturbed after its retries. */
+bool tune_result_disturbed(const tune_result *r);
 
 typedef struct tune_measurer tune_measurer;
 

@@ -82,6 +82,10 @@ typedef struct tune_summary {
 	bool early_stopped;
 	bool interrupted;
 	int error_counts[TUNE_ERR_COUNT];
+	int retaken;         /* measurements taken again because another
+	                      * program held the CPUs (TUNE_DISTURBED_WAIT) */
+	int disturbed;       /* trials whose kept measurement was still
+	                      * disturbed after its retries */
 } tune_summary;
 
 void tune_summary_clear(tune_summary *s);

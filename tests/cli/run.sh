@@ -104,6 +104,7 @@ expect 0 'parallel_for' -- codegen matmul --set M=20,N=12,K=5 --sched "$work/mm.
 expect 0 'C: relative error .* ok' -- run matmul --set M=20,N=12,K=5 --sched "$work/mm.trace" --min-time 0.01
 expect 0 '"median_s": [0-9.e-]+, "min_s"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
 expect 0 '"name": "C", "rel_error"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
+expect 0 '"cpu_wait": ([0-9.e-]+|null), "outputs"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
 expect 0 'Y: relative error' -- run "$ex:conv2d_relu" --set N=1,C=2,H=6,W=6,F=3,R=3,S=3,stride=1,pad=1 --min-time 0.01 --target "cpu -isa=avx2"
 expect 0 'wrote' -- run softmax --set shape=[4,6] --min-time 0.01 --out "$work/run"
 expect 0 '^20 passed, 0 failed' -- fuzz-sched matmul --set M=9,N=7,K=5 --count 20 --seed 1 --keep "$work/ff"
@@ -240,7 +241,7 @@ if ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0'; then
 	expect 0 'OpenBLAS .*cblas_sgemm.* [0-9]+\.[0-9]{3}  [0-9.]+e[-+][0-9]+ ok' -- bench matmul --set M=64,N=64,K=64 --compare openblas --threads 1 "${quick[@]}"
 	expect 0 'tessel/vendor: median over rounds' -- bench matmul --set M=64,N=64,K=64 --compare openblas "${quick[@]}"
 	expect 0 'OpenBLAS .* ok' -- bench matmul --set M=48,N=40,K=24,transpose_a=1,transpose_b=1 --compare openblas "${quick[@]}"
-	expect 0 '"vendor": "openblas", .*"tessel_vs_vendor": [0-9.e+-]+, "rel_error": [0-9.e+-]+, "ok": true' -- bench dense --set batch=8,in_features=24,out_features=16 --compare openblas "${quick[@]}" --json
+	expect 0 '"vendor": "openblas", .*"disturbed_rounds": [0-9]+, "tessel_vs_vendor": [0-9.e+-]+, "rel_error": [0-9.e+-]+, "ok": true' -- bench dense --set batch=8,in_features=24,out_features=16 --compare openblas "${quick[@]}" --json
 	expect 0 'schedule: best record #4 from .*records.db' -- bench "${mm64[@]}" --db "$db" --compare openblas "${quick[@]}"
 	expect 0 'schedule: no record for this workload/target in .*; default schedule' -- bench matmul --set M=64,N=64,K=64 --db "$db" --compare openblas "${quick[@]}"
 else
