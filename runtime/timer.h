@@ -15,8 +15,10 @@ typedef struct rt_timing {
 	int runs;
 	/* The time the threads of this process spent waiting for a CPU
 	 * (runtime/cpu_wait.h) while the timed runs went on, summed over the
-	 * threads, over the time they took: near 0 on an idle machine, high
-	 * when another program held the cores the timed code needed.  NAN
+	 * threads, over the time they took: near 0 when each thread had a
+	 * CPU of its own, high when another program held the cores the
+	 * timed code needed or the scheduler kept two of its threads on one
+	 * CPU.  NAN
 	 * when unknown (no schedstat; timers of other clocks). */
 	double cpu_wait;
 } rt_timing;
@@ -46,11 +48,14 @@ enum {
 	RT_TIME_ERROR = -1
 };
 
-/* A cpu_wait above which a timing was disturbed: another program held
- * the cores the timed code needed, and its times are too slow.  On this
- * project's 2-core machine, tuning beside other work gave 12% of the
- * candidates medians of exactly 8 or 16 ms (2 and 4 scheduler ticks) for
- * programs of 0.8 or 2 ms. */
+/* A cpu_wait above which a timing was disturbed: its threads waited for
+ * CPUs (another program held them, or the scheduler kept two of the
+ * threads on one), and its times may be too slow.  On this project's
+ * 2-core machine, tuning beside other work gave 12% of the candidates
+ * medians of exactly 8 or 16 ms (2 and 4 scheduler ticks) for programs
+ * of 0.8 or 2 ms; on the idle machine, about half of the workers timing
+ * a 2-thread matmul waited over 5% (0.2 to 0.3 typically, the rest
+ * 0.002 to 0.02: bench/RESULTS.md, "Disturbed measurements"). */
 #define RT_DISTURBED_CPU_WAIT 0.05
 
 /* Return whether "t" was disturbed: its cpu_wait is above

@@ -102,8 +102,8 @@ typedef struct bench_impl {
 	double error;
 	double median_s[BENCH_MAX_ROUNDS];
 	double speed[BENCH_MAX_ROUNDS];
-	int disturbed;               /* rounds another program disturbed
-	                              * (rt_timing_disturbed) */
+	int disturbed;               /* rounds whose threads waited for
+	                              * CPUs (rt_timing_disturbed) */
 } bench_impl;
 
 /* Everything one bench holds: implementations, and vendors skipped with
@@ -474,8 +474,9 @@ static void print_table(const bench *b)
 	       "in the same round; above 1: tessel is faster\n");
 	for (int i = 0; i < b->nimpls; i++)
 		if (b->impls[i].disturbed)
-			printf("warning: another program held the CPUs in %d of %s's %d rounds "
-			       "(its threads waited for a CPU over %.0f%% of the time)\n",
+			printf("warning: in %d of %s's %d rounds its threads waited for a CPU "
+			       "over %.0f%% of the time (another program, or two threads "
+			       "on one CPU); those times may be too slow\n",
 				b->impls[i].disturbed, b->impls[i].run.name, a->rounds,
 				RT_DISTURBED_CPU_WAIT * 100);
 }

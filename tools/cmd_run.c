@@ -318,8 +318,9 @@ static void print_summary(tessel_op *op, const run_result *r)
 		printf(", %.2f GFLOP/s", flops / r->timing.median_s * 1e-9);
 	printf("\n");
 	if (rt_timing_disturbed(&r->timing))
-		printf("warning: another program held the CPUs: the kernel's threads waited "
-			"for one %.0f%% of the time they were timed, so the time may be too slow\n",
+		printf("warning: the kernel's threads waited for a CPU %.0f%% of the time "
+			"they were timed (another program, or two threads on one CPU), so "
+			"the time may be too slow\n",
 			r->timing.cpu_wait * 100);
 }
 

@@ -207,8 +207,9 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 		}
 	printf("%s; %d found in the store\n", sep[0] == ',' ? ")" : "", s->known);
 	if (s->retaken)
-		printf("busy machine: %d measurements taken again because another program "
-			"held the CPUs; %d trials still disturbed (their times may be too slow)\n",
+		printf("disturbed: %d measurements taken again because the kernel's threads "
+			"waited for a CPU; %d trials still disturbed (their times may be too "
+			"slow)\n",
 			s->retaken, s->disturbed);
 	if (s->interrupted)
 		printf("interrupted: every measured batch is committed\n");

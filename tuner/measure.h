@@ -73,7 +73,7 @@ typedef struct tune_result {
 	                        * measurement was disturbed */
 } tune_result;
 
-/* A CPU measurement disturbed by another program (rt_timing_disturbed)
+/* A CPU measurement whose threads waited for CPUs (rt_timing_disturbed)
  * is taken again in a fresh worker, up to this many times, and the least
  * disturbed kept. */
 #define TUNE_DISTURBED_RETRIES 2

@@ -82,8 +82,8 @@ typedef struct tune_summary {
 	bool early_stopped;
 	bool interrupted;
 	int error_counts[TUNE_ERR_COUNT];
-	int retaken;         /* measurements taken again because another
-	                      * program held the CPUs (TUNE_DISTURBED_WAIT) */
+	int retaken;         /* measurements taken again because their
+	                      * threads waited for CPUs (rt_timing_disturbed) */
 	int disturbed;       /* trials whose kept measurement was still
 	                      * disturbed after its retries */
 } tune_summary;
