@@ -45,6 +45,9 @@ struct rt_pool {
 	atomic_bool stopping;
 	pthread_mutex_t submit_lock;
 	rt_worker *workers;
+	bool bound;                /* rt_pool_bind pinned "caller" */
+	pthread_t caller;
+	cpu_set_t caller_allowed;  /* its CPUs before, restored at the end */
 	_Alignas(CACHE_LINE) atomic_uint remaining;
 	atomic_uint caller_sleeping;
 };
@@ -331,6 +334,9 @@ void rt_pool_free(rt_pool *pool)
 	if (!pool)
 		return;
 	stop_workers(pool);
+	if (pool->bound && pthread_equal(pool->caller, pthread_self()))
+		pthread_setaffinity_np(pool->caller, sizeof(pool->caller_allowed),
+			&pool->caller_allowed);
 	pthread_mutex_destroy(&pool->submit_lock);
 	free(pool->workers);
 	free(pool);
@@ -339,6 +345,39 @@ void rt_pool_free(rt_pool *pool)
 int rt_pool_num_threads(const rt_pool *pool)
 {
 	return pool->num_threads;
+}
+
+/* Pin the threads of "pool" to CPUs; see threadpool.h. */
+int rt_pool_bind(rt_pool *pool)
+{
+	cpu_set_t allowed;
+	if (pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed))
+		return -1;
+	if (!pool->bound) {
+		pool->bound = true;
+		pool->caller = pthread_self();
+		pool->caller_allowed = allowed;
+	}
+	int cpus[CPU_SETSIZE], n = 0;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[n++] = c;
+	if (n == 0)
+		return -1;
+	int here = sched_getcpu(), first = 0;
+	for (int k = 0; k < n; k++)
+		if (cpus[k] == here)
+			first = k;
+	int r = 0;
+	for (int i = 0; i <= pool->started_workers; i++) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpus[(first + i) % n], &one);
+		pthread_t t = i == 0 ? pthread_self() : pool->workers[i - 1].thread;
+		if (pthread_setaffinity_np(t, sizeof(one), &one))
+			r = -1;
+	}
+	return r;
 }
 
 /* Set the spin time of "pool" to "spin_ns"; see threadpool.h. */

@@ -46,6 +46,19 @@ int rt_pool_num_threads(const rt_pool *pool);
  * nanoseconds (0: sleep at once), from their next wait on. */
 void rt_pool_set_spin(rt_pool *pool, long spin_ns);
 
+/* Pin each thread of "pool" to a CPU of its own among those the calling
+ * thread may run on (in turn, when the pool has more threads than
+ * there are such CPUs): the caller to the one it runs on, worker i to
+ * the i-th after it.  The caller must be the thread that calls parallel_for on
+ * "pool"; rt_pool_free, called by it, gives it back the CPUs it had.  What measures
+ * kernels pins (the tuner's workers, `tessel run`): unpinned, a new
+ * thread of this VM's 2-thread pools often stayed on its creator's CPU,
+ * the two took turns on one core, and a 2 us matmul ran at 212 us in
+ * about half of the processes (bench/RESULTS.md, "Two threads on one
+ * CPU").  Return 0, or -1 when an affinity cannot be set (the pool
+ * still works, perhaps partly pinned). */
+int rt_pool_bind(rt_pool *pool);
+
 /* Fill "env" so that kernels run their parallel loops on "pool": its thread
  * count, rt_parallel_for, and "pool".  A NULL "pool" gives a serial
  * environment (one thread, loops run inline). */

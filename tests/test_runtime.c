@@ -226,6 +226,44 @@ Test(pool, every_index_once)
 			check_visits_once(threads[t], sizes[s]);
 }
 
+/* Record the CPU each chunk ran on in the "int" array "closure". */
+static void note_cpu(int64_t begin, int64_t end, void *closure)
+{
+	int *cpus = closure;
+	for (int64_t i = begin; i < end; i++)
+		cpus[i] = sched_getcpu();
+}
+
+Test(pool, bind_pins_each_thread_to_a_cpu_of_its_own_and_free_gives_them_back)
+{
+	fail_if_hung(60);
+	cpu_set_t before;
+	cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(before), &before), 0);
+	int allowed = CPU_COUNT(&before);
+	for (int threads = 1; threads <= 4; threads++) {
+		rt_pool *pool = rt_pool_new(threads);
+		cr_assert_not_null(pool);
+		cr_assert_eq(rt_pool_bind(pool), 0);
+		cpu_set_t mine;
+		pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+		cr_expect_eq(CPU_COUNT(&mine), 1, "the caller is pinned to one CPU");
+		tessel_kernel_env env;
+		rt_pool_env(pool, &env);
+		int cpus[4] = { -1, -1, -1, -1 };
+		env.parallel_for(&env, threads, note_cpu, cpus);
+		for (int i = 0; i < threads; i++)
+			for (int j = i + 1; j < threads; j++)
+				if (j < allowed)
+					cr_expect_neq(cpus[i], cpus[j],
+						"threads %d: chunks %d and %d on CPU %d", threads, i, j,
+						cpus[i]);
+		rt_pool_free(pool);
+		cpu_set_t after;
+		pthread_getaffinity_np(pthread_self(), sizeof(after), &after);
+		cr_expect(CPU_EQUAL(&after, &before), "rt_pool_free gives the caller its CPUs back");
+	}
+}
+
 static void must_not_run(int64_t begin, int64_t end, void *closure)
 {
 	(void)begin;

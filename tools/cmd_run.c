@@ -87,6 +87,8 @@ static int run_child(void *arg)
 		return 1;
 	}
 	rt_pool *pool = rt_pool_new(job->threads);
+	if (pool)
+		rt_pool_bind(pool);
 	tessel_kernel_env env;
 	rt_pool_env(pool, &env);
 	kernel_call call = { job->kernel->fn, job->args, &env, 0 };

@@ -446,6 +446,7 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 		snprintf(rep->msg, sizeof(rep->msg), "cannot start %d threads", m->threads);
 		return TUNE_ERR_RUNTIME;
 	}
+	rt_pool_bind(pool);
 	tessel_kernel_env env;
 	rt_pool_env(pool, &env);
 	kernel_call call = { job->kernel->fn, m->args, &env, 0 };
