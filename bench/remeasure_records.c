@@ -163,7 +163,7 @@ static void print_pair(const char *what, const double *a, const double *b, int n
 static int parse_args(int argc, char **argv, options *o)
 {
 	*o = (options){ .sample = 40, .seed = 1, .min_time = 0.05 };
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
 			return -1;
@@ -181,7 +181,6 @@ static int parse_args(int argc, char **argv, options *o)
 			o->min_time = atof(v);
 		else
 			return -1;
-		i++;
 	}
 	return o->path && o->workload > 0 && o->from >= 0 && o->sample >= 2 &&
 		o->min_time >= 0 ? 0 : -1;
