@@ -11,10 +11,14 @@
  * "How much of the gap is noise").
  *
  *   remeasure_records --db PATH --workload ID [--from K] [--sample N]
- *                     [--seed S] [--min-time S]
+ *                     [--seed S] [--min-time S] [--passes P] [--dump PATH]
  *
  * The sample is N (40) "ok" records drawn at random from the workload's
- * records after its first K (0), in the order they were stored. */
+ * records after its first K (0), in the order they were stored.  Each
+ * measurement is the tuner's: the fastest of P (TUNE_DEFAULT_PASSES)
+ * workers; --passes 1 shows what one worker gives.  --dump
+ * writes one line per record: its id, the stored median and the medians
+ * of the two passes, in seconds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +34,9 @@
 
 typedef struct options {
 	const char *path;
+	const char *dump;
 	int64_t workload;
-	int from, sample;
+	int from, sample, passes;
 	uint64_t seed;
 	double min_time;
 } options;
@@ -42,6 +47,7 @@ typedef struct sample {
 	int from;
 	char **traces;
 	double *stored;
+	int64_t *ids;
 } sample;
 
 static int collect(const tune_record *r, void *arg)
@@ -53,11 +59,13 @@ static int collect(const tune_record *r, void *arg)
 		s->cap = s->cap ? 2 * s->cap : 256;
 		s->traces = realloc(s->traces, (size_t)s->cap * sizeof(char *));
 		s->stored = realloc(s->stored, (size_t)s->cap * sizeof(double));
-		if (!s->traces || !s->stored)
+		s->ids = realloc(s->ids, (size_t)s->cap * sizeof(int64_t));
+		if (!s->traces || !s->stored || !s->ids)
 			return -1;
 	}
 	if (!(s->traces[s->n] = strdup(r->trace)))
 		return -1;
+	s->ids[s->n] = r->id;
 	s->stored[s->n++] = r->cost_median_s;
 	return 0;
 }
@@ -71,8 +79,9 @@ static void draw(sample *s, int want, uint64_t seed)
 		int j = i + (int)((seed >> 33) % (uint64_t)(s->n - i));
 		char *t = s->traces[i];
 		double c = s->stored[i];
-		s->traces[i] = s->traces[j], s->stored[i] = s->stored[j];
-		s->traces[j] = t, s->stored[j] = c;
+		int64_t id = s->ids[i];
+		s->traces[i] = s->traces[j], s->stored[i] = s->stored[j], s->ids[i] = s->ids[j];
+		s->traces[j] = t, s->stored[j] = c, s->ids[j] = id;
 	}
 	for (int i = want; i < s->n; i++)
 		free(s->traces[i]);
@@ -162,7 +171,8 @@ static void print_pair(const char *what, const double *a, const double *b, int n
 
 static int parse_args(int argc, char **argv, options *o)
 {
-	*o = (options){ .sample = 40, .seed = 1, .min_time = 0.05 };
+	*o = (options){ .sample = 40, .seed = 1, .min_time = 0.05,
+		.passes = TUNE_DEFAULT_PASSES };
 	for (int i = 1; i < argc; i += 2) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
@@ -179,10 +189,14 @@ static int parse_args(int argc, char **argv, options *o)
 			o->seed = strtoull(v, NULL, 10);
 		else if (strcmp(argv[i], "--min-time") == 0)
 			o->min_time = atof(v);
+		else if (strcmp(argv[i], "--passes") == 0)
+			o->passes = atoi(v);
+		else if (strcmp(argv[i], "--dump") == 0)
+			o->dump = v;
 		else
 			return -1;
 	}
-	return o->path && o->workload > 0 && o->from >= 0 && o->sample >= 2 &&
+	return o->path && o->workload > 0 && o->from >= 0 && o->sample >= 2 && o->passes >= 1 &&
 		o->min_time >= 0 ? 0 : -1;
 }
 
@@ -210,12 +224,33 @@ static int measure(tune_measurer *m, loop_prog **progs, const int *order, int n,
 	return r;
 }
 
+/* Write the "n" records' ids and times to the file "path"; return 0, or
+ * -1 with a message on stderr. */
+static int dump(const char *path, const int64_t *ids, const double *stored,
+	const double *first, const double *second, int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	fprintf(f, "# id stored_s first_s second_s\n");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%lld %.9g %.9g %.9g\n", (long long)ids[i], stored[i], first[i],
+			second[i]);
+	if (fclose(f)) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	options o;
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: remeasure_records --db PATH --workload ID [--from K] "
-			"[--sample N] [--seed S] [--min-time S]\n");
+			"[--sample N] [--seed S] [--min-time S] [--passes P] [--dump PATH]\n");
 		return 1;
 	}
 	char err[1024];
@@ -240,6 +275,7 @@ int main(int argc, char **argv)
 	}
 	tune_measure_opts mo = tune_measure_opts_default();
 	mo.timer.min_total_s = o.min_time;
+	mo.passes = o.passes;
 	tune_measurer *m = tune_measurer_new(&task, &mo, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "remeasure_records: %s\n", err);
@@ -248,9 +284,12 @@ int main(int argc, char **argv)
 	int n = 0;
 	loop_prog *progs[s.n > 0 ? s.n : 1];
 	double stored[s.n > 0 ? s.n : 1], first[s.n > 0 ? s.n : 1], second[s.n > 0 ? s.n : 1];
+	int64_t ids[s.n > 0 ? s.n : 1];
 	for (int i = 0; i < s.n; i++)
-		if ((progs[n] = program_of(ctx, op, s.traces[i])))
+		if ((progs[n] = program_of(ctx, op, s.traces[i]))) {
+			ids[n] = s.ids[i];
 			stored[n++] = s.stored[i];
+		}
 	int forward[n > 0 ? n : 1], backward[n > 0 ? n : 1], disturbed = 0;
 	for (int i = 0; i < n; i++)
 		forward[i] = i, backward[i] = n - 1 - i;
@@ -267,12 +306,15 @@ int main(int argc, char **argv)
 	printf("time ratios:\n");
 	print_ratios("first / stored", stored, first, n);
 	print_ratios("second / first", first, second, n);
+	if (o.dump && dump(o.dump, ids, stored, first, second, n))
+		return 1;
 	for (int i = 0; i < n; i++)
 		loop_prog_free(progs[i]);
 	for (int i = 0; i < s.n; i++)
 		free(s.traces[i]);
 	free(s.traces);
 	free(s.stored);
+	free(s.ids);
 	tune_measurer_free(m);
 	tune_task_clear(&task);
 	tessel_op_release(op);

@@ -173,7 +173,20 @@ Test(measure, defaults)
 	cr_expect_eq(o.timer.min_repeats, 3);
 	cr_expect_eq(o.timer.min_total_s, 0.05);
 	cr_expect_not(o.timer.flush_cache);
+	cr_expect_eq(o.passes, TUNE_DEFAULT_PASSES);
 	cr_expect_eq(o.seed, 1);
+}
+
+Test(measure, rejects_fewer_than_one_pass)
+{
+	fixture f;
+	fixture_init(&f, "8");
+	tune_measure_opts o = quick_opts();
+	o.passes = 0;
+	char err[512] = "";
+	cr_expect_null(tune_measurer_new(&f.task, &o, err, sizeof(err)));
+	cr_expect(strstr(err, "passes"), "%s", err);
+	fixture_fini(&f);
 }
 
 Test(measure, rejects_a_timeout_that_is_not_positive)
@@ -198,8 +211,11 @@ Test(measure, a_correct_candidate_is_timed_and_checked)
 	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
 	expect_ok_checked(&r);
 	tune_measure_opts o = tune_measure_opts_default();
-	cr_expect(r.runs == o.timer.max_repeats || r.median_s * r.runs > 0.04,
-		"min_total_s measured: %d runs of %g s", r.runs, r.median_s);
+	cr_expect_geq(r.attempts, o.passes, "one worker a pass");
+	cr_expect(r.runs == o.passes * o.timer.max_repeats ||
+			r.median_s * r.runs > o.passes * 0.04,
+		"min_total_s measured in each pass: %d runs of %g s", r.runs, r.median_s);
+	cr_expect_leq(r.min_s, r.median_s);
 	loop_prog_free(p);
 	tune_measurer_free(m);
 	fixture_fini(&f);
@@ -223,6 +239,7 @@ Test(measure, a_measurement_disturbed_by_a_busy_cpu_is_taken_again)
 	fixture_init(&f, "32");
 	tune_measure_opts o = quick_opts();
 	o.threads = 1;
+	o.passes = 1;
 	tune_measurer *m = new_measurer(&f, &o);
 	loop_prog *p = program(&f, 0, false);
 	tune_result r;
@@ -393,9 +410,11 @@ Test(measure, a_stop_flag_leaves_the_rest_not_run)
 	for (int i = 0; i < 3; i += 2) {
 		cr_expect_eq(out[i].error, TUNE_ERR_RUNTIME);
 		cr_expect_str_eq(out[i].msg, "not run: interrupted");
+		cr_expect(out[i].not_run);
 		cr_expect_not(out[i].checked);
 	}
 	cr_expect_eq(out[1].error, TUNE_ERR_LOWER);
+	cr_expect_not(out[1].not_run);
 	loop_prog_free(progs[0]);
 	loop_prog_free(progs[2]);
 	tune_measurer_free(m);

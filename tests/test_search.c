@@ -4,6 +4,7 @@
  * leaves a sound store holding whole batches; two tuners share a file. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +311,67 @@ Test(search, an_interrupt_ends_the_search_cleanly)
 	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
 	cr_expect(s.interrupted);
 	cr_expect_eq(s.trials, 0);
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+typedef struct stopper {
+	const char *db_path;
+	volatile sig_atomic_t *stop;
+} stopper;
+
+/* Set *stop a second after the first batch is committed: while the
+ * second batch is measured (0.2 s a candidate and pass), unless evolving
+ * and building it took longer. */
+static void *stop_after_first_batch(void *arg)
+{
+	stopper *st = arg;
+	char err[512];
+	tune_db *db = NULL;
+	for (double deadline = rt_now_s() + 60; rt_now_s() < deadline; usleep(5000)) {
+		if (!db && access(st->db_path, F_OK) == 0)
+			db = tune_db_open(st->db_path, err, sizeof(err));
+		if (db && tune_db_count(db, 0, 0) >= 8)
+			break;
+	}
+	usleep(1000000);
+	*st->stop = 1;
+	tune_db_close(db);
+	return NULL;
+}
+
+static int count_not_run(const tune_record *r, void *arg)
+{
+	*(int *)arg += r->error_msg && strstr(r->error_msg, "not run") != NULL;
+	return 0;
+}
+
+Test(search, an_interrupt_records_only_what_was_measured)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	volatile sig_atomic_t stop = 0;
+	tune_search_opts o = quick_opts(100000, 9);
+	o.early_stop = 0;
+	o.measure.timer.min_total_s = 0.2;
+	o.stop = &stop;
+	stopper st = { f.db_path, &stop };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, stop_after_first_batch, &st), 0);
+	tune_summary s;
+	char err[512];
+	int r = tune_search(&f.task, db, &o, &s, err, sizeof(err));
+	pthread_join(t, NULL);
+	cr_assert_eq(r, 0, "%s", err);
+	cr_expect(s.interrupted);
+	cr_expect_geq(s.trials, 8);
+	cr_expect_eq(tune_db_count(db, 0, 0), s.trials,
+		"every trial counted is a record, and only those");
+	int not_run = 0;
+	cr_expect_eq(tune_db_foreach(db, 0, 0, count_not_run, &not_run), 0);
+	cr_expect_eq(not_run, 0, "candidates the interrupt kept from running are not recorded");
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);

@@ -18,8 +18,8 @@
 static const char tune_help[] =
 	"usage: tessel tune SPEC [--set NAME=VALUE,...] --trials N [--db PATH]\n"
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
-	"                   [--threads N] [--min-time S] [--flush] [--early-stop N]\n"
-	"                   [--verbose]\n"
+	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
+	"                   [--early-stop N] [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -37,7 +37,9 @@ static const char tune_help[] =
 	"cannot launch rejected, the rest timed to cuStreamSynchronize.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
 	"(default 300; 0: never). --min-time is the measured time per candidate\n"
-	"(default 0.05 s). `tessel best` and `tessel run --db` use the result.\n";
+	"and pass (default 0.05 s); each candidate is timed in --passes N fresh\n"
+	"workers (default 2) and keeps the fastest. `tessel best` and\n"
+	"`tessel run --db` use the result.\n";
 
 typedef struct tune_args {
 	const char *spec, *db, *target;
@@ -106,6 +108,8 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 	}
 	if ((v = cli_option(argc, argv, i, "--min-time", &missing)))
 		return cli_parse_seconds(v, "--min-time", &o->measure.timer.min_total_s);
+	if ((v = cli_option(argc, argv, i, "--passes", &missing)))
+		return cli_parse_count(v, "--passes", 1, 100, &o->measure.passes);
 	if (strcmp(argv[*i], "--flush") == 0) {
 		o->measure.timer.flush_cache = true;
 		return 0;

@@ -71,6 +71,7 @@ tune_measure_opts tune_measure_opts_default(void)
 		.threads = 0,
 		.timeout_s = 10,
 		.timer = rt_timer_opts_default(),
+		.passes = TUNE_DEFAULT_PASSES,
 		.seed = 1,
 	};
 	o.timer.min_total_s = 0.05;
@@ -149,6 +150,8 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "the timeout must be positive");
 	else if (o->build_jobs < 0 || o->threads < 0)
 		snprintf(err, errlen, "negative build jobs or threads");
+	else if (o->passes < 1)
+		snprintf(err, errlen, "passes must be at least 1, not %d", o->passes);
 	else if (o->timer.warmup < 0 || o->timer.min_repeats < 1 ||
 		 o->timer.max_repeats < o->timer.min_repeats ||
 		 !(o->timer.min_total_s >= 0) || !(o->timer.timeout_s >= 0))
@@ -257,6 +260,13 @@ set_error(tune_result *r, tune_error e, const char *fmt, ...)
 	r->error = e;
 	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
 	va_end(ap);
+}
+
+/* Mark "r" as stopped before it was measured. */
+static void set_not_run(tune_result *r)
+{
+	set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
+	r->not_run = true;
 }
 
 /* Reset "r" to a candidate not measured yet. */
@@ -369,7 +379,7 @@ static void build_one(builder *b, tessel_ctx *ctx, int i)
 {
 	tune_result *r = &b->out[i];
 	if (b->stop && *b->stop) {
-		set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
+		set_not_run(r);
 		return;
 	}
 	b->built[i] = runner_of(b->m)->prepare(b, ctx, i) == 0;
@@ -662,23 +672,66 @@ static int check_if_best(tune_measurer *m, tune_result *r)
 
 /* ---- a batch -------------------------------------------------------------- */
 
-/* Run and check the built candidates of "b", stopping at *"stop".  Return
+/* Fold the pass "again" into "r", the passes before it: an error of
+ * either stays; otherwise the lower median and fastest repeat. */
+static void keep_fastest_pass(tune_result *r, const tune_result *again)
+{
+	int runs = r->runs + again->runs, attempts = r->attempts + again->attempts;
+	if (again->error != TUNE_OK || again->median_s < r->median_s) {
+		double min_s = fmin(r->min_s, again->min_s);
+		*r = *again;
+		if (r->error == TUNE_OK)
+			r->min_s = min_s;
+	} else {
+		r->min_s = fmin(r->min_s, again->min_s);
+	}
+	r->runs = runs;
+	r->attempts = attempts;
+}
+
+/* Take pass "pass" (from 0) of candidate "i" of "b" into its result, and
+ * check it after the last pass, while the shared outputs are its own.
+ * Return 0, or -1 as run_one. */
+static int run_pass(tune_measurer *m, builder *b, int i, int pass)
+{
+	tune_result *r = &b->out[i];
+	if (pass == 0) {
+		if (run_undisturbed(m, b->progs[i], &b->kernels[i], r))
+			return -1;
+	} else {
+		tune_result again;
+		result_reset(&again);
+		if (run_undisturbed(m, b->progs[i], &b->kernels[i], &again)) {
+			snprintf(r->msg, sizeof(r->msg), "%s", again.msg);
+			return -1;
+		}
+		keep_fastest_pass(r, &again);
+	}
+	return pass == m->o.passes - 1 ? check_if_best(m, r) : 0;
+}
+
+/* Run, in m->o.passes passes, and check the built candidates of "b",
+ * stopping at *"stop".  The passes alternate in direction and the last
+ * runs forward, so that candidates are checked in batch order.  Return
  * 0, or -1 with the reason in "msg" of size "len". */
 static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
 {
-	for (int i = 0; i < b->n; i++) {
-		tune_result *r = &b->out[i];
-		if (!b->built[i])
-			continue;
-		if (b->stop && *b->stop) {
-			set_error(r, TUNE_ERR_RUNTIME, "not run: interrupted");
-			continue;
+	for (int pass = 0; pass < m->o.passes; pass++)
+		for (int k = 0; k < b->n; k++) {
+			bool backward = (m->o.passes - 1 - pass) % 2;
+			int i = backward ? b->n - 1 - k : k;
+			tune_result *r = &b->out[i];
+			if (!b->built[i] || r->not_run || (pass > 0 && r->error != TUNE_OK))
+				continue;
+			if (b->stop && *b->stop) {
+				set_not_run(r);
+				continue;
+			}
+			if (run_pass(m, b, i, pass)) {
+				snprintf(msg, len, "%s", r->msg);
+				return -1;
+			}
 		}
-		if (run_undisturbed(m, b->progs[i], &b->kernels[i], r) || check_if_best(m, r)) {
-			snprintf(msg, len, "%s", r->msg);
-			return -1;
-		}
-	}
 	return 0;
 }
 

@@ -49,19 +49,35 @@ typedef struct tune_measure_opts {
 	                        * shorter) and the worker is killed 0.5 s
 	                        * later */
 	rt_timer_opts timer;   /* warm-up, repeats, minimum time, flush */
+	int passes;            /* >= 1: times each candidate is timed, each
+	                        * in a fresh worker, the batch in turn
+	                        * forward and backward; its result is the
+	                        * fastest pass (TUNE_DEFAULT_PASSES) */
 	uint64_t seed;         /* of the random inputs */
 } tune_measure_opts;
 
+/* Two passes: on the 2-vCPU build VM about one worker process in twenty
+ * to forty times a kernel up to 2x slower than the next process does
+ * (placement of the process, a burst of other work), and one pass in
+ * a tuning run agreed with a later measurement of the same records on
+ * 0.64 to 0.77 of the pairs more than 3% apart; the lower of two passes
+ * on 0.80 (docs/tuner.md, "Measurement"). */
+#define TUNE_DEFAULT_PASSES 2
+
 /* Return the defaults: a build job per core, the target's cores, 10 s,
- * 1 warm-up, at least 3 repeats and 0.05 s, no flush, seed 1. */
+ * 1 warm-up, at least 3 repeats and 0.05 s, no flush, two passes,
+ * seed 1. */
 tune_measure_opts tune_measure_opts_default(void);
 
 typedef struct tune_result {
 	tune_error error;
 	char msg[256];         /* why, for errors ("" when ok) */
-	double median_s;       /* NAN unless ok */
-	double min_s;          /* NAN unless ok */
-	int runs;
+	double median_s;       /* NAN unless ok: the lowest of the passes'
+	                        * medians */
+	double min_s;          /* NAN unless ok: the fastest repeat of all */
+	int runs;              /* repeats timed, over all passes */
+	bool not_run;          /* stopped before it was measured: nothing
+	                        * is known of it (error TUNE_ERR_RUNTIME) */
 	bool checked;          /* compared with the interpreter (and passed
 	                        * when ok) */
 	double rel_error;      /* of the check, NAN when not checked */
@@ -109,10 +125,16 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
  * as the caller set it); one whose arguments are not the op's inputs and
  * outputs (dtype, shape, dense strides) is TUNE_ERR_BUILD.  Return 0, or
  * -1 when the measurer itself failed (no candidate's fault: out of
- * memory, fork failed), with a message in out[0].msg.  Stops early, with
- * the rest marked TUNE_ERR_RUNTIME "not run: interrupted", when *"stop"
- * (may be NULL) becomes true; it is polled before each compilation and
- * each run (candidates that already failed to build keep that error). */
+ * memory, fork failed), with a message in out[0].msg.  Each candidate
+ * is timed in "passes" fresh workers (tune_measure_opts), the batch in
+ * turn forward and backward so that a slow phase of the machine does not
+ * fall on the same candidates twice; a candidate that fails in any pass
+ * keeps that error, and the best-so-far check follows its last pass.
+ * Stops early, with the rest marked TUNE_ERR_RUNTIME "not run:
+ * interrupted" and not_run (candidates whose passes were not all taken
+ * included), when *"stop" (may be NULL) becomes true; it is polled
+ * before each compilation and each run (candidates that already failed
+ * to build keep that error). */
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	tune_result *out, volatile const int *stop);
 

@@ -561,13 +561,17 @@ static void report_progress(search *s, bool done)
 }
 
 /* Commit the measured "batch" ("res"[i] for batch[i]) in one transaction
- * and update the search: best, parents, training rows. */
+ * and update the search: best, parents, training rows.  Candidates an
+ * interrupt kept from being measured (not_run) are left out: nothing is
+ * known of them, and a later run may measure them. */
 static int record_batch(search *s, candidate *batch, const tune_result *res, int n)
 {
 	if (tune_db_begin(s->db))
 		return fail(s, "%s", tune_db_error(s->db));
 	for (int i = 0; i < n; i++) {
 		bool ok = res[i].error == TUNE_OK;
+		if (res[i].not_run)
+			continue;
 		tune_record r = {
 			.workload_id = s->workload_id,
 			.target_id = s->target_id,
@@ -592,6 +596,8 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	for (int i = 0; i < n; i++) {
 		bool ok = res[i].error == TUNE_OK;
 		double seconds = ok ? res[i].median_s : INFINITY;
+		if (res[i].not_run)
+			continue;
 		s->sum->trials++;
 		s->sum->error_counts[res[i].error]++;
 		s->sum->errors += !ok;

@@ -376,6 +376,7 @@ expect 1 "--trials expects an integer in 1..1000000, got '-3'" -- tune "${mm32[@
 expect 1 'missing --trials' -- tune "${mm32[@]}" --db "$tdb"
 expect 1 "--timeout expects a number of seconds, got '-1'" -- tune "${mm32[@]}" --trials 4 --timeout -1 --db "$tdb"
 expect 1 'timeout must be positive' -- tune "${mm32[@]}" --trials 4 --timeout 0 --db "$tdb"
+expect 1 "--passes expects an integer in 1..100, got '0'" -- tune "${mm32[@]}" --trials 4 --passes 0 --db "$tdb"
 expect 1 "unknown target" -- tune "${mm32[@]}" --trials 4 --target tpu --db "$tdb"
 expect 1 'tessel cannot measure on CUDA here: CUDA driver not found \(libcuda.so.1\)' -- tune "${mm32[@]}" --trials 4 --target cuda:sm_80 --db "$work/cuda.db"
 expect 1 'unknown CUDA architecture sm_1000' -- tune "${mm32[@]}" --trials 4 --target cuda:sm_1000 --db "$work/cuda.db"
