@@ -177,28 +177,30 @@ Test(measure, defaults)
 	cr_expect_eq(o.seed, 1);
 }
 
-Test(measure, rejects_fewer_than_one_pass)
+/* Expect a measurer with the options "o" to be refused with a message
+ * that names "what". */
+static void expect_refused(const tune_measure_opts *o, const char *what)
 {
 	fixture f;
 	fixture_init(&f, "8");
+	char err[512] = "";
+	cr_expect_null(tune_measurer_new(&f.task, o, err, sizeof(err)));
+	cr_expect(strstr(err, what), "%s", err);
+	fixture_fini(&f);
+}
+
+Test(measure, rejects_fewer_than_one_pass)
+{
 	tune_measure_opts o = quick_opts();
 	o.passes = 0;
-	char err[512] = "";
-	cr_expect_null(tune_measurer_new(&f.task, &o, err, sizeof(err)));
-	cr_expect(strstr(err, "passes"), "%s", err);
-	fixture_fini(&f);
+	expect_refused(&o, "passes");
 }
 
 Test(measure, rejects_a_timeout_that_is_not_positive)
 {
-	fixture f;
-	fixture_init(&f, "8");
 	tune_measure_opts o = quick_opts();
 	o.timeout_s = 0;
-	char err[512] = "";
-	cr_expect_null(tune_measurer_new(&f.task, &o, err, sizeof(err)));
-	cr_expect(strstr(err, "timeout"), "%s", err);
-	fixture_fini(&f);
+	expect_refused(&o, "timeout");
 }
 
 Test(measure, a_correct_candidate_is_timed_and_checked)

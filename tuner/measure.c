@@ -677,14 +677,11 @@ static int check_if_best(tune_measurer *m, tune_result *r)
 static void keep_fastest_pass(tune_result *r, const tune_result *again)
 {
 	int runs = r->runs + again->runs, attempts = r->attempts + again->attempts;
-	if (again->error != TUNE_OK || again->median_s < r->median_s) {
-		double min_s = fmin(r->min_s, again->min_s);
+	double min_s = fmin(r->min_s, again->min_s);
+	if (again->error != TUNE_OK || again->median_s < r->median_s)
 		*r = *again;
-		if (r->error == TUNE_OK)
-			r->min_s = min_s;
-	} else {
-		r->min_s = fmin(r->min_s, again->min_s);
-	}
+	if (r->error == TUNE_OK)
+		r->min_s = min_s;
 	r->runs = runs;
 	r->attempts = attempts;
 }
@@ -721,7 +718,7 @@ static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
 			bool backward = (m->o.passes - 1 - pass) % 2;
 			int i = backward ? b->n - 1 - k : k;
 			tune_result *r = &b->out[i];
-			if (!b->built[i] || r->not_run || (pass > 0 && r->error != TUNE_OK))
+			if (!b->built[i] || (pass > 0 && r->error != TUNE_OK))
 				continue;
 			if (b->stop && *b->stop) {
 				set_not_run(r);

@@ -57,11 +57,10 @@ typedef struct tune_measure_opts {
 } tune_measure_opts;
 
 /* Two passes: on the 2-vCPU build VM about one worker process in twenty
- * to forty times a kernel up to 2x slower than the next process does
- * (placement of the process, a burst of other work), and one pass in
- * a tuning run agreed with a later measurement of the same records on
- * 0.64 to 0.77 of the pairs more than 3% apart; the lower of two passes
- * on 0.80 (docs/tuner.md, "Measurement"). */
+ * to forty times a kernel up to 2x slower than the next process does,
+ * unseen by cpu_wait; with two passes, tuning runs stored fewer labels
+ * more than 10% above a later measurement (10 of 240 against 24), at
+ * about 1.3 times the tuning time (docs/tuner.md, "Measurement"). */
 #define TUNE_DEFAULT_PASSES 2
 
 /* Return the defaults: a build job per core, the target's cores, 10 s,
