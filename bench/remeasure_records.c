@@ -4,7 +4,8 @@
  * candidate, the same seeded inputs), the second pass in reverse order so
  * that a drift of the machine does not look like agreement.  It prints
  * how often two measurements order a pair of programs the same way:
- * stored against each pass, and the two passes against each other.  No
+ * stored against each pass, and the two passes against each other (by
+ * their medians, then by their fastest repeats).  No
  * cost model can order the stored times better than the measurements
  * order each other, so the agreement of the two passes is the ceiling of
  * the model's pairwise accuracy on those records (docs/cost-model.md,
@@ -15,8 +16,10 @@
  *
  * The sample is N (40) "ok" records drawn at random from the workload's
  * records after its first K (0), in the order they were stored.  Each
- * measurement is the tuner's: the fastest of P (TUNE_DEFAULT_PASSES)
- * workers; --passes 1 shows what one worker gives.  --dump
+ * measurement is the tuner's with P passes (TUNE_DEFAULT_PASSES): on the
+ * CPU, each record alone in a worker, then the whole sample timed
+ * together in one worker, in turns (tuner/round_robin.h); --passes 1
+ * shows what one worker per record gives.  --dump
  * writes one line per record: its id, the stored median and the medians
  * of the two passes, in seconds. */
 #include <math.h>
@@ -200,9 +203,10 @@ static int parse_args(int argc, char **argv, options *o)
 		o->min_time >= 0 ? 0 : -1;
 }
 
-/* Measure "progs" in the order "order" into "out"[i] for progs[i]. */
+/* Measure "progs" in the order "order" into "out"[i] (the median) and
+ * "fastest"[i] for progs[i]. */
 static int measure(tune_measurer *m, loop_prog **progs, const int *order, int n,
-	double *out, int *disturbed)
+	double *out, double *fastest, int *disturbed)
 {
 	loop_prog **in_order = calloc((size_t)n, sizeof(*in_order));
 	tune_result *res = calloc((size_t)n, sizeof(*res));
@@ -217,6 +221,7 @@ static int measure(tune_measurer *m, loop_prog **progs, const int *order, int n,
 	}
 	for (int i = 0; r == 0 && i < n; i++) {
 		out[order[i]] = res[i].error == TUNE_OK ? res[i].median_s : NAN;
+		fastest[order[i]] = res[i].error == TUNE_OK ? res[i].min_s : NAN;
 		*disturbed += tune_result_disturbed(&res[i]);
 	}
 	free(in_order);
@@ -284,6 +289,7 @@ int main(int argc, char **argv)
 	int n = 0;
 	loop_prog *progs[s.n > 0 ? s.n : 1];
 	double stored[s.n > 0 ? s.n : 1], first[s.n > 0 ? s.n : 1], second[s.n > 0 ? s.n : 1];
+	double first_min[s.n > 0 ? s.n : 1], second_min[s.n > 0 ? s.n : 1];
 	int64_t ids[s.n > 0 ? s.n : 1];
 	for (int i = 0; i < s.n; i++)
 		if ((progs[n] = program_of(ctx, op, s.traces[i]))) {
@@ -293,8 +299,8 @@ int main(int argc, char **argv)
 	int forward[n > 0 ? n : 1], backward[n > 0 ? n : 1], disturbed = 0;
 	for (int i = 0; i < n; i++)
 		forward[i] = i, backward[i] = n - 1 - i;
-	if (measure(m, progs, forward, n, first, &disturbed) ||
-	    measure(m, progs, backward, n, second, &disturbed))
+	if (measure(m, progs, forward, n, first, first_min, &disturbed) ||
+	    measure(m, progs, backward, n, second, second_min, &disturbed))
 		return 1;
 	printf("workload %lld of %s: %d records after the first %d measured twice "
 	       "(%d of %d stored records replayed; %d measurements disturbed)\n",
@@ -303,6 +309,7 @@ int main(int argc, char **argv)
 	print_pair("stored vs first pass", stored, first, n);
 	print_pair("stored vs second pass", stored, second, n);
 	print_pair("first vs second pass", first, second, n);
+	print_pair("  their fastest repeats", first_min, second_min, n);
 	printf("time ratios:\n");
 	print_ratios("first / stored", stored, first, n);
 	print_ratios("second / first", first, second, n);

@@ -37,8 +37,12 @@ static const char tune_help[] =
 	"cannot launch rejected, the rest timed to cuStreamSynchronize.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
 	"(default 300; 0: never). --min-time is the measured time per candidate\n"
-	"and pass (default 0.05 s); each candidate is timed in --passes N fresh\n"
-	"workers (default 2) and keeps the fastest. `tessel best` and\n"
+	"and pass (default 0.05 s). Each candidate is timed in --passes N passes\n"
+	"(default 2): on the CPU it first runs alone in a fresh worker (briefly,\n"
+	"to catch a crash or a hang), then the last pass times the whole batch\n"
+	"in one worker, in turns, so that a slow moment of the machine slows\n"
+	"all candidates alike (with --flush, and on GPUs, each pass runs each\n"
+	"candidate alone and the fastest pass is kept). `tessel best` and\n"
 	"`tessel run --db` use the result.\n";
 
 typedef struct tune_args {

@@ -6,8 +6,10 @@
  * kernel (CPU), builds it with clBuildProgram (OpenCL,
  * tuner/runner_opencl.c) or with NVRTC on the device (CUDA,
  * tuner/runner_cuda.c), writes its outputs and timing to shared memory
- * allocated once per measurer; a check of each new best against the
- * interpreter.  What differs per target kind is one row of "runners". */
+ * allocated once per measurer; on the CPU, a last pass timing the batch's
+ * candidates together in one worker, in turns (tuner/round_robin.h); a
+ * check of each new best against the interpreter.  What differs per
+ * target kind is one row of "runners". */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -23,12 +25,18 @@
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
 #include "tuner/measure.h"
+#include "tuner/round_robin.h"
 #include "tuner/runner_cuda.h"
 #include "tuner/runner_opencl.h"
 
 /* How long past its timeout a worker gets to load, start and exit before
  * it is killed (its timer stops by itself at the timeout). */
 #define WORKER_GRACE_S 0.5
+
+/* Before a pass that times the batch together, each candidate runs alone
+ * for at most this long: enough to catch a crash or a hang and to plan
+ * its visits, not to rank it. */
+#define ALONE_MIN_TOTAL_S 0.01
 
 /* What a worker leaves in shared memory for the measurer. */
 typedef struct worker_report {
@@ -40,6 +48,8 @@ typedef struct worker_report {
 struct tune_measurer {
 	const tune_task *task;
 	tune_measure_opts o;
+	rt_timer_opts alone_timer; /* of the passes that run candidates alone */
+	rt_timer_opts check_timer; /* one run, for a check's outputs */
 	int threads;
 	int build_jobs;
 	int nin, nout;
@@ -161,6 +171,14 @@ static int check_opts(const tune_measure_opts *o, char *err, size_t errlen)
 	return -1;
 }
 
+/* Whether the last pass of "m" times its batch together, in turns in one
+ * worker (tuner/round_robin.h): on the CPU, with two passes or more, when
+ * the caches are not flushed between runs. */
+static bool times_together(const tune_measurer *m)
+{
+	return m->task->kind == RT_TARGET_CPU && m->o.passes > 1 && !m->o.timer.flush_cache;
+}
+
 /* Return 0 when the first CUDA device exists and is of the architecture
  * of "task", else -1 with the reason (tune_cuda_device asks once per
  * process: `tessel tune` before it opens the store, the measurer again). */
@@ -206,6 +224,11 @@ tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts 
 	m->o = *o;
 	if (m->o.timer.timeout_s == 0 || m->o.timer.timeout_s > o->timeout_s)
 		m->o.timer.timeout_s = o->timeout_s;
+	m->alone_timer = m->o.timer;
+	if (times_together(m))
+		m->alone_timer.min_total_s = fmin(m->o.timer.min_total_s, ALONE_MIN_TOTAL_S);
+	m->check_timer = (rt_timer_opts){ .warmup = 0, .min_repeats = 1, .max_repeats = 1,
+		.timeout_s = m->o.timer.timeout_s };
 	m->threads = o->threads ? o->threads : task->cpu.cores;
 	m->build_jobs = o->build_jobs ? o->build_jobs : rt_num_cpus();
 	m->best_s = INFINITY;
@@ -423,6 +446,7 @@ struct worker_job {
 	const tune_measurer *m;
 	const loop_prog *p;
 	cg_cpu_kernel *kernel;
+	const rt_timer_opts *timer;
 };
 
 typedef struct kernel_call {
@@ -460,13 +484,13 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 	tessel_kernel_env env;
 	rt_pool_env(pool, &env);
 	kernel_call call = { job->kernel->fn, m->args, &env, 0 };
-	int r = rt_time(call_kernel, &call, &m->o.timer, &rep->timing);
+	int r = rt_time(call_kernel, &call, job->timer, &rep->timing);
 	rt_pool_free(pool);
 	if (call.status)
 		snprintf(rep->msg, sizeof(rep->msg), "the kernel returned an error (out of memory?)");
 	else if (r == RT_TIME_TIMEOUT)
 		snprintf(rep->msg, sizeof(rep->msg), "%d of %d timed runs within %g s",
-			rep->timing.runs, m->o.timer.min_repeats, m->o.timer.timeout_s);
+			rep->timing.runs, job->timer->min_repeats, job->timer->timeout_s);
 	else if (r != RT_TIME_OK)
 		snprintf(rep->msg, sizeof(rep->msg), "the timer failed (out of memory?)");
 	return call.status ? TUNE_ERR_RUNTIME :
@@ -505,7 +529,7 @@ static tune_error run_opencl(const worker_job *job, worker_report *rep)
 {
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
-	tune_gpu_run run = { job->p, m->args, &m->o.timer, 0 };
+	tune_gpu_run run = { job->p, m->args, job->timer, 0 };
 	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
 }
 
@@ -515,7 +539,7 @@ static tune_error run_cuda(const worker_job *job, worker_report *rep)
 {
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
-	tune_gpu_run run = { job->p, m->args, &m->o.timer, m->task->gpu.sm };
+	tune_gpu_run run = { job->p, m->args, job->timer, m->task->gpu.sm };
 	return gpu_error(tune_cuda_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
 }
 
@@ -562,14 +586,15 @@ static void take_report(const tune_measurer *m, rt_run_status st, const char *wh
 	r->cpu_wait = rep->timing.cpu_wait;
 }
 
-/* Run the compiled "k" of "p" in a fresh worker and fill "r".  Return 0,
- * or -1 when no worker could be started (the reason in "r"->msg). */
+/* Run the compiled "k" of "p" in a fresh worker timed with "timer" and
+ * fill "r".  Return 0, or -1 when no worker could be started (the reason
+ * in "r"->msg). */
 static int run_one(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *k,
-	tune_result *r)
+	const rt_timer_opts *timer, tune_result *r)
 {
 	memset(m->report, 0, sizeof(*m->report));
 	m->report->timing.cpu_wait = NAN;
-	worker_job job = { m, p, k };
+	worker_job job = { m, p, k, timer };
 	char why[256];
 	rt_run_status st = rt_run_isolated(worker_main, &job,
 		m->o.timeout_s + WORKER_GRACE_S, why, sizeof(why));
@@ -600,15 +625,17 @@ bool tune_result_disturbed(const tune_result *r)
 static int run_undisturbed(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *k,
 	tune_result *r)
 {
-	if (run_one(m, p, k, r))
+	if (run_one(m, p, k, &m->alone_timer, r))
 		return -1;
 	for (int i = 0; i < TUNE_DISTURBED_RETRIES && tune_result_disturbed(r); i++) {
 		nanosleep(&(struct timespec){ 0, DISTURBED_PAUSE_NS << i }, NULL);
 		tune_result again;
 		result_reset(&again);
-		if (run_one(m, p, k, &again))
+		if (run_one(m, p, k, &m->alone_timer, &again))
 			return -1;
+		r->retakes++;
 		again.attempts += r->attempts;
+		again.retakes = r->retakes;
 		if (again.error == TUNE_ERR_TIMEOUT)
 			r->attempts = again.attempts;
 		else if (again.error != TUNE_OK || again.cpu_wait < r->cpu_wait)
@@ -677,6 +704,7 @@ static int check_if_best(tune_measurer *m, tune_result *r)
 static void keep_fastest_pass(tune_result *r, const tune_result *again)
 {
 	int runs = r->runs + again->runs, attempts = r->attempts + again->attempts;
+	int retakes = r->retakes + again->retakes;
 	double min_s = fmin(r->min_s, again->min_s);
 	if (again->error != TUNE_OK || again->median_s < r->median_s)
 		*r = *again;
@@ -684,11 +712,20 @@ static void keep_fastest_pass(tune_result *r, const tune_result *again)
 		r->min_s = min_s;
 	r->runs = runs;
 	r->attempts = attempts;
+	r->retakes = retakes;
+}
+
+/* The passes of "m" that run each candidate alone: all of them, or all
+ * but the last when that one times the batch together. */
+static int passes_alone(const tune_measurer *m)
+{
+	return m->o.passes - times_together(m);
 }
 
 /* Take pass "pass" (from 0) of candidate "i" of "b" into its result, and
- * check it after the last pass, while the shared outputs are its own.
- * Return 0, or -1 as run_one. */
+ * check it after the last pass, while the shared outputs are its own,
+ * unless a pass timing the batch together follows.  Return 0, or -1 as
+ * run_one. */
 static int run_pass(tune_measurer *m, builder *b, int i, int pass)
 {
 	tune_result *r = &b->out[i];
@@ -707,15 +744,16 @@ static int run_pass(tune_measurer *m, builder *b, int i, int pass)
 	return pass == m->o.passes - 1 ? check_if_best(m, r) : 0;
 }
 
-/* Run, in m->o.passes passes, and check the built candidates of "b",
- * stopping at *"stop".  The passes alternate in direction and the last
- * runs forward, so that candidates are checked in batch order.  Return
- * 0, or -1 with the reason in "msg" of size "len". */
-static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
+/* Run the passes that take candidates of "b" alone, stopping at *"stop":
+ * in turn backward and forward, the last forward, so that candidates
+ * are checked in batch order.  Return 0, or -1 with the reason in "msg"
+ * of size "len". */
+static int run_alone(tune_measurer *m, builder *b, char *msg, size_t len)
 {
-	for (int pass = 0; pass < m->o.passes; pass++)
+	int passes = passes_alone(m);
+	for (int pass = 0; pass < passes; pass++)
 		for (int k = 0; k < b->n; k++) {
-			bool backward = (m->o.passes - 1 - pass) % 2;
+			bool backward = (passes - 1 - pass) % 2;
 			int i = backward ? b->n - 1 - k : k;
 			tune_result *r = &b->out[i];
 			if (!b->built[i] || (pass > 0 && r->error != TUNE_OK))
@@ -730,6 +768,154 @@ static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
 			}
 		}
 	return 0;
+}
+
+/* The worker that times candidates together: "n" of batch "b", the
+ * candidates which[0..n-1], with their plans; the logs in shared memory. */
+typedef struct together_job {
+	const tune_measurer *m;
+	builder *b;
+	const int *which;
+	int n;
+	const tune_rr_plan *plans;
+	double budget_s;
+	tune_rr_log *logs;
+	tessel_kernel_env env;
+	int status;
+} together_job;
+
+static void run_candidate(void *arg, int i)
+{
+	together_job *j = arg;
+	cg_cpu_kernel *k = &j->b->kernels[j->which[i]];
+	j->status |= k->fn(j->m->args, &j->env);
+}
+
+/* In the worker: load every kernel of "arg" (a together_job), time them
+ * in turns on a pool of the measurer's threads.  Exit 0 when every run
+ * returned 0. */
+static int together_main(void *arg)
+{
+	together_job *j = arg;
+	tessel_ctx *ctx = j->m->task->ctx;
+	int loaded = 0;
+	while (loaded < j->n && cg_cpu_kernel_load(ctx, j->b->progs[j->which[loaded]],
+		&j->b->kernels[j->which[loaded]]) == 0)
+		loaded++;
+	rt_pool *pool = loaded == j->n ? rt_pool_new(j->m->threads) : NULL;
+	int r = 1;
+	if (pool) {
+		rt_pool_bind(pool);
+		rt_pool_env(pool, &j->env);
+		tune_rr_time(j->n, run_candidate, j, j->plans, j->budget_s, j->b->stop,
+			j->logs);
+		rt_pool_free(pool);
+		r = j->status != 0;
+	}
+	for (int i = 0; i < loaded; i++)
+		cg_cpu_kernel_close(&j->b->kernels[j->which[i]]);
+	return r;
+}
+
+/* The last pass on the CPU: time the candidates of "b" still ok together,
+ * in turns in one worker, and make each one's median and fastest visit
+ * its times.  A candidate that worker did not visit twice (it died or ran
+ * out of time: every candidate has run alone already, so this is rare)
+ * keeps its time alone.  Candidates are marked not run when *"stop" is
+ * set before.  Return 0, or -1 with the reason in "msg" of size "len"
+ * when no worker could be started. */
+static int run_together(tune_measurer *m, builder *b, char *msg, size_t len)
+{
+	int n = 0, which[b->n];
+	tune_rr_plan plans[b->n];
+	double alone[b->n], longest = 0;
+	for (int i = 0; i < b->n; i++) {
+		tune_result *r = &b->out[i];
+		if (!b->built[i] || r->error != TUNE_OK)
+			continue;
+		if (b->stop && *b->stop) {
+			set_not_run(r);
+			continue;
+		}
+		which[n] = i;
+		alone[n] = r->median_s;
+		plans[n] = tune_rr_plan_for(r->median_s, &m->o.timer);
+		longest = fmax(longest, (plans[n].runs + plans[n].warm) * alone[n]);
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	tune_rr_log *logs = rt_shared_alloc((size_t)n * sizeof(*logs));
+	if (!logs) {
+		snprintf(msg, len, "out of shared memory for the logs of %d candidates", n);
+		return -1;
+	}
+	together_job job = { .m = m, .b = b, .which = which, .n = n, .plans = plans,
+		.budget_s = 2 * tune_rr_estimate_s(plans, alone, n) + 0.5, .logs = logs };
+	char why[256];
+	rt_run_status st = rt_run_isolated(together_main, &job,
+		job.budget_s + 2 * longest + 2 * WORKER_GRACE_S, why, sizeof(why));
+	for (int k = 0; st != RT_RUN_ERROR && k < n; k++) {
+		tune_result *r = &b->out[which[k]];
+		double median_s, min_s;
+		int runs;
+		tune_rr_summary(&logs[k], &median_s, &min_s, &runs);
+		r->attempts++;
+		if (logs[k].visits < 2)
+			continue;
+		r->median_s = median_s;
+		r->min_s = min_s;
+		r->runs += runs;
+	}
+	rt_shared_free(logs, (size_t)n * sizeof(*logs));
+	if (st == RT_RUN_ERROR)
+		snprintf(msg, len, "%s", why);
+	return st == RT_RUN_ERROR ? -1 : 0;
+}
+
+/* After a pass that timed "b" together, check in batch order each
+ * candidate that becomes the best, run alone once more for its outputs.
+ * One that fails that run takes its error; one not checked when *"stop"
+ * is set is marked not run, since an unchecked time cannot be the best.
+ * Return 0, or -1 with the reason in "msg" of size "len". */
+static int check_in_order(tune_measurer *m, builder *b, char *msg, size_t len)
+{
+	for (int i = 0; i < b->n; i++) {
+		tune_result *r = &b->out[i];
+		if (!b->built[i] || r->error != TUNE_OK || !(r->median_s < m->best_s))
+			continue;
+		if (b->stop && *b->stop) {
+			set_not_run(r);
+			continue;
+		}
+		tune_result again;
+		result_reset(&again);
+		if (run_one(m, b->progs[i], &b->kernels[i], &m->check_timer, &again)) {
+			snprintf(msg, len, "%s", again.msg);
+			return -1;
+		}
+		r->attempts += again.attempts;
+		if (again.error != TUNE_OK) {
+			set_error(r, again.error, "%s", again.msg);
+			r->median_s = r->min_s = NAN;
+		} else if (check_if_best(m, r)) {
+			snprintf(msg, len, "%s", r->msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Run, in m->o.passes passes, and check the built candidates of "b",
+ * stopping at *"stop".  Return 0, or -1 with the reason in "msg" of size
+ * "len". */
+static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
+{
+	if (run_alone(m, b, msg, len))
+		return -1;
+	if (!times_together(m))
+		return 0;
+	return run_together(m, b, msg, len) || check_in_order(m, b, msg, len) ? -1 : 0;
 }
 
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,

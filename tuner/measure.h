@@ -49,18 +49,22 @@ typedef struct tune_measure_opts {
 	                        * shorter) and the worker is killed 0.5 s
 	                        * later */
 	rt_timer_opts timer;   /* warm-up, repeats, minimum time, flush */
-	int passes;            /* >= 1: times each candidate is timed, each
-	                        * in a fresh worker, the batch in turn
-	                        * forward and backward; its result is the
-	                        * fastest pass (TUNE_DEFAULT_PASSES) */
+	int passes;            /* >= 1: times each candidate is timed
+	                        * (TUNE_DEFAULT_PASSES): on the CPU the last
+	                        * of two or more times the batch together,
+	                        * in turns in one worker, and gives the
+	                        * result; otherwise each pass runs each
+	                        * candidate in a fresh worker, the batch in
+	                        * turn forward and backward, and the fastest
+	                        * pass is the result */
 	uint64_t seed;         /* of the random inputs */
 } tune_measure_opts;
 
-/* Two passes: on the 2-vCPU build VM about one worker process in twenty
- * to forty times a kernel up to 2x slower than the next process does,
- * unseen by cpu_wait; with two passes, tuning runs stored fewer labels
- * more than 10% above a later measurement (10 of 240 against 24), at
- * about 1.3 times the tuning time (docs/tuner.md, "Measurement"). */
+/* Two passes: each candidate alone (crashes, hangs, a first time), then
+ * the batch together.  On the 2-vCPU build VM one kernel timed in
+ * separate workers a few seconds apart varies by tens of percent; timed
+ * in turns with the rest of its batch, by a few (tuner/round_robin.h,
+ * docs/tuner.md, "Measurement"). */
 #define TUNE_DEFAULT_PASSES 2
 
 /* Return the defaults: a build job per core, the target's cores, 10 s,
@@ -84,8 +88,11 @@ typedef struct tune_result {
 	                        * CPU while it was timed (summed over its
 	                        * threads), over the time it was timed; NAN
 	                        * when unknown (not a CPU task, no schedstat) */
-	int attempts;          /* workers run for it: more than one when a
-	                        * measurement was disturbed */
+	int attempts;          /* workers run for it: one a pass, more when
+	                        * a measurement was disturbed or it was run
+	                        * again for its check */
+	int retakes;           /* measurements taken again because they were
+	                        * disturbed */
 } tune_result;
 
 /* A CPU measurement whose threads waited for CPUs (rt_timing_disturbed)
@@ -125,10 +132,15 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
  * outputs (dtype, shape, dense strides) is TUNE_ERR_BUILD.  Return 0, or
  * -1 when the measurer itself failed (no candidate's fault: out of
  * memory, fork failed), with a message in out[0].msg.  Each candidate
- * is timed in "passes" fresh workers (tune_measure_opts), the batch in
- * turn forward and backward so that a slow phase of the machine does not
- * fall on the same candidates twice; a candidate that fails in any pass
- * keeps that error, and the best-so-far check follows its last pass.
+ * is timed in "passes" passes (tune_measure_opts).  Those that run
+ * candidates alone take the batch in turn forward and backward so that a
+ * slow phase of the machine does not fall on the same candidates twice;
+ * a candidate that fails in any pass keeps that error.  On the CPU, with
+ * two passes or more and no cache flush, the candidates that ran alone
+ * without error (for at most 0.01 s of repeats each) are then timed
+ * together in one worker, and each new best, in batch order, runs alone
+ * once more for the outputs its check compares; otherwise the check
+ * follows a candidate's last pass.
  * Stops early, with the rest marked TUNE_ERR_RUNTIME "not run:
  * interrupted" and not_run (candidates whose passes were not all taken
  * included), when *"stop" (may be NULL) becomes true; it is polled

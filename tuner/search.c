@@ -601,7 +601,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		s->sum->trials++;
 		s->sum->error_counts[res[i].error]++;
 		s->sum->errors += !ok;
-		s->sum->retaken += res[i].attempts > 1 ? res[i].attempts - 1 : 0;
+		s->sum->retaken += res[i].retakes;
 		s->sum->disturbed += tune_result_disturbed(&res[i]);
 		s->since_better++;
 		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
