@@ -306,12 +306,22 @@ static void write_back_features(search *s)
 			tune_db_error(s->db));
 }
 
+/* The time a measurement teaches the model: its fastest repeat when
+ * known (on the CPU the fastest visit of the batch timed together, the
+ * most repeatable of its times), else its median; INFINITY when it
+ * failed.  Bests are still chosen by the median (docs/cost-model.md,
+ * "Labels"). */
+static double label_seconds(bool ok, double median_s, double min_s)
+{
+	return !ok ? INFINITY : isfinite(min_s) ? min_s : median_s;
+}
+
 static int load_record(const tune_record *r, void *arg)
 {
 	search *s = arg;
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
-	if (train_record(s, r, seconds))
+	if (train_record(s, r, label_seconds(ok, r->cost_median_s, r->cost_min_s)))
 		return -1;
 	if (r->workload_id != s->workload_id)
 		return 0;
@@ -606,7 +616,8 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		s->since_better++;
 		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
 		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
-		    train_add(&s->train, batch[i].features, seconds,
+		    train_add(&s->train, batch[i].features,
+			    label_seconds(ok, res[i].median_s, res[i].min_s),
 			    (uint32_t)s->workload_id))
 			return fail(s, "out of memory");
 		if (batch[i].is_default && ok)
