@@ -2,12 +2,14 @@
  * holds every kernel and times them in turns, a visit of each per round,
  * so that a slow phase of the machine (another tenant of the host, a
  * change of clock) falls on all of them alike instead of on whichever
- * candidate was being timed.  On the project's 2-vCPU VM the same kernel
- * timed in separate workers a few seconds apart varied by 0.81x to 1.34x
- * (p10 to p90), timed in turns by 0.93x to 1.04x (docs/tuner.md,
- * "Measurement").  tuner/measure.c runs this in a worker after each
- * candidate has run alone once, which catches crashes and hangs and gives
- * the time the plan of its visits needs. */
+ * candidate was being timed.  On the project's 2-vCPU VM two
+ * measurements of the same 60 records of matmul 512^3 or of an NHWC
+ * conv, a minute apart, ordered 0.72 to 0.75 of the pairs alike when
+ * each record ran in a worker of its own, 0.88 to 0.89 when each sample
+ * was timed in turns (docs/tuner.md, "Measurement").  tuner/measure.c
+ * runs this in a worker after each candidate has run alone once, which
+ * catches crashes and hangs and gives the time the plan of its visits
+ * needs. */
 #ifndef TESSEL_TUNER_ROUND_ROBIN_H
 #define TESSEL_TUNER_ROUND_ROBIN_H
 
