@@ -204,14 +204,23 @@ Test(measure, rejects_a_timeout_that_is_not_positive)
 	expect_refused(&o, "timeout");
 }
 
+/* Measure the default program of "f" alone in a batch with the options
+ * "o" (NULL: the defaults) into "r". */
+static void measure_default(fixture *f, const tune_measure_opts *o, tune_result *r)
+{
+	tune_measurer *m = new_measurer(f, o);
+	loop_prog *p = program(f, 0, false);
+	cr_assert_eq(tune_measure_batch(m, &p, 1, r, NULL), 0, "%s", r->msg);
+	loop_prog_free(p);
+	tune_measurer_free(m);
+}
+
 Test(measure, a_correct_candidate_is_timed_and_checked)
 {
 	fixture f;
 	fixture_init(&f, "32");
-	tune_measurer *m = new_measurer(&f, NULL);
-	loop_prog *p = program(&f, 0, false);
 	tune_result r;
-	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	measure_default(&f, NULL, &r);
 	expect_ok_checked(&r);
 	tune_measure_opts o = tune_measure_opts_default();
 	cr_expect_geq(r.attempts, o.passes + 1, "a worker a pass, one more for the check");
@@ -219,8 +228,6 @@ Test(measure, a_correct_candidate_is_timed_and_checked)
 		"the batch timed together for min_total_s or %d visits of %g s: %d runs "
 		"of %g s", TUNE_RR_MAX_VISITS, TUNE_RR_VISIT_S, r.runs, r.median_s);
 	cr_expect_leq(r.min_s, r.median_s);
-	loop_prog_free(p);
-	tune_measurer_free(m);
 	fixture_fini(&f);
 }
 
@@ -456,15 +463,11 @@ Test(measure, one_pass_or_a_cache_flush_times_each_candidate_alone)
 		o.passes = flush ? 2 : 1;
 		o.timer.flush_cache = flush;
 		o.timer.flush_bytes = 1 << 20;
-		tune_measurer *m = new_measurer(&f, &o);
-		loop_prog *p = program(&f, 0, false);
 		tune_result r;
-		cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+		measure_default(&f, &o, &r);
 		expect_ok_checked(&r);
 		cr_expect_eq(r.attempts - r.retakes, o.passes, "flush %d: no worker for a "
 			"together pass nor for the check", flush);
-		loop_prog_free(p);
-		tune_measurer_free(m);
 	}
 	fixture_fini(&f);
 }
@@ -555,11 +558,10 @@ Test(round_robin, visits_are_spread_over_the_rounds)
 		before += t.order[k] == 0;
 	cr_expect_eq(before, 3, "kernel 1's two visits are in rounds 4 and 8, after "
 		"three of kernel 0's (%d)", before);
-	double median_s, min_s;
-	int runs;
-	tune_rr_summary(&logs[1], &median_s, &min_s, &runs);
-	cr_expect_eq(runs, 6);
-	cr_expect_leq(min_s, median_s);
+	rt_timing summary;
+	tune_rr_summary(&logs[1], &summary);
+	cr_expect_eq(summary.runs, 6);
+	cr_expect_leq(summary.min_s, summary.median_s);
 }
 
 Test(round_robin, a_spent_budget_or_a_stop_ends_the_session)
@@ -569,11 +571,10 @@ Test(round_robin, a_spent_budget_or_a_stop_ends_the_session)
 	visit_trace t = { 0 };
 	tune_rr_time(2, record_call, &t, plans, -1.0, NULL, logs);
 	cr_expect_eq(t.n, 0);
-	double median_s, min_s;
-	int runs;
-	tune_rr_summary(&logs[0], &median_s, &min_s, &runs);
-	cr_expect(isnan(median_s) && isnan(min_s));
-	cr_expect_eq(runs, 0);
+	rt_timing summary;
+	tune_rr_summary(&logs[0], &summary);
+	cr_expect(isnan(summary.median_s) && isnan(summary.min_s));
+	cr_expect_eq(summary.runs, 0);
 	volatile int stop = 1;
 	tune_rr_time(2, record_call, &t, plans, 10.0, &stop, logs);
 	cr_expect_eq(t.n, 0);

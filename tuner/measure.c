@@ -857,15 +857,14 @@ static int run_together(tune_measurer *m, builder *b, char *msg, size_t len)
 		job.budget_s + 2 * longest + 2 * WORKER_GRACE_S, why, sizeof(why));
 	for (int k = 0; st != RT_RUN_ERROR && k < n; k++) {
 		tune_result *r = &b->out[which[k]];
-		double median_s, min_s;
-		int runs;
-		tune_rr_summary(&logs[k], &median_s, &min_s, &runs);
+		rt_timing t;
+		tune_rr_summary(&logs[k], &t);
 		r->attempts++;
 		if (logs[k].visits < 2)
 			continue;
-		r->median_s = median_s;
-		r->min_s = min_s;
-		r->runs += runs;
+		r->median_s = t.median_s;
+		r->min_s = t.min_s;
+		r->runs += t.runs;
 	}
 	rt_shared_free(logs, (size_t)n * sizeof(*logs));
 	if (st == RT_RUN_ERROR)

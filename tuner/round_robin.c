@@ -1,7 +1,7 @@
 #include "tuner/round_robin.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <string.h>
 
 /* Kernels at least this long per run need no warm-up run per visit: a
  * cold start costs little beside them, and they are the expensive ones. */
@@ -65,20 +65,12 @@ void tune_rr_time(int n, void (*run)(void *arg, int i), void *arg,
 		}
 }
 
-static int compare_doubles(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
-}
-
-void tune_rr_summary(const tune_rr_log *log, double *median_s, double *min_s, int *runs)
+void tune_rr_summary(const tune_rr_log *log, rt_timing *out)
 {
 	double s[TUNE_RR_MAX_VISITS];
-	int n = log->visits;
-	for (int i = 0; i < n; i++)
-		s[i] = log->s[i];
-	qsort(s, (size_t)n, sizeof(double), compare_doubles);
-	*median_s = n == 0 ? NAN : n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-	*min_s = n == 0 ? NAN : s[0];
-	*runs = n * log->runs;
+	memcpy(s, log->s, (size_t)log->visits * sizeof(double));
+	rt_timing_summarize(s, log->visits, out);
+	if (log->visits == 0)
+		out->median_s = out->min_s = out->mean_s = NAN;
+	out->runs = log->visits * log->runs;
 }

@@ -58,8 +58,9 @@ void tune_rr_time(int n, void (*run)(void *arg, int i), void *arg,
 	const tune_rr_plan *plans, double budget_s, volatile const int *stop,
 	tune_rr_log *logs);
 
-/* The median and the fastest of the visits in "log" (NAN when none) and
- * the runs timed. */
-void tune_rr_summary(const tune_rr_log *log, double *median_s, double *min_s, int *runs);
+/* The statistics of the visits in "log" into "out" (rt_timing_summarize:
+ * median, fastest, mean; NAN when there is none), with "out"->runs the
+ * runs timed. */
+void tune_rr_summary(const tune_rr_log *log, rt_timing *out);
 
 #endif
