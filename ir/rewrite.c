@@ -1,5 +1,5 @@
 /* Rewrites of ops that schedules make: a stage written through a cache,
- * a tensor read through a cache.  Each returns a new op (finished, bound
+ * a tensor read through a cache, a stage stored in another axis order.  Each returns a new op (finished, bound
  * when the source is) and leaves the source unchanged. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,4 +104,60 @@ tessel_op *te_op_cache_read(const tessel_op *op, const tessel_stage *t,
 		ok = c.redirect_to != NULL;
 	}
 	return finish_copy(&c, dst, ok);
+}
+
+typedef struct storage_perm {
+	const tessel_stage *t;
+	const int *perm;
+} storage_perm;
+
+static int permute_access(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	const storage_perm *p = user;
+	if (access->u.access.tensor != p->t)
+		return 0;
+	tessel_expr *old[TESSEL_MAX_DIMS];
+	int n = access->u.access.n;
+	memcpy(old, access->u.access.index, sizeof(tessel_expr *) * (size_t)n);
+	for (int d = 0; d < n; d++)
+		access->u.access.index[d] = old[p->perm[d]];
+	return 0;
+}
+
+tessel_op *te_op_reorder_storage(const tessel_op *op, const tessel_stage *s,
+	const int *perm)
+{
+	if (!op->bound || s->kind != TE_COMPUTE || s->is_output) {
+		te_error(op->ctx, TESSEL_ERR_VALUE, s->loc,
+			"reorder_storage needs a computed stage of a bound op that is "
+			"not an output");
+		return NULL;
+	}
+	tessel_op *dst = tessel_op_new(op->ctx, op->name);
+	te_copier c;
+	te_copier_init(&c, op, dst, NULL, NULL);
+	tessel_stage *moved = NULL;
+	for (int i = 0; i < op->nstages; i++) {
+		tessel_stage *t = te_copy_stage(&c, op->stages[i]);
+		if (op->stages[i] == s)
+			moved = t;
+	}
+	tessel_var *axes[TESSEL_MAX_DIMS];
+	tessel_expr *dims[TESSEL_MAX_DIMS];
+	for (int d = 0; d < s->ndim; d++) {
+		axes[d] = moved->axes[perm[d]];
+		dims[d] = moved->dims[perm[d]];
+	}
+	for (int d = 0; d < s->ndim; d++) {
+		moved->axes[d] = axes[d];
+		moved->axes[d]->index = d;
+		moved->dims[d] = dims[d];
+	}
+	moved->explicit_shape = true;
+	storage_perm p = { moved, perm };
+	for (int i = 0; i < dst->nstages; i++)
+		if (dst->stages[i]->kind == TE_COMPUTE)
+			te_visit_accesses(dst->stages[i]->body, false, permute_access, &p);
+	return finish_copy(&c, dst, true);
 }

@@ -14,5 +14,11 @@ tessel_op *te_op_cache_write(const tessel_op *op, const tessel_stage *s,
  * index in "op") read the copy instead of "t". */
 tessel_op *te_op_cache_read(const tessel_op *op, const tessel_stage *t,
 	const char *name, const bool *readers);
+/* Return a copy of the bound "op" in which the computed stage "s" (not an
+ * output) stores its elements with its axes in the order "perm" (axis d
+ * of the copy is axis perm[d] of "s"), and every read of it is indexed
+ * accordingly: the same values, another layout in memory. */
+tessel_op *te_op_reorder_storage(const tessel_op *op, const tessel_stage *s,
+	const int *perm);
 
 #endif

@@ -66,6 +66,10 @@ int sch_cache_write(sch_state *st, const char *stage, const char *scope);
  * "readers". */
 int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
 	const char *const *readers);
+/* Store the computed stage whose axes "axes" ("STAGE.AXIS", every one,
+ * outermost first) name with its axes in that order; its readers index
+ * it to match (schedule/reorder_storage.c). */
+int sch_reorder_storage(sch_state *st, int n, const char *const *axes);
 /* Pad the stride of axis "axis" ("STAGE.AXIS") of the stage's buffers to
  * the next k * "factor" + "offset" (schedule/storage_align.c). */
 int sch_storage_align(sch_state *st, const char *axis, int64_t factor,

@@ -297,6 +297,14 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "storage_align STAGE.AXIS FACTOR OFFSET");
 		return sch_storage_align(st, s->args[0], factor, offset);
 	}
+	if (strcmp(p, "reorder_storage") == 0) {
+		const char *axes[SCH_MAX_ARGS];
+		for (int i = 0; i < s->nargs; i++)
+			axes[i] = s->args[i];
+		if (s->nargs < 1 || s->nouts)
+			return arity_error(st, s, "reorder_storage STAGE.AXIS...");
+		return sch_reorder_storage(st, s->nargs, axes);
+	}
 	if (strcmp(p, "prefetch") == 0) {
 		int64_t distance;
 		if (s->nargs != 3 || s->nouts || !parse_int(s->args[2], &distance))

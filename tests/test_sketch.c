@@ -186,6 +186,49 @@ Test(sketch, matmul_tiles_with_cache_write)
 	fixture_fini(&f);
 }
 
+/* Return the index of the sketch whose name holds "needle", or -1. */
+static int sketch_named(const fixture *f, const char *needle)
+{
+	for (int k = 0; k < tune_space_num_sketches(f->space); k++)
+		if (strstr(tune_space_sketch_name(f->space, k), needle))
+			return k;
+	return -1;
+}
+
+Test(sketch, an_input_read_across_rows_is_packed)
+{
+	const char *nn[] = { "M", "48", "N", "64", "K", "24" };
+	fixture f;
+	fixture_lib(&f, "matmul", 3, nn);
+	cr_expect_eq(sketch_named(&f, "packed"), -1, "B[k, j] is read along its rows");
+	fixture_fini(&f);
+
+	const char *dense[] = { "batch", "24", "in_features", "40", "out_features", "48" };
+	fixture_lib(&f, "dense", 3, dense);
+	int k = sketch_named(&f, "W packed");
+	cr_assert_geq(k, 0, "dense reads W[j, k] across its rows for lanes along j");
+	uint64_t rng = 5;
+	for (int i = 0; i < 10; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = sch_trace_to_text(st->trace);
+		cr_expect(strstr(text, "cache_read W global Z -> W_global\n"
+			"reorder_storage W_global.ax1 W_global.ax0\n"), "%s", text);
+		free(text);
+		sch_state_free(st);
+	}
+	int panel = sample_all(&f, 12, 9, "compute_at W_global ");
+	cr_expect_gt(panel, 0, "no sample packed a panel per parallel iteration");
+	fixture_fini(&f);
+
+	const char *bmm[] = { "B", "2", "M", "8", "N", "32", "K", "16", "transpose_b", "1" };
+	fixture_lib(&f, "batch_matmul", 5, bmm);
+	cr_assert_geq(sketch_named(&f, "Y packed"), 0);
+	cr_expect_gt(sample_all(&f, 8, 4, "reorder_storage Y_global.ax0 Y_global.ax2 "
+		"Y_global.ax1"), 0);
+	fixture_fini(&f);
+}
+
 Test(sketch, conv_relu_fuses_the_consumer)
 {
 	fixture f;

@@ -17,6 +17,12 @@
  *     R0 S2 R1 S3 with S3 unrolled and the innermost S3 vectorized: the
  *     CPU structure SSRSRS.  "in place" tiles the stage itself
  *     S0 S1 R0 S2 R1 S3;
+ *   - a tiled stage whose vector lanes would read an input across its
+ *     rows (B[j, k] of C[i, j] = sum(k) A[i, k] * B[j, k]) gets a
+ *     "packed" sketch: the input read through a copy stored with the
+ *     lanes' dimension last (cache_read global, reorder_storage), the
+ *     copy a blocked transposition at the root or, beside the
+ *     accumulator at the parallel loop, one panel per iteration;
  *   - other reductions and elementwise stages: computed at a loop of
  *     their consumer or at the root, outer spatial loops fused until the
  *     parallel work is enough and run in parallel, the innermost
@@ -207,6 +213,50 @@ static int fusable_consumer(const sch_state *st, int p)
 	return found;
 }
 
+typedef struct pack_scan {
+	int vector_axis;          /* the stage's innermost spatial axis */
+	const char *input;
+	int dim;
+} pack_scan;
+
+static int access_across_rows(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	pack_scan *p = user;
+	const tessel_stage *t = access->u.access.tensor;
+	int n = access->u.access.n;
+	uint64_t last = 0;
+	if (p->input || t->kind != TE_INPUT || n < 2)
+		return 0;
+	spatial_vars(access->u.access.index[n - 1], &last);
+	if (last & (1ull << p->vector_axis))
+		return 0;
+	for (int d = 0; d < n - 1; d++) {
+		const tessel_expr *ix = access->u.access.index[d];
+		if (ix->kind == TE_VAR && !ix->u.var->is_reduce &&
+		    ix->u.var->index == p->vector_axis) {
+			p->input = t->name;
+			p->dim = d;
+		}
+	}
+	return 0;
+}
+
+/* Find an input that the innermost spatial axis of "t" (the vector lanes
+ * of its tiles) indexes in a dimension other than the input's contiguous
+ * last one, while that one does not move with it: the lanes would read
+ * across rows (B[j, k] of C[i, j] = sum(k) A[i, k] * B[j, k]). */
+static void find_pack_input(const tessel_stage *t, stage_info *info)
+{
+	pack_scan p = { t->ndim - 1, NULL, -1 };
+	info->pack_input = NULL;
+	if (t->ndim == 0 || t->ndim > 64)
+		return;
+	te_visit_accesses(t->body, false, access_across_rows, &p);
+	info->pack_input = p.input;
+	info->pack_dim = p.dim;
+}
+
 static void analyse_stage(const sch_state *st, int i, stage_info *info)
 {
 	const tessel_stage *t = st->stages[i].te;
@@ -228,6 +278,8 @@ static void analyse_stage(const sch_state *st, int i, stage_info *info)
 		info->role = ROLE_TILE;
 	else
 		info->role = ROLE_REDUCE;
+	if (info->role == ROLE_TILE)
+		find_pack_input(t, info);
 	info->fusable_consumer = t->is_output ? -1 : fusable_consumer(st, i);
 }
 
@@ -239,13 +291,14 @@ static bool rfactor_pays(const tune_space *sp, const stage_info *info)
 	       (info->role == ROLE_REDUCE || info->spatial < (int64_t)sp->cores * 16);
 }
 
-static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor)
+static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack)
 {
 	if (sp->nsketches == MAX_SKETCHES)
 		return;
 	sketch *k = &sp->sketches[sp->nsketches++];
 	k->tile = tile;
 	k->rfactor = rfactor;
+	k->pack = pack;
 	size_t len = 0;
 	k->name[0] = '\0';
 	for (int i = 0; i < sp->nstages && len < sizeof(k->name) - 64; i++) {
@@ -262,6 +315,9 @@ static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor)
 			rule = "rfactor";
 		len += (size_t)snprintf(k->name + len, sizeof(k->name) - len, "%s%s: %s",
 			i ? "; " : "", in->name, rule);
+		if (pack && in->role == ROLE_TILE && in->pack_input && len < sizeof(k->name))
+			len += (size_t)snprintf(k->name + len, sizeof(k->name) - len,
+				", %s packed", in->pack_input);
 	}
 }
 
@@ -279,11 +335,12 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->nstages = st->nstages;
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
-	bool any_tile = false, any_rfactor = false;
+	bool any_tile = false, any_rfactor = false, any_pack = false;
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, &sp->info[i]);
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
+		any_pack |= sp->info[i].pack_input != NULL;
 	}
 	sch_state_free(st);
 	if (tune_task_is_gpu(task)) {
@@ -294,12 +351,14 @@ tune_space *tune_space_new(const tune_task *task)
 		return sp;
 	}
 	if (any_tile) {
-		add_sketch(sp, TILE_CACHE, false);
-		add_sketch(sp, TILE_IN_PLACE, false);
+		add_sketch(sp, TILE_CACHE, false, false);
+		add_sketch(sp, TILE_IN_PLACE, false, false);
 	}
+	if (any_pack)
+		add_sketch(sp, TILE_CACHE, false, true);
 	if (any_rfactor)
-		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true);
-	add_sketch(sp, TILE_NONE, false);
+		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true, false);
+	add_sketch(sp, TILE_NONE, false, false);
 	return sp;
 }
 
@@ -519,6 +578,103 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 		return -1;
 	sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
 	return tile_inner(sp, st, inner, t, rng);
+}
+
+static int do_cache_read_global(sch_state *st, const char *tensor, const char *reader)
+{
+	return sch_cache_read(st, tensor, "global", 1, &reader);
+}
+
+/* The blocking factors tried for each of the two axes a packing copy
+ * transposes: one row of blocks stays within a few pages either way. */
+#define PACK_CHOICES 4
+static const int64_t pack_blocks[PACK_CHOICES] = { 8, 16, 32, 64 };
+
+/* Return a packing block factor for an axis of extent "n": a drawn one
+ * that divides it, else the largest that does, else "n". */
+static int64_t pack_block(uint64_t *rng, int64_t n)
+{
+	int64_t b = pack_blocks[sk_below(rng, PACK_CHOICES)];
+	for (int i = PACK_CHOICES - 1; n % b && i >= 0; i--)
+		b = pack_blocks[i];
+	return n % b == 0 && b < n ? b : n;
+}
+
+/* Rule "packed input" of the tiled stage "in", its first half (before
+ * the stage is tiled): its input "pack_input" is read through a copy
+ * (cache_read global) stored with dimension "pack_dim" last
+ * (reorder_storage), so that the vector lanes of the tiles read it
+ * contiguously.  Store the copy's name in "copy". */
+static int pack_input(sch_state *st, const stage_info *in, char copy[SCH_NAME_MAX])
+{
+	int p = sk_make_stage(st, do_cache_read_global, in->pack_input, in->name);
+	if (p < 0)
+		return -1;
+	char axes[TESSEL_MAX_DIMS][QNAME];
+	const char *names[TESSEL_MAX_DIMS];
+	snprintf(copy, SCH_NAME_MAX, "%s", st->stages[p].name);
+	const tessel_stage *t = st->stages[p].te;
+	int n = t->ndim, k = 0;
+	for (int d = 0; d <= n; d++) {
+		if (d < n && d == in->pack_dim)
+			continue;
+		snprintf(axes[k], QNAME, "%s.%s", copy, t->axes[d == n ? in->pack_dim : d]->name);
+		names[k] = axes[k];
+		k++;
+	}
+	return sch_reorder_storage(st, n, names);
+}
+
+/* Its second half (after the tiling): the copy is computed at the root,
+ * or, when its reader is computed at the parallel loop of a stage (a
+ * quarter of the tilings), at that loop too: each iteration packs the
+ * panel its tiles read, while it is in cache.  It transposes: its last two loops are
+ * blocked (tiles of 8 to 64 either way), at the root the loops above the
+ * blocks fused and run in parallel; the innermost is sometimes
+ * vectorized. */
+static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
+	uint64_t *rng)
+{
+	int p = sk_stage_named(st, copy);
+	if (p < 0)
+		return -1;
+	for (int r = 0; r < st->nstages; r++) {
+		const sch_stage *rs = &st->stages[r];
+		if (r == p || !sch_reads(st, r, p) || rs->attach != SCH_AT)
+			continue;
+		const sch_stage *os = &st->stages[rs->attach_stage];
+		if (os->attach == SCH_ROOT && os->nleaves && rs->attach_iter == os->leaves[0] &&
+		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL) {
+			char at[QNAME];
+			sk_qname(st, rs->attach_stage, rs->attach_iter, at);
+			if (sch_compute_at(st, copy, at))
+				tessel_ctx_clear_error(st->ctx);
+		}
+		break;
+	}
+	sk_nest o;
+	int n = st->stages[p].te->ndim;
+	if (sk_nest_of(st, p, &o) || o.nspatial != n || n < 2)
+		return -1;
+	int bo, bi, ao, ai, order[MAX_AXES], c = 0;
+	int b = o.spatial[n - 2], a = o.spatial[n - 1];
+	if (sk_split_iter(st, p, b, pack_block(rng, st->stages[p].iters[b].extent), &bo, &bi) ||
+	    sk_split_iter(st, p, a, pack_block(rng, st->stages[p].iters[a].extent), &ao, &ai))
+		return -1;
+	for (int d = 0; d < n - 2; d++)
+		order[c++] = o.spatial[d];
+	order[c++] = bo;
+	order[c++] = ao;
+	int nouter = c;
+	order[c++] = bi;
+	order[c++] = ai;
+	if (sk_reorder_iters(st, p, order, c))
+		return -1;
+	if (sk_chance(rng, 50))
+		sk_try_annotate(st, p, ai, sch_vectorize);
+	if (st->stages[p].attach == SCH_ROOT && parallel_outer(sp, st, p, order, nouter, rng) < 0)
+		tessel_ctx_clear_error(st->ctx);
+	return 0;
 }
 
 /* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "s";
@@ -879,9 +1035,18 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		int s = skip[i] ? -1 : sk_stage_named(st, in->name);
 		if (s < 0)
 			continue;
-		if (in->role == ROLE_TILE && k->tile == TILE_CACHE)
+		char copy[SCH_NAME_MAX] = "";
+		if (in->role == ROLE_TILE && k->pack && in->pack_input &&
+		    (pack_input(st, in, copy) || (s = sk_stage_named(st, in->name)) < 0)) {
+			r = -1;
+			break;
+		}
+		if (in->role == ROLE_TILE && k->tile == TILE_CACHE) {
 			r = tile_cached(sp, st, in->name,
 				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL, rng);
+			if (r == 0 && copy[0])
+				r = schedule_pack(sp, st, copy, rng);
+		}
 		else if (in->role == ROLE_TILE && k->tile == TILE_IN_PLACE)
 			r = tile_in_place(sp, st, s, rng);
 		else if (k->rfactor && rfactor_pays(sp, in) && st->stages[s].attach == SCH_ROOT)

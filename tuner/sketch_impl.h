@@ -34,6 +34,9 @@ typedef struct stage_info {
 	int64_t reduction;        /* product of the reduction extents */
 	int fusable_consumer;     /* the only reader, elementwise with identity
 	                           * indices: a stage index, or -1 */
+	const char *pack_input;   /* ROLE_TILE: an input the stage's vector
+	                           * axis reads across its rows, or NULL */
+	int pack_dim;             /* the dimension of it that axis indexes */
 } stage_info;
 
 /* How a sketch tiles the stages with reuse: not at all, the CPU's two
@@ -51,6 +54,8 @@ typedef enum tile_mode {
 typedef struct sketch {
 	tile_mode tile;
 	bool rfactor;
+	bool pack;                /* CPU: inputs read across their rows by
+	                           * the vector lanes of a tile are packed */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];

@@ -1,0 +1,108 @@
+/* reorder_storage: store a stage's elements with its axes in another order
+ * (Halide's reorder_storage; TVM's transform_layout for a permutation).
+ * With cache_read it packs an input: a matrix read along its rows by the
+ * vector lanes of a tile becomes a copy in which those lanes are adjacent.
+ *
+ * requires: a computed stage that is not an output (its buffer is a
+ *   temporary tessel lays out), at the root with its default loops and
+ *   no stage computed inside it, no storage_align yet; every one of its
+ *   axes named once ("STAGE.AXIS", outermost first)
+ * guarantees: the stage's buffer is laid out with the axes in the given
+ *   order (the last one contiguous), its default loops follow that order,
+ *   and every read of it is indexed to match: values are unchanged, so
+ *   the program computes the same thing */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/rewrite.h"
+#include "ir/te_impl.h"
+#include "schedule/primitives.h"
+#include "schedule/trace.h"
+
+int sch_stage_inside(const sch_state *st, int s);
+
+/* Store in "*stage" the stage that "axes" (each "STAGE.AXIS") all name
+ * and in "perm" the position of each among the stage's axes; refuse
+ * unless they name every axis of one stage once. */
+static int parse_axes(sch_state *st, int n, const char *const *axes, int *stage,
+	int *perm)
+{
+	*stage = -1;
+	bool seen[TESSEL_MAX_DIMS] = { false };
+	for (int i = 0; i < n; i++) {
+		const char *dot = strrchr(axes[i], '.');
+		if (!dot || dot == axes[i] || !dot[1])
+			return sch_refuse(st, "reorder_storage: '%s' is not an axis name "
+				"(STAGE.AXIS)", axes[i]);
+		char name[SCH_NAME_MAX * 2];
+		snprintf(name, sizeof(name), "%.*s", (int)(dot - axes[i]), axes[i]);
+		int s = sch_find_stage(st, name);
+		if (s < 0)
+			return -1;
+		if (*stage >= 0 && s != *stage)
+			return sch_refuse(st, "reorder_storage: '%s' and '%s' are axes of "
+				"different stages", axes[0], axes[i]);
+		*stage = s;
+		const tessel_stage *t = st->stages[s].te;
+		int d = 0;
+		while (d < t->ndim && strcmp(t->axes[d]->name, dot + 1) != 0)
+			d++;
+		if (d == t->ndim)
+			return sch_refuse(st, "reorder_storage: stage '%s' has no axis '%s' "
+				"(its axes are its index variables)", name, dot + 1);
+		if (seen[d])
+			return sch_refuse(st, "reorder_storage: axis '%s' is named twice",
+				axes[i]);
+		seen[d] = true;
+		perm[i] = d;
+	}
+	if (*stage < 0 || n != st->stages[*stage].te->ndim)
+		return sch_refuse(st, "reorder_storage: name every axis of the stage "
+			"once, outermost first (%d given)", n);
+	return 0;
+}
+
+int sch_reorder_storage(sch_state *st, int n, const char *const *axes)
+{
+	int s, perm[TESSEL_MAX_DIMS];
+	if (n < 1 || n > TESSEL_MAX_DIMS)
+		return sch_refuse(st, "reorder_storage: name between 1 and %d axes",
+			TESSEL_MAX_DIMS);
+	if (parse_axes(st, n, axes, &s, perm))
+		return -1;
+	sch_stage *ss = &st->stages[s];
+	const char *name = ss->name;
+	if (ss->te->is_output)
+		return sch_refuse(st, "reorder_storage %s: it is an output of the op; its "
+			"layout is the caller's", name);
+	if (ss->attach != SCH_ROOT)
+		return sch_refuse(st, "reorder_storage %s: the stage is %s; apply "
+			"reorder_storage first", name,
+			ss->attach == SCH_INLINE ? "inlined" : "computed at a loop");
+	if (!sch_stage_is_default(ss))
+		return sch_refuse(st, "reorder_storage %s: the stage's loops are already "
+			"transformed; apply reorder_storage first", name);
+	for (int d = 0; d < ss->te->ndim; d++)
+		if (ss->align_factor[d])
+			return sch_refuse(st, "reorder_storage %s: apply it before "
+				"storage_align", name);
+	int inside = sch_stage_inside(st, s);
+	if (inside >= 0)
+		return sch_refuse(st, "reorder_storage %s: stage '%s' is computed inside "
+			"it", name, st->stages[inside].name);
+	sch_step step;
+	sch_step_init(&step, "reorder_storage");
+	for (int i = 0; i < n; i++)
+		sch_step_arg(&step, "%s", axes[i]);
+	loop_scope scope = ss->scope;
+	tessel_op *op = te_op_reorder_storage(st->op, ss->te, perm);
+	if (!op)
+		return sch_refuse(st, "reorder_storage %s: %s", name,
+			tessel_ctx_error(st->ctx)->message);
+	char kept[SCH_NAME_MAX];
+	snprintf(kept, sizeof(kept), "%s", name);
+	sch_state_rebase(st, op, kept);
+	st->stages[sch_find_stage(st, kept)].scope = scope;
+	sch_trace_append(st->trace, &step);
+	return 0;
+}
