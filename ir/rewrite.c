@@ -1,6 +1,7 @@
 /* Rewrites of ops that schedules make: a stage written through a cache,
- * a tensor read through a cache, a stage stored in another axis order.  Each returns a new op (finished, bound
- * when the source is) and leaves the source unchanged. */
+ * a tensor read through a cache, a stage stored in another axis order.
+ * Each returns a new op (finished, bound when the source is) and leaves
+ * the source unchanged. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,6 @@
  *   and every read of it is indexed to match: values are unchanged, so
  *   the program computes the same thing */
 #include <stdio.h>
-#include <string.h>
 
 #include "ir/rewrite.h"
 #include "ir/te_impl.h"
@@ -30,29 +29,16 @@ static int parse_axes(sch_state *st, int n, const char *const *axes, int *stage,
 	*stage = -1;
 	bool seen[TESSEL_MAX_DIMS] = { false };
 	for (int i = 0; i < n; i++) {
-		const char *dot = strrchr(axes[i], '.');
-		if (!dot || dot == axes[i] || !dot[1])
-			return sch_refuse(st, "reorder_storage: '%s' is not an axis name "
-				"(STAGE.AXIS)", axes[i]);
-		char name[SCH_NAME_MAX * 2];
-		snprintf(name, sizeof(name), "%.*s", (int)(dot - axes[i]), axes[i]);
-		int s = sch_find_stage(st, name);
-		if (s < 0)
+		int s, d;
+		if (sch_find_axis(st, "reorder_storage", axes[i], &s, &d))
 			return -1;
 		if (*stage >= 0 && s != *stage)
 			return sch_refuse(st, "reorder_storage: '%s' and '%s' are axes of "
 				"different stages", axes[0], axes[i]);
-		*stage = s;
-		const tessel_stage *t = st->stages[s].te;
-		int d = 0;
-		while (d < t->ndim && strcmp(t->axes[d]->name, dot + 1) != 0)
-			d++;
-		if (d == t->ndim)
-			return sch_refuse(st, "reorder_storage: stage '%s' has no axis '%s' "
-				"(its axes are its index variables)", name, dot + 1);
 		if (seen[d])
 			return sch_refuse(st, "reorder_storage: axis '%s' is named twice",
 				axes[i]);
+		*stage = s;
 		seen[d] = true;
 		perm[i] = d;
 	}

@@ -270,6 +270,30 @@ int sch_find_loop(sch_state *st, const char *qualified, int *stage, int *iter)
 	return 0;
 }
 
+int sch_find_axis(sch_state *st, const char *what, const char *qualified,
+	int *stage, int *axis)
+{
+	const char *dot = strrchr(qualified, '.');
+	if (!dot || dot == qualified || !dot[1])
+		return sch_refuse(st, "%s: '%s' is not an axis name (STAGE.AXIS)", what,
+			qualified);
+	char name[SCH_NAME_MAX * 2];
+	snprintf(name, sizeof(name), "%.*s", (int)(dot - qualified), qualified);
+	int s = sch_find_stage(st, name);
+	if (s < 0)
+		return -1;
+	const sch_stage *ss = &st->stages[s];
+	for (int it = 0; it < ss->niters; it++)
+		if (ss->iters[it].origin == SCH_AXIS && !ss->iters[it].reduce &&
+		    strcmp(ss->iters[it].name, dot + 1) == 0) {
+			*stage = s;
+			*axis = ss->iters[it].axis;
+			return 0;
+		}
+	return sch_refuse(st, "%s: stage '%s' has no axis '%s' (its axes are its "
+		"index variables)", what, name, dot + 1);
+}
+
 int sch_leaf_pos(const sch_stage *s, int iter)
 {
 	for (int i = 0; i < s->nleaves; i++)

@@ -90,6 +90,11 @@ int sch_find_stage(sch_state *st, const char *name);
 /* Resolve "STAGE.LOOP" into a stage and a live loop of it; return 0, or
  * -1 with an error naming what is unknown or no longer exists. */
 int sch_find_loop(sch_state *st, const char *qualified, int *stage, int *iter);
+/* Resolve "STAGE.AXIS" (a spatial index variable of the stage) into a
+ * stage and the axis's position; return 0, or -1 with an error that
+ * begins with "what". */
+int sch_find_axis(sch_state *st, const char *what, const char *qualified,
+	int *stage, int *axis);
 /* Return the position of iter "iter" in the nest of stage "s", or -1. */
 int sch_leaf_pos(const sch_stage *s, int iter);
 

@@ -40,35 +40,17 @@ void sch_buffer_strides(const sch_stage *s, const int64_t *shape,
 	}
 }
 
-/* Return the axis of "s" named "name", or -1. */
-static int find_axis(const sch_stage *s, const char *name)
-{
-	for (int it = 0; it < s->niters; it++)
-		if (s->iters[it].origin == SCH_AXIS && !s->iters[it].reduce &&
-		    strcmp(s->iters[it].name, name) == 0)
-			return s->iters[it].axis;
-	return -1;
-}
-
 int sch_storage_align(sch_state *st, const char *axis, int64_t factor,
 	int64_t offset)
 {
-	char what[256], stage[SCH_NAME_MAX * 2];
+	char what[256];
 	snprintf(what, sizeof(what), "storage_align %s %lld %lld", axis,
 		(long long)factor, (long long)offset);
-	const char *dot = strrchr(axis, '.');
-	if (!dot || dot == axis || !dot[1])
-		return sch_refuse(st, "%s: '%s' is not an axis name (STAGE.AXIS)", what,
-			axis);
-	snprintf(stage, sizeof(stage), "%.*s", (int)(dot - axis), axis);
-	int si = sch_find_stage(st, stage);
-	if (si < 0)
+	int si, d;
+	if (sch_find_axis(st, what, axis, &si, &d))
 		return -1;
 	sch_stage *s = &st->stages[si];
-	int d = find_axis(s, dot + 1);
-	if (d < 0)
-		return sch_refuse(st, "%s: stage '%s' has no axis '%s' (its axes are "
-			"its index variables)", what, stage, dot + 1);
+	const char *stage = s->name;
 	if (s->te->is_output)
 		return sch_refuse(st, "%s: '%s' is an output of the op; its layout is "
 			"the caller's", what, stage);

@@ -237,6 +237,7 @@ static int access_across_rows(tessel_expr *access, bool under_select, void *user
 		    ix->u.var->index == p->vector_axis) {
 			p->input = t->name;
 			p->dim = d;
+			break;
 		}
 	}
 	return 0;
@@ -249,10 +250,8 @@ static int access_across_rows(tessel_expr *access, bool under_select, void *user
 static void find_pack_input(const tessel_stage *t, stage_info *info)
 {
 	pack_scan p = { t->ndim - 1, NULL, -1 };
-	info->pack_input = NULL;
-	if (t->ndim == 0 || t->ndim > 64)
-		return;
-	te_visit_accesses(t->body, false, access_across_rows, &p);
+	if (t->ndim > 0 && t->ndim <= 64)
+		te_visit_accesses(t->body, false, access_across_rows, &p);
 	info->pack_input = p.input;
 	info->pack_dim = p.dim;
 }
