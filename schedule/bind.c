@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -227,6 +228,6 @@ int sch_bind(sch_state *st, const char *loop, const char *axis)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "bind %s %s", loop, axis);
-	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, bind_unchecked(st, loop, axis), what);
+	sch_guard_begin(st, &snap);
+	return sch_guard_end(st, &snap, bind_unchecked(st, loop, axis), what);
 }

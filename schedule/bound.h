@@ -49,11 +49,4 @@ int sch_check_shared(sch_state *st, const char *what);
  * its consumer is computed at; -1 when neither. */
 int sch_shared_owner(const sch_state *st, int si);
 
-/* Guard a primitive that may break those rules: take a snapshot of "st"
- * into "snap" when it has a shared stage (else nothing).  Pass the
- * primitive's result "rc" to sch_shared_end, which returns it, or -1
- * with the state restored when the primitive succeeded but broke a rule. */
-void sch_shared_begin(const sch_state *st, sch_snapshot *snap);
-int sch_shared_end(sch_state *st, sch_snapshot *snap, int rc, const char *what);
-
 #endif

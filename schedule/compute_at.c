@@ -2,8 +2,9 @@
  *
  * requires: the producer is not an output; every stage that reads it
  *   (directly or through inlined stages) is the consumer or is computed at
- *   the same loop, and one does; the consumer is not computed inside the
- *   producer; the region needed under the loop is affine and bounded (ISL)
+ *   that loop or at a loop of the consumer inside it, and one does; the
+ *   consumer is not computed inside the producer; the region needed under
+ *   the loop is affine and bounded (ISL)
  * guarantees: per iteration of the loop, lowering computes exactly that
  *   region (clamped to the producer's domain) into a buffer allocated
  *   there, before the loops inside it and before the stages computed
@@ -11,11 +12,17 @@
  *
  * A stage whose readers are all computed at one loop (softmax's
  * exponentials, read by the row sum and by the output) is computed there
- * once, for all of them: rows then run as one pass over data in cache. */
+ * once, for all of them: rows then run as one pass over data in cache.
+ * A stage read by one computed deeper in the consumer (a packed copy of
+ * matmul's B, read by the accumulator of each register tile) can sit at
+ * an outer loop (the parallel one): each iteration prepares what all the
+ * tiles inside it read.  The primitives that move loops or stages keep
+ * that nesting (sch_check_readers_within). */
 #include <stdio.h>
 
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/region.h"
 #include "schedule/trace.h"
@@ -39,6 +46,27 @@ static bool colocated(const sch_state *st, int k, int c, int it)
 {
 	const sch_stage *ks = &st->stages[k];
 	return ks->attach == SCH_AT && ks->attach_stage == c && ks->attach_iter == it;
+}
+
+int sch_check_readers_within(sch_state *st, const char *what)
+{
+	for (int p = 0; p < st->nstages; p++) {
+		const sch_stage *ps = &st->stages[p];
+		if (ps->attach != SCH_AT)
+			continue;
+		for (int k = 0; k < st->nstages; k++) {
+			const sch_stage *ks = &st->stages[k];
+			if (k == p || k == ps->attach_stage || ks->attach == SCH_INLINE ||
+			    !sch_reads(st, k, p) ||
+			    sch_computed_within(st, k, ps->attach_stage, ps->attach_iter))
+				continue;
+			return sch_refuse(st, "%s: '%s' is computed at %s.%s but read by '%s', "
+				"computed outside that loop", what, ps->name,
+				st->stages[ps->attach_stage].name,
+				st->stages[ps->attach_stage].iters[ps->attach_iter].name, ks->name);
+		}
+	}
+	return 0;
 }
 
 static int check_consumers(sch_state *st, int p, int c, int it, const char *stage,
@@ -65,7 +93,7 @@ static int check_consumers(sch_state *st, int p, int c, int it, const char *stag
 			"'%s'; move it first", stage, loop, st->stages[after].name, stage);
 	bool read = sch_reads(st, c, p);
 	for (int k = 0; k < st->nstages && !read; k++)
-		read = k != p && k != c && colocated(st, k, c, it) && sch_reads(st, k, p);
+		read = k != p && k != c && sch_computed_within(st, k, c, it) && sch_reads(st, k, p);
 	if (!read)
 		return sch_refuse(st, "compute_at %s %s: '%s' does not read '%s'",
 			stage, loop, st->stages[c].name, stage);
@@ -73,9 +101,10 @@ static int check_consumers(sch_state *st, int p, int c, int it, const char *stag
 		const sch_stage *ks = &st->stages[k];
 		if (k == c || k == p || ks->attach == SCH_INLINE || !sch_reads(st, k, p))
 			continue;
-		if (!colocated(st, k, c, it))
+		if (!sch_computed_within(st, k, c, it))
 			return sch_refuse(st, "compute_at %s %s: '%s' is also read by '%s', "
-				"which is not computed at %s", stage, loop, stage, ks->name, loop);
+				"which is not computed at %s or inside it", stage, loop, stage,
+				ks->name, loop);
 	}
 	int producer = sch_colocated_producer(st, p);
 	if (producer >= 0 && !colocated(st, p, c, it))
@@ -119,7 +148,7 @@ int sch_compute_at(sch_state *st, const char *stage, const char *loop)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "compute_at %s %s", stage, loop);
-	sch_shared_begin(st, &snap);
+	sch_guard_begin(st, &snap);
 	int rc = compute_at_unchecked(st, stage, loop);
-	return sch_shared_end(st, &snap, rc, what);
+	return sch_guard_end(st, &snap, rc, what);
 }

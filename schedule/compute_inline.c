@@ -8,6 +8,7 @@
 
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -54,7 +55,7 @@ int sch_compute_inline(sch_state *st, const char *stage)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "compute_inline %s", stage);
-	sch_shared_begin(st, &snap);
+	sch_guard_begin(st, &snap);
 	int rc = compute_inline_unchecked(st, stage);
-	return sch_shared_end(st, &snap, rc, what);
+	return sch_guard_end(st, &snap, rc, what);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -37,6 +38,6 @@ int sch_compute_root(sch_state *st, const char *stage)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "compute_root %s", stage);
-	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, compute_root_unchecked(st, stage), what);
+	sch_guard_begin(st, &snap);
+	return sch_guard_end(st, &snap, compute_root_unchecked(st, stage), what);
 }

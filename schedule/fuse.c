@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -101,7 +102,7 @@ int sch_fuse(sch_state *st, const char *outer, const char *inner, const char *fu
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "fuse %s %s", outer, inner);
-	sch_shared_begin(st, &snap);
+	sch_guard_begin(st, &snap);
 	int rc = fuse_unchecked(st, outer, inner, fused);
-	return sch_shared_end(st, &snap, rc, what);
+	return sch_guard_end(st, &snap, rc, what);
 }

@@ -878,8 +878,9 @@ static loop_stmt *emit_program(lowering *L)
 }
 
 /* Check that every stage computed at a loop (compute_at) is read only by
- * the stage of that loop and by stages computed at the same loop: its
- * buffer exists just there.  Return 0, or -1 with the error in "L". */
+ * the stage of that loop and by stages computed at that loop or inside
+ * it: its buffer exists just there.  Return 0, or -1 with the error in
+ * "L". */
 static int check_readers(lowering *L)
 {
 	const sch_state *st = L->st;
@@ -892,10 +893,9 @@ static int check_readers(lowering *L)
 			if (k == p || k == ps->attach_stage || ks->attach == SCH_INLINE ||
 			    !sch_reads(st, k, p))
 				continue;
-			if (ks->attach != SCH_AT || ks->attach_stage != ps->attach_stage ||
-			    ks->attach_iter != ps->attach_iter)
+			if (!sch_computed_within(st, k, ps->attach_stage, ps->attach_iter))
 				return fail(L, "cannot lower: '%s' is computed inside a loop of "
-					"another stage but also read by '%s', computed elsewhere",
+					"another stage but also read by '%s', computed outside it",
 					ps->name, ks->name);
 		}
 	}

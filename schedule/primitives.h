@@ -49,6 +49,11 @@ int sch_compute_root(sch_state *st, const char *stage);
 /* Compute "stage" inside "loop" of its consumer: per iteration of that
  * loop, exactly the region the consumer needs there (ISL). */
 int sch_compute_at(sch_state *st, const char *stage, const char *loop);
+/* Check that every stage computed at a loop is read only by the stage of
+ * that loop and by stages computed at that loop or at loops of the same
+ * stage inside it (its buffer exists just there).  Return 0, or refuse
+ * with "what" in front of the message. */
+int sch_check_readers_within(sch_state *st, const char *what);
 
 /* Initialize the accumulators of the reduction "stage" just before its
  * "loop" (at or outside its outermost reduction loop). */

@@ -132,7 +132,8 @@ static int try_annotation(sch_state *st, int s, uint64_t *rng, int which)
 }
 
 /* compute_at at a random loop, or (mostly) at the loop where a
- * stage that reads "s" is computed, to serve it and the stage there. */
+ * stage that reads "s" is computed, to serve it and the stage there, or
+ * (a third of those times) at a loop of the same stage around that one. */
 static int try_compute_at(sch_state *st, int s, uint64_t *rng)
 {
 	char loop[160];
@@ -143,7 +144,10 @@ static int try_compute_at(sch_state *st, int s, uint64_t *rng)
 	if (n > 0 && below(rng, 4)) {
 		const sch_stage *ks = &st->stages[readers[below(rng, (uint64_t)n)]];
 		const sch_stage *cs = &st->stages[ks->attach_stage];
-		snprintf(loop, sizeof(loop), "%s.%s", cs->name, cs->iters[ks->attach_iter].name);
+		int pos = sch_leaf_pos(cs, ks->attach_iter);
+		if (pos > 0 && below(rng, 3) == 0)
+			pos = (int)below(rng, (uint64_t)pos);
+		snprintf(loop, sizeof(loop), "%s.%s", cs->name, cs->iters[cs->leaves[pos]].name);
 		return sch_compute_at(st, st->stages[s].name, loop);
 	}
 	int k = (int)below(rng, st->nstages);

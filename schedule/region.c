@@ -484,9 +484,11 @@ static isl_set *bounding_box(isl_set *s)
 
 /* Return the elements of "producer" (within its domain) that one
  * iteration of nest position "pos" of "consumer" needs: those the
- * consumer reads, and those that the stages computed at that loop read
- * over their whole boxes (lowering computes such a stage over the box of
- * what it is needed for).  NULL with a refusal. */
+ * consumer reads, and those that the stages computed at that loop or at
+ * loops inside it read over their whole boxes (lowering computes such a
+ * stage over the box of what it is needed for; one computed deeper, over
+ * a box within the box of what the whole iteration needs of it).  NULL
+ * with a refusal. */
 static isl_set *needed_set(sch_state *st, int producer, const sch_stage *consumer,
 	bool attached, int pos, int depth)
 {
@@ -496,9 +498,8 @@ static isl_set *needed_set(sch_state *st, int producer, const sch_stage *consume
 	int ci = sch_stage_of(st, consumer->te);
 	for (int k = 0; k < st->nstages && !failure; k++) {
 		const sch_stage *ks = &st->stages[k];
-		if (k == producer || k == ci || ks->attach != SCH_AT ||
-		    ks->attach_stage != ci || ks->attach_iter != consumer->leaves[pos] ||
-		    !sch_reads(st, k, producer))
+		if (k == producer || k == ci || ks->attach != SCH_AT || ks->attach_stage != ci ||
+		    sch_leaf_pos(consumer, ks->attach_iter) < pos || !sch_reads(st, k, producer))
 			continue;
 		if (depth > st->nstages) {
 			failure = "the stages computed there read each other";

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -88,6 +89,6 @@ int sch_reorder(sch_state *st, int n, const char *const *loops)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "reorder %s", n > 0 ? loops[0] : "");
-	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, reorder_unchecked(st, n, loops), what);
+	sch_guard_begin(st, &snap);
+	return sch_guard_end(st, &snap, reorder_unchecked(st, n, loops), what);
 }

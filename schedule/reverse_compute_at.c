@@ -17,6 +17,7 @@
 
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -184,6 +185,6 @@ int sch_reverse_compute_at(sch_state *st, const char *stage, const char *loop)
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "reverse_compute_at %s %s", stage, loop);
-	sch_shared_begin(st, &snap);
-	return sch_shared_end(st, &snap, reverse_compute_at_unchecked(st, stage, loop), what);
+	sch_guard_begin(st, &snap);
+	return sch_guard_end(st, &snap, reverse_compute_at_unchecked(st, stage, loop), what);
 }

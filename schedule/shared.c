@@ -262,25 +262,3 @@ int sch_check_shared(sch_state *st, const char *what)
 	free(holds);
 	return rc;
 }
-
-void sch_shared_begin(const sch_state *st, sch_snapshot *snap)
-{
-	snap->stages = NULL;
-	for (int si = 0; si < st->nstages; si++)
-		if (st->stages[si].scope == LOOP_SHARED) {
-			sch_snapshot_take(st, snap);
-			return;
-		}
-}
-
-int sch_shared_end(sch_state *st, sch_snapshot *snap, int rc, const char *what)
-{
-	if (!snap->stages)
-		return rc;
-	if (rc == 0 && sch_check_shared(st, what)) {
-		sch_snapshot_restore(st, snap);
-		return -1;
-	}
-	sch_snapshot_free(snap);
-	return rc;
-}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "schedule/bound.h"
+#include "schedule/guard.h"
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
 
@@ -102,7 +103,7 @@ int sch_split(sch_state *st, const char *loop, int64_t factor, bool nparts,
 	char what[256];
 	sch_snapshot snap;
 	snprintf(what, sizeof(what), "split %s", loop);
-	sch_shared_begin(st, &snap);
+	sch_guard_begin(st, &snap);
 	int rc = split_unchecked(st, loop, factor, nparts, outer, inner);
-	return sch_shared_end(st, &snap, rc, what);
+	return sch_guard_end(st, &snap, rc, what);
 }

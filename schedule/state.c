@@ -244,6 +244,15 @@ int sch_colocated_producer(const sch_state *st, int s)
 	return -1;
 }
 
+bool sch_computed_within(const sch_state *st, int k, int c, int it)
+{
+	const sch_stage *ks = &st->stages[k], *cs = &st->stages[c];
+	if (ks->attach != SCH_AT || ks->attach_stage != c)
+		return false;
+	int at = sch_leaf_pos(cs, it), in = sch_leaf_pos(cs, ks->attach_iter);
+	return at >= 0 && in >= at;
+}
+
 bool sch_name_used(const sch_stage *s, const char *name)
 {
 	return find_iter(s, name) >= 0;

@@ -133,6 +133,9 @@ int sch_stage_after(const sch_state *st, int s);
  * loop as "s" (to serve it, compute_at): "s" cannot move before it does;
  * -1 when there is none. */
 int sch_colocated_producer(const sch_state *st, int s);
+/* Return true when stage "k" is computed (compute_at) at loop "it" of
+ * stage "c" or at a loop of "c" that "it" encloses. */
+bool sch_computed_within(const sch_state *st, int k, int c, int it);
 
 /* Return true when "name" names an iter of "s" (live or not). */
 bool sch_name_used(const sch_stage *s, const char *name);

@@ -73,23 +73,42 @@ static void clear_outputs(fixture *f)
 	}
 }
 
-/* Return whether a stage of "st" reads another computed at the same loop
- * (compute_at of a stage for several readers). */
-static bool has_shared_location(const sch_state *st)
+/* Return whether a stage of "st" computed at a loop serves another stage
+ * computed there too (compute_at of a stage for several readers), or,
+ * when "deeper", one computed at a loop inside it. */
+static bool has_served_reader(const sch_state *st, bool deeper)
 {
-	for (int s = 0; s < st->nstages; s++)
-		if (sch_colocated_producer(st, s) >= 0)
-			return true;
+	for (int p = 0; p < st->nstages; p++) {
+		const sch_stage *ps = &st->stages[p];
+		if (ps->attach != SCH_AT)
+			continue;
+		for (int k = 0; k < st->nstages; k++) {
+			const sch_stage *ks = &st->stages[k];
+			if (k == p || !sch_reads(st, k, p) ||
+			    !sch_computed_within(st, k, ps->attach_stage, ps->attach_iter))
+				continue;
+			if ((ks->attach_iter != ps->attach_iter) == deeper)
+				return true;
+		}
+	}
 	return false;
 }
 
+/* How fuzz_counting draws its schedules and what it counts. */
+typedef struct fuzz_opts {
+	int steps;            /* random primitive attempts per schedule */
+	const char *prefix;   /* a trace applied before them, or NULL */
+	int *shared;          /* when not NULL: schedules computing a stage at
+	                       * one loop for several readers */
+	int *nested;          /* when not NULL: at a loop around its reader's */
+} fuzz_opts;
+
 /* Run "count" random schedules of "f" from "seed"; return how many failed
- * (each failure's trace is printed), and in "*shared" (when not NULL) how
- * many computed a stage at one loop for several readers.
+ * (each failure's trace is printed), counting as "o" asks.
  * TESSEL_FUZZ_SCALE multiplies the count and TESSEL_FUZZ_SEED shifts the
  * seeds, for longer runs by hand. */
 static int fuzz_counting(fixture *f, const char *what, int count, uint64_t seed,
-	int *shared)
+	const fuzz_opts *o)
 {
 	const char *scale = getenv("TESSEL_FUZZ_SCALE");
 	const char *shift = getenv("TESSEL_FUZZ_SEED");
@@ -97,13 +116,19 @@ static int fuzz_counting(fixture *f, const char *what, int count, uint64_t seed,
 		count *= atoi(scale);
 	if (shift)
 		seed += 1000 * (uint64_t)strtoull(shift, NULL, 10);
+	sch_trace *prefix = o->prefix ? sch_trace_parse(f->ctx, "prefix", o->prefix) : NULL;
+	cr_assert(!o->prefix || prefix, "%s", tessel_ctx_error(f->ctx)->message);
 	int failed = 0;
 	for (int c = 0; c < count; c++) {
 		sch_state *st = sch_state_new(f->ctx, f->op);
 		cr_assert(st);
-		sch_random_schedule(st, seed * 7919 + (uint64_t)c, 12);
-		if (shared)
-			*shared += has_shared_location(st);
+		cr_assert(!prefix || sch_replay(st, prefix, "prefix") == 0, "%s",
+			tessel_ctx_error(f->ctx)->message);
+		sch_random_schedule(st, seed * 7919 + (uint64_t)c, o->steps);
+		if (o->shared)
+			*o->shared += has_served_reader(st, false);
+		if (o->nested)
+			*o->nested += has_served_reader(st, true);
 		loop_prog *p = sch_program(st);
 		clear_outputs(f);
 		bool ran = p && loop_eval(f->ctx, p, f->args) == 0;
@@ -119,12 +144,13 @@ static int fuzz_counting(fixture *f, const char *what, int count, uint64_t seed,
 		loop_prog_free(p);
 		sch_state_free(st);
 	}
+	sch_trace_free(prefix);
 	return failed;
 }
 
 static int fuzz(fixture *f, const char *what, int count, uint64_t seed)
 {
-	return fuzz_counting(f, what, count, seed, NULL);
+	return fuzz_counting(f, what, count, seed, &(fuzz_opts){ .steps = 12 });
 }
 
 #define FUZZ_CASE(test, opname, count, ...)                                   \
@@ -185,10 +211,37 @@ Test(random_schedules, shared_locations)
 		fixture f;
 		fixture_init(&f, ops[i], 1, keys, values);
 		int shared = 0;
-		cr_expect_eq(fuzz_counting(&f, ops[i], 600, 77 + (uint64_t)i, &shared), 0);
+		cr_expect_eq(fuzz_counting(&f, ops[i], 600, 77 + (uint64_t)i,
+			&(fuzz_opts){ .steps = 12, .shared = &shared }), 0);
 		cr_log_info("%s: %d of 600 share a loop", ops[i], shared);
 		cr_expect_geq(shared, 6, "%s: %d of 600 random schedules share a loop",
 			ops[i], shared);
+		fixture_fini(&f);
+	}
+}
+
+/* Stages computed at a loop around the one their reader is computed at
+ * (a copy of B per column panel, read by the accumulator of each row
+ * tile inside it) come up in random schedules and compute the op: from
+ * an accumulator and a copy of the weights, random steps. */
+Test(random_schedules, outer_locations)
+{
+	const char *ops[] = { "matmul", "dense" };
+	const char *keys[][3] = { { "M", "N", "K" }, { "batch", "in_features", "out_features" } };
+	const char *values[][3] = { { "13", "10", "7" }, { "6", "7", "9" } };
+	const char *prefix[] = {
+		"cache_write C local -> C_local\ncache_read B global C_local -> B_global\n",
+		"cache_write Z local -> Z_local\ncache_read W global Z_local -> W_global\n",
+	};
+	for (int i = 0; i < 2; i++) {
+		fixture f;
+		fixture_init(&f, ops[i], 3, keys[i], values[i]);
+		int nested = 0;
+		cr_expect_eq(fuzz_counting(&f, ops[i], 600, 31 + (uint64_t)i,
+			&(fuzz_opts){ .steps = 16, .prefix = prefix[i], .nested = &nested }), 0);
+		cr_log_info("%s: %d of 600 at a loop around their reader's", ops[i], nested);
+		cr_expect_geq(nested, 6, "%s: %d of 600 random schedules compute a stage at "
+			"a loop around its reader's", ops[i], nested);
 		fixture_fini(&f);
 	}
 }

@@ -219,6 +219,23 @@ Test(sketch, an_input_read_across_rows_is_packed)
 	}
 	int panel = sample_all(&f, 12, 9, "compute_at W_global ");
 	cr_expect_gt(panel, 0, "no sample packed a panel per parallel iteration");
+	int around = 0;
+	for (int i = 0; i < 40; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		int w = sch_find_stage(st, "W_global"), z = sch_find_stage(st, "Z");
+		const sch_stage *ws = &st->stages[w], *zs = &st->stages[z];
+		if (ws->attach == SCH_AT && zs->attach == SCH_AT &&
+		    zs->attach_stage == ws->attach_stage) {
+			const sch_stage *y = &st->stages[ws->attach_stage];
+			cr_expect_eq(sch_leaf_pos(y, ws->attach_iter), 0);
+			cr_expect_eq(y->iters[ws->attach_iter].kind, LOOP_PARALLEL);
+			around += sch_leaf_pos(y, zs->attach_iter) > 0;
+		}
+		sch_state_free(st);
+	}
+	cr_expect_gt(around, 0, "no sample packed a panel at the parallel loop for "
+		"accumulators computed deeper");
 	fixture_fini(&f);
 
 	const char *bmm[] = { "B", "2", "M", "8", "N", "32", "K", "16", "transpose_b", "1" };

@@ -21,8 +21,8 @@
  *     rows (B[j, k] of C[i, j] = sum(k) A[i, k] * B[j, k]) gets a
  *     "packed" sketch: the input read through a copy stored with the
  *     lanes' dimension last (cache_read global, reorder_storage), the
- *     copy a blocked transposition at the root or, beside the
- *     accumulator at the parallel loop, one panel per iteration;
+ *     copy a blocked transposition at the root or, at the parallel
+ *     loop around the accumulator, one panel per iteration;
  *   - other reductions and elementwise stages: computed at a loop of
  *     their consumer or at the root, outer spatial loops fused until the
  *     parallel work is enough and run in parallel, the innermost
@@ -625,12 +625,13 @@ static int pack_input(sch_state *st, const stage_info *in, char copy[SCH_NAME_MA
 }
 
 /* Its second half (after the tiling): the copy is computed at the root,
- * or, when its reader is computed at the parallel loop of a stage (a
- * quarter of the tilings), at that loop too: each iteration packs the
- * panel its tiles read, while it is in cache.  It transposes: its last two loops are
- * blocked (tiles of 8 to 64 either way), at the root the loops above the
- * blocks fused and run in parallel; the innermost is sometimes
- * vectorized. */
+ * or, when its reader (the accumulator) is computed at a loop of a stage
+ * whose outermost loop is parallel, at that parallel loop (drawn: half
+ * the time): each iteration packs the panel all its tiles read, while it
+ * is in cache, and the packing runs in parallel with no pass of its own.
+ * It transposes: its last two loops are blocked (tiles of 8 to 64 either
+ * way), at the root the loops above the blocks fused and run in
+ * parallel; the innermost is sometimes vectorized. */
 static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 	uint64_t *rng)
 {
@@ -642,10 +643,10 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 		if (r == p || !sch_reads(st, r, p) || rs->attach != SCH_AT)
 			continue;
 		const sch_stage *os = &st->stages[rs->attach_stage];
-		if (os->attach == SCH_ROOT && os->nleaves && rs->attach_iter == os->leaves[0] &&
-		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL) {
+		if (os->attach == SCH_ROOT && os->nleaves &&
+		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL && sk_chance(rng, 50)) {
 			char at[QNAME];
-			sk_qname(st, rs->attach_stage, rs->attach_iter, at);
+			sk_qname(st, rs->attach_stage, os->leaves[0], at);
 			if (sch_compute_at(st, copy, at))
 				tessel_ctx_clear_error(st->ctx);
 		}
