@@ -11,7 +11,9 @@
 #   CONV_LAYOUT=NHWC BENCH_GROUPS=conv bench/tune_cpu.sh   channels last
 #
 # Groups: matmul (1024^3, 512^3), irregular (1000^3, 128x3072x768,
-# 1x4096x4096), conv (ResNet-50 layers, batch 1, in CONV_LAYOUT: NCHW,
+# 1x4096x4096), linear (the layout of linear layers, weights stored
+# [out, in]: dense 128x768->3072 and matmul 128x3072x768 with
+# transpose_b), conv (ResNet-50 layers, batch 1, in CONV_LAYOUT: NCHW,
 # the default, or NHWC with HWIO weights; oneDNN runs on the layouts it
 # picks itself either way, reorders untimed), memory (softmax and
 # layer_norm over [4096, 1024]).  Trials per workload: TRIALS (default
@@ -78,7 +80,7 @@ tune_and_bandwidth() {
 	}'
 }
 
-for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
+for group in ${BENCH_GROUPS:-matmul irregular linear conv memory}; do
 	case $group in
 	matmul)
 		tune_and_compare matmul M=1024,N=1024,K=1024 "$trials" openblas
@@ -88,6 +90,10 @@ for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 		tune_and_compare matmul M=1000,N=1000,K=1000 "$trials" openblas
 		tune_and_compare matmul M=128,N=3072,K=768 "$trials" openblas
 		tune_and_compare matmul M=1,N=4096,K=4096 "$trials" openblas
+		;;
+	linear)
+		tune_and_compare dense batch=128,in_features=768,out_features=3072 "$trials" openblas
+		tune_and_compare matmul M=128,N=3072,K=768,transpose_b=1 "$trials" openblas
 		;;
 	conv)
 		for layer in $(grep -v '^#' bench/resnet50_conv_layers); do
@@ -100,7 +106,7 @@ for group in ${BENCH_GROUPS:-matmul irregular conv memory}; do
 		tune_and_bandwidth layer_norm "shape=[4096, 1024]" "$trials" "$bytes"
 		;;
 	*)
-		echo "unknown group '$group' (matmul irregular conv memory)" >&2
+		echo "unknown group '$group' (matmul irregular linear conv memory)" >&2
 		exit 1
 		;;
 	esac
