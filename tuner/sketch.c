@@ -624,11 +624,35 @@ static int pack_input(sch_state *st, const stage_info *in, char copy[SCH_NAME_MA
 	return sch_reorder_storage(st, n, names);
 }
 
+/* Return how many times over computing the copy "p" at the outermost
+ * loop of the root stage "c" would compute its elements: one iteration's
+ * region times the iterations, over the whole copy; 0 when unknown. */
+static double pack_repeats(sch_state *st, int p, int c)
+{
+	sch_region r;
+	if (sch_region_compute(st, p, &st->stages[c], false, 0, &r)) {
+		tessel_ctx_clear_error(st->ctx);
+		return 0;
+	}
+	const tessel_stage *t = st->stages[p].te;
+	double once = 1, all = 1;
+	for (int d = 0; d < t->ndim; d++) {
+		once *= (double)r.shape[d];
+		all *= (double)t->extent[d];
+	}
+	sch_region_free(&r);
+	const sch_stage *cs = &st->stages[c];
+	return once * (double)cs->iters[cs->leaves[0]].extent / all;
+}
+
 /* Its second half (after the tiling): the copy is computed at the root,
  * or, when its reader (the accumulator) is computed at a loop of a stage
- * whose outermost loop is parallel, at that parallel loop (drawn: half
- * the time): each iteration packs the panel all its tiles read, while it
- * is in cache, and the packing runs in parallel with no pass of its own.
+ * whose outermost loop is parallel and the iterations of that loop read
+ * disjoint panels of it, at that parallel loop: each iteration packs the
+ * panel all its tiles read, while it is in cache, and the packing runs
+ * in parallel with no pass of its own.  Where the panels overlap so that
+ * the copy would be computed at most twice over, that is drawn half the
+ * time; beyond, never.
  * It transposes: its last two loops are blocked (tiles of 8 to 64 either
  * way), at the root the loops above the blocks fused and run in
  * parallel; the innermost is sometimes vectorized. */
@@ -643,8 +667,12 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 		if (r == p || !sch_reads(st, r, p) || rs->attach != SCH_AT)
 			continue;
 		const sch_stage *os = &st->stages[rs->attach_stage];
+		bool draw = sk_chance(rng, 50);
 		if (os->attach == SCH_ROOT && os->nleaves &&
-		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL && sk_chance(rng, 50)) {
+		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL) {
+			double repeats = pack_repeats(st, p, rs->attach_stage);
+			if (repeats <= 0 || repeats > 2 || (repeats > 1 && !draw))
+				break;
 			char at[QNAME];
 			sk_qname(st, rs->attach_stage, os->leaves[0], at);
 			if (sch_compute_at(st, copy, at))
