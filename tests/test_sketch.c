@@ -246,6 +246,41 @@ Test(sketch, an_input_read_across_rows_is_packed)
 	fixture_fini(&f);
 }
 
+/* Mutation moves a stage between the root and a loop: the packed copy of
+ * W leaves the parallel loop for the root and comes back, and every such
+ * child computes the op. */
+Test(sketch, mutation_moves_the_copy_between_root_and_loop)
+{
+	const char *dense[] = { "batch", "24", "in_features", "40", "out_features", "48" };
+	fixture f;
+	fixture_lib(&f, "dense", 3, dense);
+	int k = sketch_named(&f, "W packed");
+	cr_assert_geq(k, 0);
+	uint64_t rng = 11;
+	int to_loop = 0, to_root = 0;
+	for (int i = 0; i < 24; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		int w = sch_find_stage(st, "W_global");
+		bool at = st->stages[w].attach == SCH_AT;
+		for (int m = 0; m < 40; m++) {
+			sch_state *child = tune_space_mutate(f.space, st->trace, &rng);
+			if (!child)
+				continue;
+			int cw = sch_find_stage(child, "W_global");
+			if ((child->stages[cw].attach == SCH_AT) != at) {
+				*(at ? &to_root : &to_loop) += 1;
+				free(check_state(&f, child, "a copy moved by mutation"));
+			}
+			sch_state_free(child);
+		}
+		sch_state_free(st);
+	}
+	cr_expect_gt(to_loop, 0, "no mutation computed the copy at a loop");
+	cr_expect_gt(to_root, 0, "no mutation moved the copy to the root");
+	fixture_fini(&f);
+}
+
 Test(sketch, conv_relu_fuses_the_consumer)
 {
 	fixture f;

@@ -1,6 +1,7 @@
 /* The search space of a task without templates: rules over the structure
  * of the op's stages derive sketches, sampling fills their decisions, and
- * mutation changes the decisions of any trace (tuner/sketch.h).
+ * mutation changes the decisions of any trace or moves a stage between
+ * the root and a loop (tuner/sketch.h).
  *
  * The rules (Ansor, Zheng et al., OSDI 2020, section 4.1), in tessel's
  * primitives:
@@ -53,6 +54,9 @@
 
 #define SAMPLE_ATTEMPTS 16
 #define MUTATE_ATTEMPTS 8
+/* The share of mutations that move a stage between the root and a loop
+ * (the others change one decision). */
+#define LOCATION_PERCENT 10
 /* The largest register tile factor of a non-contiguous axis, and of the
  * vector loop in vectors. */
 #define MAX_S3 8
@@ -1287,10 +1291,79 @@ refused:
 	return NULL;
 }
 
+/* Return a stage of "st" (the parent replayed) that could be computed at
+ * the outermost loop of a root stage instead of the root: not an output,
+ * at the root, read only by that stage or by stages computed at its
+ * loops; write that loop into "loop".  -1 when there is none. */
+static int stage_to_attach(const sch_state *st, uint64_t *rng, char loop[QNAME])
+{
+	int found = -1, seen = 0;
+	for (int p = 0; p < st->nstages; p++) {
+		const sch_stage *ps = &st->stages[p];
+		if (ps->attach != SCH_ROOT || ps->te->is_output)
+			continue;
+		int c = -1;
+		bool ok = true;
+		for (int k = 0; k < st->nstages && ok; k++) {
+			const sch_stage *ks = &st->stages[k];
+			if (k == p || ks->attach == SCH_INLINE || !sch_reads(st, k, p))
+				continue;
+			int root = ks->attach == SCH_ROOT ? k : ks->attach == SCH_AT ? ks->attach_stage : -1;
+			ok = root >= 0 && st->stages[root].attach == SCH_ROOT && (c < 0 || c == root);
+			c = root;
+		}
+		if (!ok || c < 0 || !st->stages[c].nleaves || sk_below(rng, (uint64_t)++seen))
+			continue;
+		found = p;
+		sk_qname(st, c, st->stages[c].leaves[0], loop);
+	}
+	return found;
+}
+
+/* One mutation of the compute location of a stage between the root and
+ * a loop: a compute_at step of "parent" dropped (the stage at the root,
+ * its own loops as the trace leaves them), or one appended for a stage
+ * at the root (stage_to_attach), at the outermost loop of the stage
+ * that reads it.  NULL when it was refused. */
+static sch_state *mutate_location(tune_space *sp, const sch_trace *parent, uint64_t *rng)
+{
+	const tune_task *task = sp->task;
+	sch_state *st = sch_state_new(task->ctx, task->op);
+	if (!st || sch_replay(st, parent, "parent"))
+		goto refused;
+	int drops[256], ndrops = 0;
+	for (int i = 0; i < parent->nsteps && ndrops < 256; i++)
+		if (strcmp(parent->steps[i].prim, "compute_at") == 0)
+			drops[ndrops++] = i;
+	char loop[QNAME];
+	int p = stage_to_attach(st, rng, loop);
+	sch_state_free(st);
+	st = sch_state_new(task->ctx, task->op);
+	if (!st)
+		goto refused;
+	int drop = -1;
+	if (ndrops && (p < 0 || sk_chance(rng, 50)))
+		drop = drops[sk_below(rng, (uint64_t)ndrops)];
+	else if (p < 0)
+		goto refused;
+	for (int i = 0; i < parent->nsteps; i++)
+		if (i != drop && sch_apply_step(st, &parent->steps[i]))
+			goto refused;
+	if (drop < 0 && sch_compute_at(st, st->stages[p].name, loop))
+		goto refused;
+	tessel_ctx_clear_error(task->ctx);
+	return st;
+refused:
+	tessel_ctx_clear_error(task->ctx);
+	sch_state_free(st);
+	return NULL;
+}
+
 sch_state *tune_space_mutate(tune_space *sp, const sch_trace *parent, uint64_t *rng)
 {
 	for (int a = 0; a < MUTATE_ATTEMPTS; a++) {
-		sch_state *st = mutate_once(sp, parent, rng);
+		sch_state *st = sk_chance(rng, LOCATION_PERCENT) ?
+			mutate_location(sp, parent, rng) : mutate_once(sp, parent, rng);
 		if (st)
 			return st;
 	}

@@ -56,8 +56,10 @@ sch_state *tune_space_sample(tune_space *sp, int sketch, uint64_t *rng);
 /* Return a new state made from the trace "parent" by changing one or a
  * few of its decisions: a tile factor (keeping the product of a tiled
  * loop's factors legal), an unroll limit, a compute location, how many
- * outer loops are fused for parallelism.  NULL when no legal mutation was
- * found in a bounded number of attempts. */
+ * outer loops are fused for parallelism; or (one in ten) by moving a
+ * stage between the root and a loop (a compute_at dropped or appended).
+ * NULL when no legal mutation was found in a bounded number of
+ * attempts. */
 sch_state *tune_space_mutate(tune_space *sp, const sch_trace *parent, uint64_t *rng);
 
 #endif
