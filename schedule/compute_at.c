@@ -51,20 +51,13 @@ static bool colocated(const sch_state *st, int k, int c, int it)
 int sch_check_readers_within(sch_state *st, const char *what)
 {
 	for (int p = 0; p < st->nstages; p++) {
-		const sch_stage *ps = &st->stages[p];
-		if (ps->attach != SCH_AT)
+		int k = sch_reader_outside(st, p);
+		if (k < 0)
 			continue;
-		for (int k = 0; k < st->nstages; k++) {
-			const sch_stage *ks = &st->stages[k];
-			if (k == p || k == ps->attach_stage || ks->attach == SCH_INLINE ||
-			    !sch_reads(st, k, p) ||
-			    sch_computed_within(st, k, ps->attach_stage, ps->attach_iter))
-				continue;
-			return sch_refuse(st, "%s: '%s' is computed at %s.%s but read by '%s', "
-				"computed outside that loop", what, ps->name,
-				st->stages[ps->attach_stage].name,
-				st->stages[ps->attach_stage].iters[ps->attach_iter].name, ks->name);
-		}
+		const sch_stage *ps = &st->stages[p], *cs = &st->stages[ps->attach_stage];
+		return sch_refuse(st, "%s: '%s' is computed at %s.%s but read by '%s', "
+			"computed outside that loop", what, ps->name, cs->name,
+			cs->iters[ps->attach_iter].name, st->stages[k].name);
 	}
 	return 0;
 }

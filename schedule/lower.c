@@ -883,21 +883,12 @@ static loop_stmt *emit_program(lowering *L)
  * "L". */
 static int check_readers(lowering *L)
 {
-	const sch_state *st = L->st;
-	for (int p = 0; p < st->nstages; p++) {
-		const sch_stage *ps = &st->stages[p];
-		if (ps->attach != SCH_AT)
-			continue;
-		for (int k = 0; k < st->nstages; k++) {
-			const sch_stage *ks = &st->stages[k];
-			if (k == p || k == ps->attach_stage || ks->attach == SCH_INLINE ||
-			    !sch_reads(st, k, p))
-				continue;
-			if (!sch_computed_within(st, k, ps->attach_stage, ps->attach_iter))
-				return fail(L, "cannot lower: '%s' is computed inside a loop of "
-					"another stage but also read by '%s', computed outside it",
-					ps->name, ks->name);
-		}
+	for (int p = 0; p < L->st->nstages; p++) {
+		int k = sch_reader_outside(L->st, p);
+		if (k >= 0)
+			return fail(L, "cannot lower: '%s' is computed inside a loop of "
+				"another stage but also read by '%s', computed outside it",
+				L->st->stages[p].name, L->st->stages[k].name);
 	}
 	return 0;
 }

@@ -253,6 +253,19 @@ bool sch_computed_within(const sch_state *st, int k, int c, int it)
 	return at >= 0 && in >= at;
 }
 
+int sch_reader_outside(const sch_state *st, int p)
+{
+	const sch_stage *ps = &st->stages[p];
+	if (ps->attach != SCH_AT)
+		return -1;
+	for (int k = 0; k < st->nstages; k++)
+		if (k != p && k != ps->attach_stage && st->stages[k].attach != SCH_INLINE &&
+		    !sch_computed_within(st, k, ps->attach_stage, ps->attach_iter) &&
+		    sch_reads(st, k, p))
+			return k;
+	return -1;
+}
+
 bool sch_name_used(const sch_stage *s, const char *name)
 {
 	return find_iter(s, name) >= 0;

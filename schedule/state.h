@@ -136,6 +136,11 @@ int sch_colocated_producer(const sch_state *st, int s);
 /* Return true when stage "k" is computed (compute_at) at loop "it" of
  * stage "c" or at a loop of "c" that "it" encloses. */
 bool sch_computed_within(const sch_state *st, int k, int c, int it);
+/* Return a stage that reads stage "p" (computed at a loop) although it is
+ * neither the stage of that loop nor computed within it (so p's buffer
+ * does not exist where it reads); -1 when there is none or "p" is not
+ * computed at a loop. */
+int sch_reader_outside(const sch_state *st, int p);
 
 /* Return true when "name" names an iter of "s" (live or not). */
 bool sch_name_used(const sch_stage *s, const char *name);

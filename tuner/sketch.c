@@ -671,11 +671,10 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 		if (r == p || !sch_reads(st, r, p) || rs->attach != SCH_AT)
 			continue;
 		const sch_stage *os = &st->stages[rs->attach_stage];
-		bool draw = sk_chance(rng, 50);
 		if (os->attach == SCH_ROOT && os->nleaves &&
 		    os->iters[os->leaves[0]].kind == LOOP_PARALLEL) {
 			double repeats = pack_repeats(st, p, rs->attach_stage);
-			if (repeats <= 0 || repeats > 2 || (repeats > 1 && !draw))
+			if (repeats <= 0 || repeats > 2 || (repeats > 1 && sk_chance(rng, 50)))
 				break;
 			char at[QNAME];
 			sk_qname(st, rs->attach_stage, os->leaves[0], at);
@@ -1331,26 +1330,28 @@ static sch_state *mutate_location(tune_space *sp, const sch_trace *parent, uint6
 	sch_state *st = sch_state_new(task->ctx, task->op);
 	if (!st || sch_replay(st, parent, "parent"))
 		goto refused;
-	int drops[256], ndrops = 0;
-	for (int i = 0; i < parent->nsteps && ndrops < 256; i++)
-		if (strcmp(parent->steps[i].prim, "compute_at") == 0)
-			drops[ndrops++] = i;
+	int ndrops = 0;
+	for (int i = 0; i < parent->nsteps; i++)
+		ndrops += strcmp(parent->steps[i].prim, "compute_at") == 0;
 	char loop[QNAME];
 	int p = stage_to_attach(st, rng, loop);
-	sch_state_free(st);
-	st = sch_state_new(task->ctx, task->op);
-	if (!st)
-		goto refused;
-	int drop = -1;
-	if (ndrops && (p < 0 || sk_chance(rng, 50)))
-		drop = drops[sk_below(rng, (uint64_t)ndrops)];
-	else if (p < 0)
-		goto refused;
-	for (int i = 0; i < parent->nsteps; i++)
-		if (i != drop && sch_apply_step(st, &parent->steps[i]))
+	if (p >= 0 && (!ndrops || sk_chance(rng, 50))) {
+		if (sch_compute_at(st, st->stages[p].name, loop))
 			goto refused;
-	if (drop < 0 && sch_compute_at(st, st->stages[p].name, loop))
+	} else if (ndrops) {
+		int drop = (int)sk_below(rng, (uint64_t)ndrops);
+		sch_state_free(st);
+		st = sch_state_new(task->ctx, task->op);
+		for (int i = 0; st && i < parent->nsteps; i++) {
+			bool at = strcmp(parent->steps[i].prim, "compute_at") == 0;
+			if (!(at && drop-- == 0) && sch_apply_step(st, &parent->steps[i]))
+				goto refused;
+		}
+		if (!st)
+			goto refused;
+	} else {
 		goto refused;
+	}
 	tessel_ctx_clear_error(task->ctx);
 	return st;
 refused:
