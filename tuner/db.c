@@ -39,7 +39,7 @@ enum stmt_id {
 
 #define RECORD_COLUMNS "id, workload_id, target_id, trace, trace_hash, " \
 	"features, cost_median_s, cost_min_s, error_class, error_msg, " \
-	"measured_at, tessel_version"
+	"measured_at, tessel_version, cost_scale"
 
 static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_TARGET_INSERT] = "INSERT INTO targets(kind, description) "
@@ -50,8 +50,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_WORKLOAD_GET] = "SELECT id FROM workloads WHERE key = ?1",
 	[ST_RECORD_INSERT] = "INSERT INTO records(workload_id, target_id, "
 		"trace, trace_hash, features, cost_median_s, cost_min_s, "
-		"error_class, error_msg, measured_at, tessel_version) "
-		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+		"error_class, error_msg, measured_at, tessel_version, cost_scale) "
+		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
 		"ON CONFLICT(workload_id, target_id, trace_hash) DO NOTHING",
 	[ST_RECORD_HAS] = "SELECT 1 FROM records WHERE workload_id = ?1 "
 		"AND target_id = ?2 AND trace_hash = ?3",
@@ -60,9 +60,10 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		"ORDER BY cost_median_s, id LIMIT 1",
 };
 
-/* Schema version 1.  Changing it means a new version, a migration from
- * the old one in open_existing, and docs/tuning-db.md. */
-static const char schema_v1[] =
+/* Schema version 2 (version 1 without records.cost_scale).  Changing it
+ * means a new version, a migration from the old ones in migrate(), and
+ * docs/tuning-db.md. */
+static const char schema[] =
 	"CREATE TABLE meta(\n"
 	"  key TEXT PRIMARY KEY NOT NULL,\n"
 	"  value TEXT NOT NULL);\n"
@@ -84,6 +85,7 @@ static const char schema_v1[] =
 	"  features BLOB,\n"
 	"  cost_median_s REAL,\n"
 	"  cost_min_s REAL,\n"
+	"  cost_scale REAL,\n"
 	"  error_class TEXT NOT NULL,\n"
 	"  error_msg TEXT,\n"
 	"  measured_at TEXT NOT NULL,\n"
@@ -479,12 +481,12 @@ static int identify_snapshot(tune_db *db, db_kind *kind)
 		"says: %s); refusing to touch it", db->path, msg);
 }
 
-/* Write schema version 1 into the empty database of "db", in the open
+/* Write the current schema into the empty database of "db", in the open
  * transaction.  Return 0 or -1. */
 static int create_schema(tune_db *db)
 {
 	char *msg = NULL;
-	if (sqlite3_exec(db->sql, schema_v1, NULL, NULL, &msg) != SQLITE_OK) {
+	if (sqlite3_exec(db->sql, schema, NULL, NULL, &msg) != SQLITE_OK) {
 		fail(db, "%s: creating the schema: %s", db->path, msg ? msg : "?");
 		sqlite3_free(msg);
 		return -1;
@@ -542,26 +544,66 @@ static int initialize(tune_db *db)
 	return r;
 }
 
-/* Check that the record store of "db" has a schema version this tessel
- * reads.  Version 1 is the only one so far, so there is nothing to
- * migrate; a later version adds its migration here, run in one
- * transaction.  Return 0 or -1. */
-static int check_version(tune_db *db)
+/* Read the schema version of the record store of "db" into "*v".
+ * Return 0 or -1. */
+static int read_version(tune_db *db, long *v)
 {
 	char text[32];
 	if (meta_get(db, "schema_version", text, sizeof text) < 0)
 		return -1;
 	char *end = NULL;
 	errno = 0;
-	long v = strtol(text, &end, 10);
-	if (!text[0] || *end || errno || v < 1)
+	*v = strtol(text, &end, 10);
+	if (!text[0] || *end || errno || *v < 1)
 		return fail(db, "%s has no valid schema version (\"%s\"); it is "
 			"damaged or not a tessel record store; refusing to touch it",
 			db->path, text);
+	return 0;
+}
+
+/* Check that the record store of "db" has a schema version this tessel
+ * reads (migrate() brings an older one up to date).  Return 0 or -1. */
+static int check_version(tune_db *db)
+{
+	long v;
+	if (read_version(db, &v) < 0)
+		return -1;
 	if (v > TUNE_DB_SCHEMA_VERSION)
 		return fail(db, "database %s has schema version %ld, newer than "
 			"this tessel (%d); refusing", db->path, v, TUNE_DB_SCHEMA_VERSION);
 	return 0;
+}
+
+/* Bring the checked record store of "db" to the current schema, in one
+ * transaction under the write lock (another tessel may be migrating the
+ * same file: whoever comes second finds it done).  Version 1 lacks
+ * records.cost_scale.  Return 0 or -1. */
+static int migrate(tune_db *db)
+{
+	long v;
+	if (read_version(db, &v) < 0)
+		return -1;
+	if (v == TUNE_DB_SCHEMA_VERSION)
+		return 0;
+	if (exec1(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	int r = read_version(db, &v);
+	if (r == 0 && v == 1)
+		r = exec1(db, "ALTER TABLE records ADD COLUMN cost_scale REAL");
+	if (r == 0 && v < TUNE_DB_SCHEMA_VERSION) {
+		char sql[160];
+		snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = "
+			"'schema_version'; PRAGMA user_version = %d",
+			TUNE_DB_SCHEMA_VERSION, TUNE_DB_SCHEMA_VERSION);
+		if (sqlite3_exec(db->sql, sql, NULL, NULL, NULL) != SQLITE_OK)
+			r = fail_sql(db, "migrating the schema");
+	}
+	if (r == 0)
+		r = exec1(db, "COMMIT");
+	if (r < 0 && !sqlite3_get_autocommit(db->sql))
+		sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+	return r < 0 ? fail(db, "%s: migrating the schema from version %ld to %d: %s",
+		db->path, v, TUNE_DB_SCHEMA_VERSION, db->err) : 0;
 }
 
 /* Set the connection settings of "db" on a verified record store: WAL,
@@ -604,9 +646,9 @@ static int open_store(tune_db *db)
 			"not a tessel record store; refusing to touch it", db->path);
 	if (kind != DB_OURS)
 		return fail(db, "%s: was not created", db->path);
-	if (check_version(db) < 0)
+	if (check_version(db) < 0 || configure(db) < 0)
 		return -1;
-	return configure(db);
+	return migrate(db);
 }
 
 tune_db *tune_db_open(const char *path, char *err, size_t errlen)
@@ -884,6 +926,9 @@ static int validate_record(tune_db *db, const tune_record *r)
 		&& r->cost_min_s >= 0))
 		return fail(db, "record with an invalid minimum cost (%g)",
 			r->cost_min_s);
+	if (ok && !isnan(r->cost_scale) && r->cost_scale != 0
+		&& !(isfinite(r->cost_scale) && r->cost_scale > 0))
+		return fail(db, "record with an invalid cost scale (%g)", r->cost_scale);
 	if (r->nfeatures < 0 || r->nfeatures > MAX_FEATURES
 		|| (r->nfeatures > 0 && !r->features))
 		return fail(db, "record with %d features", r->nfeatures);
@@ -921,6 +966,7 @@ static int bind_record(tune_db *db, sqlite3_stmt *st, const tune_record *r)
 	bind_text(st, 9, r->error_msg && *r->error_msg ? r->error_msg : NULL);
 	bind_text(st, 10, r->measured_at ? r->measured_at : now);
 	bind_text(st, 11, r->tessel_version ? r->tessel_version : TESSEL_VERSION);
+	bind_real(st, 12, ok && r->cost_scale > 0 ? r->cost_scale : NAN);
 	return 0;
 }
 
@@ -1026,7 +1072,7 @@ static const char *copy_out(char **cursor, const char *s, size_t len)
 static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 {
 	enum { C_ID, C_W, C_T, C_TRACE, C_HASH, C_FEAT, C_MED, C_MIN, C_ERR,
-		C_MSG, C_AT, C_VER };
+		C_MSG, C_AT, C_VER, C_SCALE };
 	static const int texts[] = { C_TRACE, C_HASH, C_ERR, C_MSG, C_AT, C_VER };
 	const char *text[6];
 	size_t len[6], total = 0;
@@ -1053,6 +1099,7 @@ static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 	r->nfeatures = (int)(blob_len / 4);
 	r->cost_median_s = column_real(st, C_MED);
 	r->cost_min_s = column_real(st, C_MIN);
+	r->cost_scale = column_real(st, C_SCALE);
 	r->trace = copy_out(&cursor, text[0], len[0]);
 	r->trace_hash = copy_out(&cursor, text[1], len[1]);
 	r->error_class = copy_out(&cursor, text[2], len[2]);
@@ -1353,7 +1400,7 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 	static const char sql[] = "SELECT w.key, w.op_text, w.flops, t.kind, "
 		"t.description, r.trace, r.trace_hash, r.features, r.cost_median_s, "
 		"r.cost_min_s, r.error_class, r.error_msg, r.measured_at, "
-		"r.tessel_version, r.id FROM records r "
+		"r.tessel_version, r.id, r.cost_scale FROM records r "
 		"JOIN workloads w ON w.id = r.workload_id "
 		"JOIN targets t ON t.id = r.target_id "
 		"WHERE (?1 IS NULL OR w.key = ?1) AND (?2 IS NULL OR t.description = ?2) "
@@ -1379,6 +1426,8 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 			break;
 		json_real_field(out, "cost_median_s", st, 8);
 		json_real_field(out, "cost_min_s", st, 9);
+		if (sqlite3_column_type(st, 15) != SQLITE_NULL)
+			json_real_field(out, "cost_scale", st, 15);
 		json_text_field(out, "error", st, 10);
 		if (sqlite3_column_type(st, 11) != SQLITE_NULL)
 			json_text_field(out, "error_msg", st, 11);
@@ -1409,7 +1458,7 @@ typedef struct json_in {
 enum jl_field {
 	F_VERSION, F_WORKLOAD, F_OP, F_FLOPS, F_TARGET_KIND, F_TARGET, F_TRACE,
 	F_TRACE_HASH, F_FEATURES, F_MEDIAN, F_MIN, F_ERROR, F_ERROR_MSG,
-	F_MEASURED_AT, F_TESSEL_VERSION, F_COUNT_
+	F_MEASURED_AT, F_TESSEL_VERSION, F_SCALE, F_COUNT_
 };
 
 enum jl_kind { J_STRING, J_NUMBER, J_NUMBERS };
@@ -1435,6 +1484,7 @@ static const struct jl_spec {
 	[F_ERROR_MSG] = { "error_msg", J_STRING, false, true },
 	[F_MEASURED_AT] = { "measured_at", J_STRING, true, false },
 	[F_TESSEL_VERSION] = { "tessel_version", J_STRING, true, false },
+	[F_SCALE] = { "cost_scale", J_NUMBER, false, true },
 };
 
 /* One parsed line: strings are malloc'ed, absent or null values are NULL
@@ -1842,6 +1892,7 @@ static int import_line(tune_db *db, const jl_line *l,
 		.nfeatures = l->nfeatures,
 		.cost_median_s = l->num[F_MEDIAN],
 		.cost_min_s = l->num[F_MIN],
+		.cost_scale = l->num[F_SCALE],
 		.error_class = l->str[F_ERROR],
 		.error_msg = l->str[F_ERROR_MSG],
 		.measured_at = l->str[F_MEASURED_AT],

@@ -16,9 +16,10 @@
 #include <stdio.h>
 
 /* The schema this tessel writes, and the newest it can read. */
-#define TUNE_DB_SCHEMA_VERSION 1
-/* The version of the JSON-lines record form ("tessel_record": 1). */
-#define TUNE_DB_JSONL_VERSION 1
+#define TUNE_DB_SCHEMA_VERSION 2
+/* The version of the JSON-lines record form ("tessel_record": 2; version
+ * 1, without "cost_scale", is read too). */
+#define TUNE_DB_JSONL_VERSION 2
 /* Room for a trace hash: 16 hex digits and a NUL. */
 #define TUNE_HASH_LEN 17
 /* Room for a UTC timestamp "2024-05-01T12:34:56.789Z" and a NUL. */
@@ -49,6 +50,9 @@ typedef struct tune_record {
 	int nfeatures;
 	double cost_median_s;
 	double cost_min_s;
+	double cost_scale;     /* how slow the machine ran the record's batch
+	                        * (tuner/control.h); NAN or <= 0: unknown,
+	                        * stored as NULL */
 	const char *error_class;
 	const char *error_msg;
 	const char *measured_at;
