@@ -9,6 +9,7 @@
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH] [--time median|min]
+ *                 [--raw]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -42,9 +43,11 @@
  *
  * A record's time, for training and scoring alike, is its fastest repeat
  * (cost_min_s; on the CPU since 2026-11-25 its fastest visit of the batch
- * timed together), as the tuner trains its model (tuner/search.c,
- * label_seconds); --time median takes its median instead, the protocol
- * before that date. */
+ * timed together) over its batch's scale where the record has one (the
+ * control's drift, tuner/control.h), as the tuner trains its model
+ * (tune_label_seconds); --time median takes its median instead, the
+ * protocol before 2026-11-25, and --raw leaves out the scale, as every
+ * number before 2026-11-26 did. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,7 @@
 
 #include <sqlite3.h>
 
+#include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
@@ -85,6 +89,8 @@ typedef struct options {
 	bool fastest;           /* --time min */
 	int next;               /* --next B: batches of B, each after all before */
 	bool recompute, pooled, store;
+	bool raw;               /* --raw: times as measured, not over their
+	                         * batch's scale */
 	tune_cost_model_opts model;
 } options;
 
@@ -95,6 +101,7 @@ typedef struct reader {
 	rt_cpu_target cpu;
 	bool recompute;
 	bool fastest;           /* the fastest repeat as the time */
+	bool raw;               /* ignore the batches' scales */
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
 	workload_op ops[MAX_WORKLOADS];
@@ -169,9 +176,9 @@ static int collect(const tune_record *r, void *arg)
 		rd->recomputed++;
 	}
 	t->ids[t->n] = r->id;
-	double seconds = rd->fastest && isfinite(r->cost_min_s) ? r->cost_min_s
-		: r->cost_median_s;
-	t->seconds[t->n] = strcmp(r->error_class, "ok") == 0 ? seconds : INFINITY;
+	bool ok = strcmp(r->error_class, "ok") == 0;
+	t->seconds[t->n] = tune_label_seconds(ok, r->cost_median_s,
+		rd->fastest ? r->cost_min_s : NAN, rd->raw ? NAN : r->cost_scale);
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->n++;
 	return 0;
@@ -532,6 +539,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->pooled = true;
 		else if (strcmp(a, "--store") == 0)
 			o->store = true;
+		else if (strcmp(a, "--raw") == 0)
+			o->raw = true;
 		else
 			flag = false;
 		if (flag)
@@ -595,7 +604,7 @@ int main(int argc, char **argv)
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
-			"[--time median|min]\n");
+			"[--time median|min] [--raw]\n");
 		return 1;
 	}
 	char err[1024];
@@ -606,7 +615,7 @@ int main(int argc, char **argv)
 	}
 	rows t = { 0 };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute, .fastest = o.fastest,
-		.only_workload = o.others ? 0 : o.only_workload };
+		.raw = o.raw, .only_workload = o.others ? 0 : o.only_workload };
 	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
 		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
 		return 1;

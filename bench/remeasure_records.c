@@ -5,7 +5,9 @@
  * that a drift of the machine does not look like agreement.  It prints
  * how often two measurements order a pair of programs the same way:
  * stored against each pass, and the two passes against each other (by
- * their medians, then by their fastest repeats).  No
+ * their medians, then by their fastest repeats), and the stored fastest
+ * repeats against each pass's, as stored and over their batch's scale
+ * (the labels the cost model learns, tuner/control.h).  No
  * cost model can order the stored times better than the measurements
  * order each other, so the agreement of the two passes is the ceiling of
  * the model's pairwise accuracy on those records (docs/cost-model.md,
@@ -31,6 +33,7 @@
 
 #include "schedule/state.h"
 #include "schedule/trace.h"
+#include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/measure.h"
 #include "tuner/task.h"
@@ -44,13 +47,21 @@ typedef struct options {
 	double min_time;
 } options;
 
+/* One stored record: its trace, id and stored times. */
+typedef struct item {
+	char *trace;
+	int64_t id;
+	double median_s;     /* stored median */
+	double fastest_s;    /* stored fastest repeat (the median if none) */
+	double label_s;      /* the fastest over the batch's scale, as the
+	                      * cost model learns it (tuner/control.h) */
+} item;
+
 /* The records of the workload after the first "from", "ok" only. */
 typedef struct sample {
 	int seen, n, cap;
 	int from;
-	char **traces;
-	double *stored;
-	int64_t *ids;
+	item *items;
 } sample;
 
 static int collect(const tune_record *r, void *arg)
@@ -59,17 +70,22 @@ static int collect(const tune_record *r, void *arg)
 	if (s->seen++ < s->from || strcmp(r->error_class, "ok") != 0)
 		return 0;
 	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 256;
-		s->traces = realloc(s->traces, (size_t)s->cap * sizeof(char *));
-		s->stored = realloc(s->stored, (size_t)s->cap * sizeof(double));
-		s->ids = realloc(s->ids, (size_t)s->cap * sizeof(int64_t));
-		if (!s->traces || !s->stored || !s->ids)
+		int cap = s->cap ? 2 * s->cap : 256;
+		item *more = realloc(s->items, (size_t)cap * sizeof(item));
+		if (!more)
 			return -1;
+		s->items = more;
+		s->cap = cap;
 	}
-	if (!(s->traces[s->n] = strdup(r->trace)))
+	item *it = &s->items[s->n];
+	if (!(it->trace = strdup(r->trace)))
 		return -1;
-	s->ids[s->n] = r->id;
-	s->stored[s->n++] = r->cost_median_s;
+	it->id = r->id;
+	it->median_s = r->cost_median_s;
+	it->fastest_s = tune_label_seconds(true, r->cost_median_s, r->cost_min_s, NAN);
+	it->label_s = tune_label_seconds(true, r->cost_median_s, r->cost_min_s,
+		r->cost_scale);
+	s->n++;
 	return 0;
 }
 
@@ -80,14 +96,12 @@ static void draw(sample *s, int want, uint64_t seed)
 	for (int i = 0; i < s->n && i < want; i++) {
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		int j = i + (int)((seed >> 33) % (uint64_t)(s->n - i));
-		char *t = s->traces[i];
-		double c = s->stored[i];
-		int64_t id = s->ids[i];
-		s->traces[i] = s->traces[j], s->stored[i] = s->stored[j], s->ids[i] = s->ids[j];
-		s->traces[j] = t, s->stored[j] = c, s->ids[j] = id;
+		item t = s->items[i];
+		s->items[i] = s->items[j];
+		s->items[j] = t;
 	}
 	for (int i = want; i < s->n; i++)
-		free(s->traces[i]);
+		free(s->items[i].trace);
 	if (s->n > want)
 		s->n = want;
 }
@@ -290,11 +304,14 @@ int main(int argc, char **argv)
 	loop_prog *progs[s.n > 0 ? s.n : 1];
 	double stored[s.n > 0 ? s.n : 1], first[s.n > 0 ? s.n : 1], second[s.n > 0 ? s.n : 1];
 	double first_min[s.n > 0 ? s.n : 1], second_min[s.n > 0 ? s.n : 1];
+	double fastest[s.n > 0 ? s.n : 1], label[s.n > 0 ? s.n : 1];
 	int64_t ids[s.n > 0 ? s.n : 1];
 	for (int i = 0; i < s.n; i++)
-		if ((progs[n] = program_of(ctx, op, s.traces[i]))) {
-			ids[n] = s.ids[i];
-			stored[n++] = s.stored[i];
+		if ((progs[n] = program_of(ctx, op, s.items[i].trace))) {
+			ids[n] = s.items[i].id;
+			fastest[n] = s.items[i].fastest_s;
+			label[n] = s.items[i].label_s;
+			stored[n++] = s.items[i].median_s;
 		}
 	int forward[n > 0 ? n : 1], backward[n > 0 ? n : 1], disturbed = 0;
 	for (int i = 0; i < n; i++)
@@ -310,6 +327,10 @@ int main(int argc, char **argv)
 	print_pair("stored vs second pass", stored, second, n);
 	print_pair("first vs second pass", first, second, n);
 	print_pair("  their fastest repeats", first_min, second_min, n);
+	print_pair("stored fastest vs first pass's", fastest, first_min, n);
+	print_pair("  over the batch's scale", label, first_min, n);
+	print_pair("stored fastest vs second pass's", fastest, second_min, n);
+	print_pair("  over the batch's scale", label, second_min, n);
 	printf("time ratios:\n");
 	print_ratios("first / stored", stored, first, n);
 	print_ratios("second / first", first, second, n);
@@ -318,10 +339,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		loop_prog_free(progs[i]);
 	for (int i = 0; i < s.n; i++)
-		free(s.traces[i]);
-	free(s.traces);
-	free(s.stored);
-	free(s.ids);
+		free(s.items[i].trace);
+	free(s.items);
 	tune_measurer_free(m);
 	tune_task_clear(&task);
 	tessel_op_release(op);

@@ -17,6 +17,7 @@
 #include "schedule/state.h"
 #include "schedule/trace.h"
 #include "tessel/ops.h"
+#include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/search.h"
@@ -179,6 +180,59 @@ Test(search, a_rerun_resumes_without_measuring_again)
 	cr_expect_leq(s.best_s, first_best);
 	cr_expect_eq(tune_db_count(db, 0, 0), 32, "nothing was measured twice");
 	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+typedef struct scales {
+	int n;
+	double scale[64];
+	bool ok[64];
+} scales;
+
+static int collect_scales(const tune_record *r, void *arg)
+{
+	scales *c = arg;
+	if (c->n < 64) {
+		c->scale[c->n] = r->cost_scale;
+		c->ok[c->n] = strcmp(r->error_class, "ok") == 0;
+	}
+	c->n++;
+	return 0;
+}
+
+Test(search, every_batch_after_the_first_carries_its_control_scale)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_summary s;
+	char err[512];
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(24, 5);
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	o.trials = 8;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	scales c = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, collect_scales, &c), 0);
+	cr_assert_eq(c.n, 32, "the control is measured, not recorded");
+	for (int i = 0; i < 8; i++)
+		cr_expect(isnan(c.scale[i]), "record %d: the first batch has no control", i);
+	for (int b = 1; b < 4; b++) {
+		double first = NAN;
+		for (int i = 8 * b; i < 8 * b + 8; i++) {
+			if (!c.ok[i]) {
+				cr_expect(isnan(c.scale[i]), "a failed record has no scale");
+				continue;
+			}
+			cr_expect(c.scale[i] > 0.25 && c.scale[i] < 4,
+				"record %d: scale %g", i, c.scale[i]);
+			if (isnan(first))
+				first = c.scale[i];
+			cr_expect_eq(c.scale[i], first, "one scale per batch (%d)", b);
+		}
+	}
 	tune_db_close(db);
 	fixture_fini(&f);
 }
@@ -409,4 +463,60 @@ Test(search, unknown_targets_are_refused)
 	cr_expect_eq(tune_task_init(&t, ctx, op, "cpu -cores=banana", err, sizeof(err)), -1);
 	tessel_op_release(op);
 	tessel_ctx_free(ctx);
+}
+
+Test(control, scales_labels_and_follows_the_best)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_control c = { 0 };
+	tune_result r = { .error = TUNE_OK, .median_s = 3e-3, .min_s = 2e-3 };
+	cr_expect(isnan(tune_control_scale(&c, &r)), "no control, no scale");
+	cr_assert_eq(tune_control_set(&c, &f.task, "", 1e-3), 0, "the bare op lowers");
+	cr_assert(c.prog && c.trace);
+	cr_expect_float_eq(tune_control_scale(&c, &r), 2.0, 1e-12);
+	r.min_s = NAN;
+	cr_expect_float_eq(tune_control_scale(&c, &r), 3.0, 1e-12, "the median when no fastest");
+	r.not_run = true;
+	cr_expect(isnan(tune_control_scale(&c, &r)));
+	r = (tune_result){ .error = TUNE_ERR_TIMEOUT, .median_s = NAN, .min_s = NAN };
+	cr_expect(isnan(tune_control_scale(&c, &r)));
+
+	cr_expect_eq(tune_label_seconds(true, 3e-3, 2e-3, 2.0), 1e-3);
+	cr_expect_eq(tune_label_seconds(true, 3e-3, 2e-3, NAN), 2e-3);
+	cr_expect_eq(tune_label_seconds(true, 3e-3, NAN, 0), 3e-3);
+	cr_expect(isinf(tune_label_seconds(false, 3e-3, 2e-3, 2.0)));
+
+	cr_expect_not(tune_control_follow(&c, &f.task, "", 0.9e-3),
+		"a best within TUNE_CONTROL_FOLLOW keeps the control");
+	cr_expect_eq(c.ref_s, 1e-3);
+	cr_expect(tune_control_follow(&c, &f.task, "", 0.5e-3));
+	cr_expect_eq(c.ref_s, 0.5e-3);
+	cr_expect_neq(tune_control_set(&c, &f.task, "no such primitive", 1e-3), 0);
+	cr_expect_neq(tune_control_set(&c, &f.task, "", 0), 0);
+	cr_expect_eq(c.ref_s, 0.5e-3, "a refused control leaves the old one");
+	tune_control_clear(&c);
+	cr_expect_null(c.prog);
+	fixture_fini(&f);
+}
+
+Test(control, a_batch_far_from_the_usual_scale_is_unusual)
+{
+	tune_control c = { 0 };
+	cr_expect(isnan(tune_control_usual(&c)));
+	tune_control_note(&c, 1.0);
+	tune_control_note(&c, NAN);
+	tune_control_note(&c, 1.1);
+	cr_expect(isnan(tune_control_usual(&c)), "two scales are too few");
+	cr_expect_not(tune_control_unusual(&c, 3.0), "nothing is unusual yet");
+	tune_control_note(&c, 0.9);
+	cr_expect_float_eq(tune_control_usual(&c), 1.0, 1e-12);
+	cr_expect_not(tune_control_unusual(&c, 1.2));
+	cr_expect(tune_control_unusual(&c, 1.3));
+	cr_expect_not(tune_control_unusual(&c, 0.5), "a faster machine is scaled, not retried");
+	cr_expect_not(tune_control_unusual(&c, NAN));
+	for (int i = 0; i < TUNE_CONTROL_HISTORY; i++)
+		tune_control_note(&c, 2.0);
+	cr_expect_eq(tune_control_usual(&c), 2.0, "the oldest scales are forgotten");
+	cr_expect(tune_control_unusual(&c, 2.6));
 }

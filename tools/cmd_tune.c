@@ -219,6 +219,9 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 			"waited for a CPU; %d trials still disturbed (their times may be too "
 			"slow)\n",
 			s->retaken, s->disturbed);
+	if (s->batches_retaken)
+		printf("unusual moments: %d batches measured again because their control "
+			"ran far from its usual time\n", s->batches_retaken);
 	if (s->interrupted)
 		printf("interrupted: every measured batch is committed\n");
 	else if (s->early_stopped)

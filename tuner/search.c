@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/timer.h"
 #include "schedule/gpu_default.h"
 #include "schedule/random.h"
+#include "tuner/control.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
 #include "tuner/record_features.h"
@@ -156,6 +158,8 @@ typedef struct search {
 	uint64_t rng;
 	double start_s;
 	int since_better;        /* trials since the best improved */
+	double best_label_s;     /* the label time of the best record */
+	tune_control control;    /* measured with every batch */
 } search;
 
 static int fail(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -306,22 +310,14 @@ static void write_back_features(search *s)
 			tune_db_error(s->db));
 }
 
-/* The time a measurement teaches the model: its fastest repeat when
- * known (on the CPU the fastest visit of the batch timed together, the
- * most repeatable of its times), else its median; INFINITY when it
- * failed.  Bests are still chosen by the median (docs/cost-model.md,
- * "Labels"). */
-static double label_seconds(bool ok, double median_s, double min_s)
-{
-	return !ok ? INFINITY : isfinite(min_s) ? min_s : median_s;
-}
-
 static int load_record(const tune_record *r, void *arg)
 {
 	search *s = arg;
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
-	if (train_record(s, r, label_seconds(ok, r->cost_median_s, r->cost_min_s)))
+	double label = tune_label_seconds(ok, r->cost_median_s, r->cost_min_s,
+		r->cost_scale);
+	if (train_record(s, r, label))
 		return -1;
 	if (r->workload_id != s->workload_id)
 		return 0;
@@ -332,6 +328,7 @@ static int load_record(const tune_record *r, void *arg)
 		elite_offer(s, r->trace, seconds);
 		if (!(s->sum->best_s <= seconds)) {
 			s->sum->best_s = seconds;
+			s->best_label_s = label;
 			s->sum->best_record = r->id;
 			free(s->sum->best_trace);
 			s->sum->best_trace = strdup(r->trace);
@@ -370,6 +367,10 @@ static int load_store(search *s)
 	}
 	if (isfinite(s->sum->best_s))
 		tune_measurer_set_best(s->measurer, s->sum->best_s);
+	if (s->sum->best_trace && tune_control_set(&s->control, s->task,
+		s->sum->best_trace, s->best_label_s))
+		logf_(s, "control: the best record does not lower; the first batch "
+			"goes without one");
 	return 0;
 }
 
@@ -574,7 +575,11 @@ static void report_progress(search *s, bool done)
  * and update the search: best, parents, training rows.  Candidates an
  * interrupt kept from being measured (not_run) are left out: nothing is
  * known of them, and a later run may measure them. */
-static int record_batch(search *s, candidate *batch, const tune_result *res, int n)
+/* Store the "n" measured candidates of "batch" (results "res") in one
+ * transaction, each ok one with the batch's "scale" (NAN: unknown), and
+ * learn from them: training rows, parents, the best and the control. */
+static int record_batch(search *s, candidate *batch, const tune_result *res, int n,
+	double scale)
 {
 	if (tune_db_begin(s->db))
 		return fail(s, "%s", tune_db_error(s->db));
@@ -590,6 +595,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			.nfeatures = TUNE_PROGRAM_FEATURES,
 			.cost_median_s = ok ? res[i].median_s : NAN,
 			.cost_min_s = ok ? res[i].min_s : NAN,
+			.cost_scale = scale,
 			.error_class = tune_error_name(res[i].error),
 			.error_msg = ok ? NULL : res[i].msg,
 		};
@@ -606,6 +612,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	for (int i = 0; i < n; i++) {
 		bool ok = res[i].error == TUNE_OK;
 		double seconds = ok ? res[i].median_s : INFINITY;
+		double label = tune_label_seconds(ok, res[i].median_s, res[i].min_s, scale);
 		if (res[i].not_run)
 			continue;
 		s->sum->trials++;
@@ -616,8 +623,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		s->since_better++;
 		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
 		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
-		    train_add(&s->train, batch[i].features,
-			    label_seconds(ok, res[i].median_s, res[i].min_s),
+		    train_add(&s->train, batch[i].features, label,
 			    (uint32_t)s->workload_id))
 			return fail(s, "out of memory");
 		if (batch[i].is_default && ok)
@@ -627,11 +633,17 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		elite_offer(s, batch[i].trace, seconds);
 		if (!(s->sum->best_s <= seconds) && res[i].checked) {
 			s->sum->best_s = seconds;
+			s->best_label_s = label;
 			free(s->sum->best_trace);
 			s->sum->best_trace = strdup(batch[i].trace);
 			s->since_better = 0;
 		}
 	}
+	if (s->sum->best_trace && (!s->control.trace || isfinite(scale)) &&
+	    tune_control_follow(&s->control, s->task,
+		s->sum->best_trace, s->best_label_s))
+		logf_(s, "control: the best (%.4g ms in the labels' units) is measured "
+			"with every batch from now on", s->best_label_s * 1e3);
 	return 0;
 }
 
@@ -702,10 +714,11 @@ static int default_candidate(search *s, candidate *c)
 /* Measure again, once and each alone, the candidates of the batch
  * ("progs", results "res") that would become the best, fastest first
  * while one is faster than the best so far, checking each against the
- * interpreter, and keep the slower of its two medians (and the faster
- * minimum): of many noisy measurements the fastest is partly the
- * luckiest, and a best that does not hold on a second run should neither
- * steer the search nor be applied.  A second run that fails makes the
+ * interpreter, and keep the slower of its two medians: of many noisy
+ * measurements the fastest is partly the luckiest, and a best that does
+ * not hold on a second run should neither steer the search nor be
+ * applied.  The fastest repeat stays the batch's, timed in turns with
+ * the rest of it and its control, as the label needs.  A second run that fails makes the
  * candidate's result that failure (one cut short by an interrupt keeps
  * the first).  Return 0, or -1 when the measurer failed (message in
  * res[0].msg). */
@@ -737,7 +750,6 @@ static int confirm_bests(search *s, loop_prog **progs, tune_result *res, int n)
 			continue;
 		}
 		r->median_s = fmax(r->median_s, second.median_s);
-		r->min_s = fmin(r->min_s, second.min_s);
 		r->runs += second.runs;
 		r->checked = second.checked;
 		r->rel_error = second.rel_error;
@@ -745,6 +757,48 @@ static int confirm_bests(search *s, loop_prog **progs, tune_result *res, int n)
 			best = r->median_s;
 	}
 	tune_measurer_set_best(s->measurer, best);
+	return 0;
+}
+
+/* Measure the "n" programs "progs" (room for n + 1) and the control with
+ * them, results in "res" (room for n + 1), and set "*scale" to the
+ * batch's scale (NAN: no control, or it failed).  A batch the control
+ * says ran in a slow moment of the machine (tune_control_unusual) is
+ * measured again after a pause (1 s, then 2 s), up to
+ * TUNE_CONTROL_RETRIES times, and the fastest attempt kept.  Return 0, or -1
+ * when the measurer failed (message in res[0].msg). */
+static int measure_with_control(search *s, loop_prog **progs, int n,
+	tune_result *res, double *scale)
+{
+	int total = n;
+	if (s->control.prog)
+		progs[total++] = s->control.prog;
+	tune_result again[total];
+	double usual = tune_control_usual(&s->control);
+	for (int attempt = 0; attempt <= TUNE_CONTROL_RETRIES; attempt++) {
+		tune_result *out = attempt ? again : res;
+		for (int i = 0; i < total; i++)
+			out[i] = (tune_result){ .error = TUNE_ERR_RUNTIME };
+		if (tune_measure_batch(s->measurer, progs, total, out,
+			(volatile const int *)s->o->stop)) {
+			res[0] = out[0];
+			return -1;
+		}
+		double sc = total > n ? tune_control_scale(&s->control, &out[n]) : NAN;
+		if (attempt == 0 || sc < *scale) {
+			if (attempt)
+				memcpy(res, again, (size_t)total * sizeof(*res));
+			*scale = sc;
+		}
+		if (!tune_control_unusual(&s->control, *scale) ||
+		    attempt == TUNE_CONTROL_RETRIES || (s->o->stop && *s->o->stop))
+			break;
+		logf_(s, "control: the machine ran this batch at %.3f of the control's "
+			"time, %.3f usually; measuring it again", sc, usual);
+		s->sum->batches_retaken++;
+		nanosleep(&(struct timespec){ .tv_sec = attempt + 1 }, NULL);
+	}
+	tune_control_note(&s->control, *scale);
 	return 0;
 }
 
@@ -766,24 +820,24 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 			candidate_clear(&pool[i]);
 		return picked == 0;
 	}
-	loop_prog *progs[picked];
-	for (int i = 0; i < picked; i++) {
+	loop_prog *progs[picked + 1];
+	for (int i = 0; i < picked; i++)
 		progs[i] = pool[i].prog;
-		res[i] = (tune_result){ .error = TUNE_ERR_RUNTIME };
-	}
-	if (tune_measure_batch(s->measurer, progs, picked, res,
-		(volatile const int *)s->o->stop) || confirm_bests(s, progs, res, picked))
+	double scale;
+	if (measure_with_control(s, progs, picked, res, &scale) ||
+	    confirm_bests(s, progs, res, picked))
 		return fail(s, "measuring: %s", res[0].msg);
 	double t2 = rt_now_s();
-	int r = record_batch(s, pool, res, picked);
+	int r = record_batch(s, pool, res, picked, scale);
 	for (int i = 0; i < n; i++)
 		candidate_clear(&pool[i]);
 	s->sum->rounds++;
 	if (r)
 		return r;
 	retrain(s);
-	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s, "
-		"recorded and trained in %.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1,
+	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s "
+		"(the machine at %.3f of the control's time), recorded and trained in "
+		"%.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1, scale,
 		rt_now_s() - t2);
 	report_progress(s, false);
 	return 0;
@@ -825,6 +879,7 @@ static int search_setup(search *s)
 
 static void search_teardown(search *s)
 {
+	tune_control_clear(&s->control);
 	for (int i = 0; i < s->nelites; i++)
 		sch_trace_free(s->elites[i].trace);
 	tune_space_free(s->space);

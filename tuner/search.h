@@ -86,6 +86,8 @@ typedef struct tune_summary {
 	                      * threads waited for CPUs (rt_timing_disturbed) */
 	int disturbed;       /* trials whose kept measurement was still
 	                      * disturbed after its retries */
+	int batches_retaken; /* batches measured again because their control
+	                      * ran far from its usual time (tuner/control.h) */
 } tune_summary;
 
 void tune_summary_clear(tune_summary *s);
