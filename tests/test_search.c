@@ -465,16 +465,17 @@ Test(search, unknown_targets_are_refused)
 	tessel_ctx_free(ctx);
 }
 
-Test(control, scales_labels_and_follows_the_best)
+Test(control, scales_labels_and_hands_over_to_a_faster_best)
 {
 	fixture f;
 	small_matmul(&f);
+	const char *split = "split C.i 8 -> C.io C.ii\n";
 	tune_control c = { 0 };
 	tune_result r = { .error = TUNE_OK, .median_s = 3e-3, .min_s = 2e-3 };
 	cr_expect(isnan(tune_control_scale(&c, &r)), "no control, no scale");
 	cr_assert_eq(tune_control_set(&c, &f.task, "", 1e-3), 0, "the bare op lowers");
 	cr_assert(c.prog && c.trace);
-	cr_expect_float_eq(tune_control_scale(&c, &r), 2.0, 1e-12);
+	cr_expect_float_eq(tune_control_scale(&c, &r), 2.0, 1e-12, "the fastest visit");
 	r.min_s = NAN;
 	cr_expect_float_eq(tune_control_scale(&c, &r), 3.0, 1e-12, "the median when no fastest");
 	r.not_run = true;
@@ -487,16 +488,34 @@ Test(control, scales_labels_and_follows_the_best)
 	cr_expect_eq(tune_label_seconds(true, 3e-3, NAN, 0), 3e-3);
 	cr_expect(isinf(tune_label_seconds(false, 3e-3, 2e-3, 2.0)));
 
-	cr_expect_not(tune_control_follow(&c, &f.task, "", 0.9e-3),
+	cr_expect_not(tune_control_follow(&c, &f.task, split, 0.9e-3),
 		"a best within TUNE_CONTROL_FOLLOW keeps the control");
-	cr_expect_eq(c.ref_s, 1e-3);
-	cr_expect(tune_control_follow(&c, &f.task, "", 0.5e-3));
-	cr_expect_eq(c.ref_s, 0.5e-3);
+	cr_expect_null(c.next_trace);
+	cr_expect_not(tune_control_follow(&c, &f.task, "", 0.5e-3), "the control itself");
+	cr_expect_not(tune_control_follow(&c, &f.task, "no such primitive", 0.5e-3));
+	cr_expect(tune_control_follow(&c, &f.task, split, 0.5e-3));
+	cr_assert(c.next_prog && c.next_trace);
+	cr_expect_eq(c.ref_s, 1e-3, "the control stays until the hand-over");
+	tune_result failed = { .error = TUNE_ERR_CRASH, .median_s = NAN };
+	cr_expect_not(tune_control_hand_over(&c, &failed, 2.0));
+	cr_expect_not_null(c.next_trace, "a failed next control is tried again");
+	tune_result next = { .error = TUNE_OK, .median_s = 1.2e-3, .min_s = 1.1e-3 };
+	cr_expect_not(tune_control_hand_over(&c, &next, NAN), "no scale, no reference");
+	cr_expect(tune_control_hand_over(&c, &next, 2.0));
+	cr_expect_float_eq(c.ref_s, 0.55e-3, 1e-15, "its fastest visit in the batch's units");
+	cr_expect_str_eq(c.trace, split);
+	cr_expect_null(c.next_trace);
 	cr_expect_neq(tune_control_set(&c, &f.task, "no such primitive", 1e-3), 0);
 	cr_expect_neq(tune_control_set(&c, &f.task, "", 0), 0);
-	cr_expect_eq(c.ref_s, 0.5e-3, "a refused control leaves the old one");
+	cr_expect_float_eq(c.ref_s, 0.55e-3, 1e-15, "a refused control leaves the old one");
 	tune_control_clear(&c);
 	cr_expect_null(c.prog);
+
+	cr_expect(tune_control_follow(&c, &f.task, "", 1e-3), "the first control");
+	cr_expect(tune_control_hand_over(&c, &next, NAN),
+		"without a control the batch defines the units");
+	cr_expect_eq(c.ref_s, 1.1e-3);
+	tune_control_clear(&c);
 	fixture_fini(&f);
 }
 
@@ -519,4 +538,13 @@ Test(control, a_batch_far_from_the_usual_scale_is_unusual)
 		tune_control_note(&c, 2.0);
 	cr_expect_eq(tune_control_usual(&c), 2.0, "the oldest scales are forgotten");
 	cr_expect(tune_control_unusual(&c, 2.6));
+
+	tune_result quiet = { .error = TUNE_OK, .median_s = 1.05e-3, .min_s = 1e-3 };
+	tune_result spread = { .error = TUNE_OK, .median_s = 1.3e-3, .min_s = 1e-3 };
+	cr_expect_not(tune_control_disturbed(&c, &quiet, 2.0));
+	cr_expect(tune_control_disturbed(&c, &quiet, 2.6), "a slow batch");
+	cr_expect(tune_control_disturbed(&c, &spread, 2.0),
+		"visits far above the fastest: a disturbed moment");
+	spread.error = TUNE_ERR_TIMEOUT;
+	cr_expect_not(tune_control_disturbed(&c, &spread, NAN));
 }

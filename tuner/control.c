@@ -9,21 +9,33 @@
 #include "schedule/state.h"
 #include "schedule/trace.h"
 
-int tune_control_set(tune_control *c, const tune_task *task, const char *trace,
-	double ref_s)
+/* Replay and lower "trace" on the op of "task"; the program and a copy
+ * of the trace, or -1 (nothing allocated). */
+static int lower_trace(const tune_task *task, const char *trace, loop_prog **prog,
+	char **copy)
 {
-	if (!(ref_s > 0) || !isfinite(ref_s))
-		return -1;
 	sch_state *st = sch_state_new(task->ctx, task->op);
 	sch_trace *tr = st ? sch_trace_parse(task->ctx, "control", trace) : NULL;
 	loop_prog *p = tr && sch_replay(st, tr, "control") == 0 ? sch_program(st) : NULL;
-	char *copy = p ? strdup(trace) : NULL;
+	char *c = p ? strdup(trace) : NULL;
 	sch_trace_free(tr);
 	sch_state_free(st);
-	if (!copy) {
+	if (!c) {
 		loop_prog_free(p);
 		return -1;
 	}
+	*prog = p;
+	*copy = c;
+	return 0;
+}
+
+int tune_control_set(tune_control *c, const tune_task *task, const char *trace,
+	double ref_s)
+{
+	loop_prog *p;
+	char *copy;
+	if (!(ref_s > 0) || !isfinite(ref_s) || lower_trace(task, trace, &p, &copy))
+		return -1;
 	free(c->trace);
 	loop_prog_free(c->prog);
 	c->trace = copy;
@@ -37,13 +49,45 @@ bool tune_control_follow(tune_control *c, const tune_task *task, const char *tra
 {
 	if (c->trace && !(c->ref_s > TUNE_CONTROL_FOLLOW * label_s))
 		return false;
-	return tune_control_set(c, task, trace, label_s) == 0;
+	if ((c->next_trace && strcmp(c->next_trace, trace) == 0) ||
+	    (c->trace && strcmp(c->trace, trace) == 0))
+		return false;
+	loop_prog *p;
+	char *copy;
+	if (lower_trace(task, trace, &p, &copy))
+		return false;
+	free(c->next_trace);
+	loop_prog_free(c->next_prog);
+	c->next_trace = copy;
+	c->next_prog = p;
+	return true;
+}
+
+bool tune_control_hand_over(tune_control *c, const tune_result *r, double scale)
+{
+	if (!c->next_trace || r->not_run || r->error != TUNE_OK)
+		return false;
+	if (!c->trace)
+		scale = 1;
+	double t = (isfinite(r->min_s) ? r->min_s : r->median_s) / scale;
+	if (!(t > 0) || !isfinite(t))
+		return false;
+	free(c->trace);
+	loop_prog_free(c->prog);
+	c->trace = c->next_trace;
+	c->prog = c->next_prog;
+	c->ref_s = t;
+	c->next_trace = NULL;
+	c->next_prog = NULL;
+	return true;
 }
 
 void tune_control_clear(tune_control *c)
 {
 	free(c->trace);
 	loop_prog_free(c->prog);
+	free(c->next_trace);
+	loop_prog_free(c->next_prog);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -78,6 +122,14 @@ bool tune_control_unusual(const tune_control *c, double scale)
 	if (!(scale > 0) || !(usual > 0))
 		return false;
 	return scale > TUNE_CONTROL_UNUSUAL * usual;
+}
+
+bool tune_control_disturbed(const tune_control *c, const tune_result *r, double scale)
+{
+	if (tune_control_unusual(c, scale))
+		return true;
+	return r->error == TUNE_OK && !r->not_run && isfinite(r->min_s) &&
+		r->median_s > TUNE_CONTROL_SPREAD * r->min_s;
 }
 
 double tune_control_scale(const tune_control *c, const tune_result *r)

@@ -14,12 +14,19 @@
  *
  * The control is the task's best program (tune_control_follow): close to
  * the candidates a search measures, and cheap to run again.  When the
- * best becomes much faster it takes over, its reference time taken from
- * the batch that measured both, so the units carry from control to
- * control.  A batch the control says ran much slower than usual is
- * measured again (tune_control_unusual): correcting by the scale alone
- * over-corrects such batches (the control slowed 1.75x where its
- * candidates slowed about 1.6x, docs/cost-model.md, "The control"). */
+ * best becomes much faster it is measured beside the control in the next
+ * batch, takes its reference from that batch's scale, and takes over
+ * (tune_control_hand_over): the units carry from control to control, and
+ * no reference is a time that was picked for being fast.  A batch the
+ * control says was measured in a disturbed moment is measured again
+ * (tune_control_disturbed): one that ran much slower than usual, which
+ * the scale alone over-corrects (the control slowed 1.75x where its
+ * candidates slowed about 1.6x), and one whose control's visits spread
+ * far above its fastest, where the fastest visits of the candidates say
+ * more about luck than about the programs (in one batch of matmul
+ * 128x3072x768 the candidates' fastest visits were twice their usual
+ * time while the control's was its usual one; docs/cost-model.md, "The
+ * control"). */
 #ifndef TESSEL_TUNER_CONTROL_H
 #define TESSEL_TUNER_CONTROL_H
 
@@ -29,9 +36,9 @@
 #include "tuner/measure.h"
 #include "tuner/task.h"
 
-/* A new best takes over as the control when the control's reference time
- * is more than this factor above the best's: every change adds the error
- * of one ratio measured in turns (about 1%) to the units. */
+/* A new best becomes the next control when the control's reference time
+ * is more than this factor above the best's time: every change adds the
+ * error of one ratio measured in turns (about 1%) to the units. */
 #define TUNE_CONTROL_FOLLOW 1.2
 
 /* A batch whose scale is this factor above the median of the last
@@ -45,26 +52,42 @@
 #define TUNE_CONTROL_MIN_HISTORY 3
 #define TUNE_CONTROL_RETRIES 2
 
+/* A batch whose control's median visit is more than this factor above
+ * its fastest was measured in a disturbed moment (the 90th percentile of
+ * the ratio over the candidates of quiet stores is 1.09 to 1.18). */
+#define TUNE_CONTROL_SPREAD 1.2
+
 typedef struct tune_control {
 	char *trace;        /* NULL: no control yet */
 	loop_prog *prog;    /* its lowered program */
-	double ref_s;       /* its time in the units of the labels */
+	double ref_s;       /* its fastest time in the units of the labels */
+	char *next_trace;   /* NULL: none; the next control, measured with */
+	loop_prog *next_prog;  /* the next batch to learn its reference */
 	double history[TUNE_CONTROL_HISTORY];  /* the last batches' scales */
 	int nhistory;       /* scales noted, all time */
 } tune_control;
 
 /* Make the program of "trace" (a trace of task's op) the control of "c",
- * with reference time "ref_s" (> 0); the history of scales stays.
- * Return 0, or -1 when it does not replay or lower (then "c" is left as
- * it was). */
+ * with reference time "ref_s" (> 0; a stored best's label time); the
+ * history of scales stays.  Return 0, or -1 when it
+ * does not replay or lower (then "c" is left as it was). */
 int tune_control_set(tune_control *c, const tune_task *task, const char *trace,
 	double ref_s);
 
-/* Make "trace", a new best whose label time is "label_s", the control
- * when there is none or the control is TUNE_CONTROL_FOLLOW times slower.
- * Return whether it took over. */
+/* Make "trace", a new best whose fastest time in the labels' units is
+ * "label_s", the next control when there is no control or the control is
+ * TUNE_CONTROL_FOLLOW times slower; a next control not yet handed over
+ * is replaced.  Return whether it was taken. */
 bool tune_control_follow(tune_control *c, const tune_task *task, const char *trace,
 	double label_s);
+
+/* After a batch that measured the next control of "c" ("r") beside the
+ * control (batch scale "scale"; without a control the batch defines the
+ * units, scale 1): make it the control, its reference its fastest visit
+ * over the scale.  A next control that failed, or a batch without a scale,
+ * leaves "c" as it was, the next control to be tried again.  Return
+ * whether it took over. */
+bool tune_control_hand_over(tune_control *c, const tune_result *r, double scale);
 
 void tune_control_clear(tune_control *c);
 
@@ -81,9 +104,14 @@ double tune_control_usual(const tune_control *c);
  * not unusual. */
 bool tune_control_unusual(const tune_control *c, double scale);
 
+/* Whether a batch whose control of "c" measured "r" with scale "scale"
+ * is to be measured again: its scale is unusual, or the control's median
+ * visit is more than TUNE_CONTROL_SPREAD times its fastest. */
+bool tune_control_disturbed(const tune_control *c, const tune_result *r, double scale);
+
 /* The scale of a batch in which the control of "c" measured "r": its
- * fastest visit over its reference time; NAN when the control failed,
- * was not run, or there is none. */
+ * fastest visit (its median if none) over its reference time; NAN when
+ * the control failed, was not run, or there is none. */
 double tune_control_scale(const tune_control *c, const tune_result *r);
 
 /* The time a record teaches the cost model: its fastest repeat when known

@@ -159,6 +159,7 @@ typedef struct search {
 	double start_s;
 	int since_better;        /* trials since the best improved */
 	double best_label_s;     /* the label time of the best record */
+	double best_ref_s;       /* its median in the labels' units */
 	tune_control control;    /* measured with every batch */
 } search;
 
@@ -329,6 +330,8 @@ static int load_record(const tune_record *r, void *arg)
 		if (!(s->sum->best_s <= seconds)) {
 			s->sum->best_s = seconds;
 			s->best_label_s = label;
+			s->best_ref_s = r->cost_median_s /
+				(r->cost_scale > 0 ? r->cost_scale : 1);
 			s->sum->best_record = r->id;
 			free(s->sum->best_trace);
 			s->sum->best_trace = strdup(r->trace);
@@ -368,7 +371,7 @@ static int load_store(search *s)
 	if (isfinite(s->sum->best_s))
 		tune_measurer_set_best(s->measurer, s->sum->best_s);
 	if (s->sum->best_trace && tune_control_set(&s->control, s->task,
-		s->sum->best_trace, s->best_label_s))
+		s->sum->best_trace, s->best_ref_s))
 		logf_(s, "control: the best record does not lower; the first batch "
 			"goes without one");
 	return 0;
@@ -643,7 +646,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	    tune_control_follow(&s->control, s->task,
 		s->sum->best_trace, s->best_label_s))
 		logf_(s, "control: the best (%.4g ms in the labels' units) is measured "
-			"with every batch from now on", s->best_label_s * 1e3);
+			"with the next batch, to take over", s->best_label_s * 1e3);
 	return 0;
 }
 
@@ -760,21 +763,27 @@ static int confirm_bests(search *s, loop_prog **progs, tune_result *res, int n)
 	return 0;
 }
 
-/* Measure the "n" programs "progs" (room for n + 1) and the control with
- * them, results in "res" (room for n + 1), and set "*scale" to the
- * batch's scale (NAN: no control, or it failed).  A batch the control
- * says ran in a slow moment of the machine (tune_control_unusual) is
- * measured again after a pause (1 s, then 2 s), up to
- * TUNE_CONTROL_RETRIES times, and the fastest attempt kept.  Return 0, or -1
- * when the measurer failed (message in res[0].msg). */
+/* Measure the "n" programs "progs" (room for n + 2) and with them the
+ * control and the next control, results in "res" (room for n + 2), and
+ * set "*scale" to the batch's scale (NAN: no control, or it failed; 1
+ * where the next control measured here becomes the first).  A batch the
+ * control says was measured in a disturbed moment of the machine
+ * (tune_control_disturbed) is measured again after a pause (1 s, then
+ * 2 s), up to TUNE_CONTROL_RETRIES times, and the attempt where the
+ * control's median was lowest kept.
+ * Return 0, or -1 when the measurer failed (message in res[0].msg). */
 static int measure_with_control(search *s, loop_prog **progs, int n,
 	tune_result *res, double *scale)
 {
-	int total = n;
+	int total = n, next = -1;
 	if (s->control.prog)
 		progs[total++] = s->control.prog;
+	if (s->control.next_prog) {
+		next = total;
+		progs[total++] = s->control.next_prog;
+	}
 	tune_result again[total];
-	double usual = tune_control_usual(&s->control);
+	double usual = tune_control_usual(&s->control), kept_median = NAN;
 	for (int attempt = 0; attempt <= TUNE_CONTROL_RETRIES; attempt++) {
 		tune_result *out = attempt ? again : res;
 		for (int i = 0; i < total; i++)
@@ -784,21 +793,31 @@ static int measure_with_control(search *s, loop_prog **progs, int n,
 			res[0] = out[0];
 			return -1;
 		}
-		double sc = total > n ? tune_control_scale(&s->control, &out[n]) : NAN;
-		if (attempt == 0 || sc < *scale) {
+		if (!s->control.prog)
+			break;
+		double sc = tune_control_scale(&s->control, &out[n]);
+		if (attempt == 0 || (isfinite(sc) && !(out[n].median_s >= kept_median))) {
 			if (attempt)
 				memcpy(res, again, (size_t)total * sizeof(*res));
 			*scale = sc;
+			kept_median = res[n].median_s;
 		}
-		if (!tune_control_unusual(&s->control, *scale) ||
+		if (!tune_control_disturbed(&s->control, &res[n], *scale) ||
 		    attempt == TUNE_CONTROL_RETRIES || (s->o->stop && *s->o->stop))
 			break;
 		logf_(s, "control: the machine ran this batch at %.3f of the control's "
-			"time, %.3f usually; measuring it again", sc, usual);
+			"time (%.3f usually), its visits at %.3f of its fastest; measuring "
+			"it again", sc, usual, out[n].median_s / out[n].min_s);
 		s->sum->batches_retaken++;
 		nanosleep(&(struct timespec){ .tv_sec = attempt + 1 }, NULL);
 	}
 	tune_control_note(&s->control, *scale);
+	if (next >= 0 && tune_control_hand_over(&s->control, &res[next], *scale)) {
+		if (!isfinite(*scale))
+			*scale = 1;
+		logf_(s, "control: %.4g ms in the labels' units from now on",
+			s->control.ref_s * 1e3);
+	}
 	return 0;
 }
 
@@ -820,10 +839,10 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 			candidate_clear(&pool[i]);
 		return picked == 0;
 	}
-	loop_prog *progs[picked + 1];
+	loop_prog *progs[picked + 2];
 	for (int i = 0; i < picked; i++)
 		progs[i] = pool[i].prog;
-	double scale;
+	double scale = NAN;
 	if (measure_with_control(s, progs, picked, res, &scale) ||
 	    confirm_bests(s, progs, res, picked))
 		return fail(s, "measuring: %s", res[0].msg);
@@ -907,7 +926,7 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 	int r = search_setup(&s);
 	int cap = s.o->population * (s.o->generations + 1) + 1;
 	candidate *pool = r ? NULL : calloc((size_t)cap, sizeof(*pool));
-	tune_result *res = r ? NULL : calloc((size_t)s.o->batch + 1, sizeof(*res));
+	tune_result *res = r ? NULL : calloc((size_t)s.o->batch + 2, sizeof(*res));
 	if (!r && (!pool || !res))
 		r = fail(&s, "out of memory");
 	while (r == 0 && out->trials < s.o->trials) {
