@@ -129,17 +129,6 @@ static tessel_op *workload_op(tune_db *db, tessel_ctx *ctx, int64_t id)
 	return op;
 }
 
-/* Return the program of "trace" replayed on "op", or NULL. */
-static loop_prog *program_of(tessel_ctx *ctx, tessel_op *op, const char *trace)
-{
-	sch_state *st = sch_state_new(ctx, op);
-	sch_trace *tr = st ? sch_trace_parse(ctx, "record", trace) : NULL;
-	loop_prog *p = tr && sch_replay(st, tr, "record") == 0 ? sch_program(st) : NULL;
-	sch_trace_free(tr);
-	sch_state_free(st);
-	return p;
-}
-
 /* Return the fraction of the pairs among "n" programs, both measured in
  * "a" and in "b" and apart by more than "margin" in "a", that "b"
  * orders as "a" does (NAN: a failed measurement). */
@@ -307,7 +296,7 @@ int main(int argc, char **argv)
 	double fastest[s.n > 0 ? s.n : 1], label[s.n > 0 ? s.n : 1];
 	int64_t ids[s.n > 0 ? s.n : 1];
 	for (int i = 0; i < s.n; i++)
-		if ((progs[n] = program_of(ctx, op, s.items[i].trace))) {
+		if ((progs[n] = sch_trace_program(ctx, op, "record", s.items[i].trace))) {
 			ids[n] = s.items[i].id;
 			fastest[n] = s.items[i].fastest_s;
 			label[n] = s.items[i].label_s;

@@ -335,3 +335,14 @@ int sch_replay(sch_state *st, const sch_trace *t, const char *file)
 		}
 	return 0;
 }
+
+loop_prog *sch_trace_program(tessel_ctx *ctx, tessel_op *op, const char *file,
+	const char *text)
+{
+	sch_state *st = sch_state_new(ctx, op);
+	sch_trace *t = st ? sch_trace_parse(ctx, file, text) : NULL;
+	loop_prog *p = t && sch_replay(st, t, file) == 0 ? sch_program(st) : NULL;
+	sch_trace_free(t);
+	sch_state_free(st);
+	return p;
+}

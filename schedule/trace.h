@@ -46,6 +46,11 @@ int sch_apply_step(sch_state *st, const sch_step *step);
 /* Apply every step of "t" to "st"; stop at the first refusal, whose error
  * names the step's line. */
 int sch_replay(sch_state *st, const sch_trace *t, const char *file);
+/* Return the program of the trace text "text" ("file" names it in
+ * errors) replayed on a fresh state of the bound "op", lowered; NULL with
+ * the error in "ctx". */
+struct loop_prog *sch_trace_program(tessel_ctx *ctx, tessel_op *op, const char *file,
+	const char *text);
 
 /* Helpers for primitives recording themselves. */
 void sch_step_init(sch_step *s, const char *prim);

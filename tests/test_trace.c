@@ -186,6 +186,32 @@ static void check_round_trips(tessel_ctx *ctx, const char *text, const char *can
 	free(json2);
 }
 
+Test(text, a_trace_text_lowers_to_the_program_its_replay_gives)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = load_op(ctx, "matmul --set M=20,N=24,K=12");
+	const char *text = "split C.i 4 -> C.io C.ii\nparallel C.io\n";
+	sch_trace *t = sch_trace_parse(ctx, "t.trace", text);
+	cr_assert(t);
+	char *want = replay_program(ctx, op, t, "t.trace", NULL);
+	cr_assert(want);
+	loop_prog *p = sch_trace_program(ctx, op, "t.trace", text);
+	cr_assert(p, "%s", tessel_ctx_error(ctx)->message);
+	char *got = loop_prog_print(p);
+	cr_expect_str_eq(got, want);
+	free(got);
+	free(want);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	cr_expect_null(sch_trace_program(ctx, op, "t.trace", "split C.i 4 -> C.io C.ii\n"
+		"split C.q 2 -> a b\n"));
+	cr_expect(strstr(tessel_ctx_error(ctx)->message, "step 2"), "%s",
+		tessel_ctx_error(ctx)->message);
+	cr_expect_null(sch_trace_program(ctx, op, "t.trace", "no such primitive\n"));
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+}
+
 Test(json, writes_one_step_per_line_with_decisions)
 {
 	tessel_ctx *ctx = tessel_ctx_new();

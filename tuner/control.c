@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule/state.h"
 #include "schedule/trace.h"
 
 /* Replay and lower "trace" on the op of "task"; the program and a copy
@@ -14,12 +13,8 @@
 static int lower_trace(const tune_task *task, const char *trace, loop_prog **prog,
 	char **copy)
 {
-	sch_state *st = sch_state_new(task->ctx, task->op);
-	sch_trace *tr = st ? sch_trace_parse(task->ctx, "control", trace) : NULL;
-	loop_prog *p = tr && sch_replay(st, tr, "control") == 0 ? sch_program(st) : NULL;
+	loop_prog *p = sch_trace_program(task->ctx, task->op, "control", trace);
 	char *c = p ? strdup(trace) : NULL;
-	sch_trace_free(tr);
-	sch_state_free(st);
 	if (!c) {
 		loop_prog_free(p);
 		return -1;
