@@ -848,14 +848,20 @@ Test(timer, flushing_makes_cached_data_slower)
 	o.min_repeats = 15;
 	o.min_total_s = 0;
 	rt_timing warm, cold;
-	cr_assert_eq(rt_time(read_buffer, &job, &o, &warm), RT_TIME_OK);
-	o.flush_cache = true;
-	cr_assert_eq(rt_time(read_buffer, &job, &o, &cold), RT_TIME_OK);
-	cr_assert_eq(cold.runs, 15);
-	cr_log_info("4 MiB read: %.1f us cached, %.1f us after flush",
-		    warm.median_s * 1e6, cold.median_s * 1e6);
-	cr_assert_gt(cold.median_s, 1.1 * warm.median_s,
-		     "cached %g s, flushed %g s", warm.median_s, cold.median_s);
+	bool slower = false;
+	for (int attempt = 0; attempt < 3 && !slower; attempt++) {
+		o.flush_cache = false;
+		cr_assert_eq(rt_time(read_buffer, &job, &o, &warm), RT_TIME_OK);
+		o.flush_cache = true;
+		cr_assert_eq(rt_time(read_buffer, &job, &o, &cold), RT_TIME_OK);
+		cr_assert_eq(cold.runs, 15);
+		cr_log_info("4 MiB read: %.1f us cached, %.1f us after flush (fastest runs)",
+			    warm.min_s * 1e6, cold.min_s * 1e6);
+		slower = cold.min_s > 1.1 * warm.min_s;
+	}
+	cr_assert(slower, "in three tries the flushed read was never 10%% slower: "
+		"cached %g s, flushed %g s (fastest runs; a shared machine's noise "
+		"comes and goes, a missing flush does not)", warm.min_s, cold.min_s);
 	free(job.data);
 }
 
