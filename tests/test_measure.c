@@ -257,18 +257,26 @@ Test(measure, a_measurement_disturbed_by_a_busy_cpu_is_taken_again)
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
 	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
-	atomic_int stop = 0;
-	pthread_t hog;
-	cr_assert_eq(pthread_create(&hog, NULL, spin_until_set, &stop), 0);
-	int failed = tune_measure_batch(m, &p, 1, &r, NULL);
-	atomic_store(&stop, 1);
-	pthread_join(hog, NULL);
-	cr_assert_eq(failed, 0, "%s", r.msg);
-	expect_ok_checked(&r);
+	bool waited = false;
+	for (int attempt = 0; attempt < 3 && !waited; attempt++) {
+		atomic_int stop = 0;
+		pthread_t hog;
+		cr_assert_eq(pthread_create(&hog, NULL, spin_until_set, &stop), 0);
+		tune_measurer_set_best(m, INFINITY);
+		int failed = tune_measure_batch(m, &p, 1, &r, NULL);
+		atomic_store(&stop, 1);
+		pthread_join(hog, NULL);
+		cr_assert_eq(failed, 0, "%s", r.msg);
+		expect_ok_checked(&r);
+		cr_log_info("attempt %d: %d workers, cpu wait %g", attempt, r.attempts,
+			r.cpu_wait);
+		waited = tune_result_disturbed(&r);
+	}
+	cr_expect(waited, "in three tries a worker sharing its only CPU with a "
+		"spinning thread never waited for it: cpu wait %g", r.cpu_wait);
 	cr_expect_eq(r.attempts, 1 + TUNE_DISTURBED_RETRIES,
-		"a worker sharing its only CPU with a spinning thread waits each time");
+		"a worker that waits each time is taken again each time");
 	cr_expect_eq(r.retakes, TUNE_DISTURBED_RETRIES);
-	cr_expect(tune_result_disturbed(&r), "cpu wait %g", r.cpu_wait);
 	loop_prog_free(p);
 	tune_measurer_free(m);
 	fixture_fini(&f);
