@@ -159,7 +159,6 @@ typedef struct search {
 	double start_s;
 	int since_better;        /* trials since the best improved */
 	double best_label_s;     /* the label time of the best record */
-	double best_ref_s;       /* its median in the labels' units */
 	tune_control control;    /* measured with every batch */
 } search;
 
@@ -330,8 +329,6 @@ static int load_record(const tune_record *r, void *arg)
 		if (!(s->sum->best_s <= seconds)) {
 			s->sum->best_s = seconds;
 			s->best_label_s = label;
-			s->best_ref_s = r->cost_median_s /
-				(r->cost_scale > 0 ? r->cost_scale : 1);
 			s->sum->best_record = r->id;
 			free(s->sum->best_trace);
 			s->sum->best_trace = strdup(r->trace);
@@ -371,7 +368,7 @@ static int load_store(search *s)
 	if (isfinite(s->sum->best_s))
 		tune_measurer_set_best(s->measurer, s->sum->best_s);
 	if (s->sum->best_trace && tune_control_set(&s->control, s->task,
-		s->sum->best_trace, s->best_ref_s))
+		s->sum->best_trace, s->best_label_s))
 		logf_(s, "control: the best record does not lower; the first batch "
 			"goes without one");
 	return 0;
@@ -577,10 +574,9 @@ static void report_progress(search *s, bool done)
 /* Commit the measured "batch" ("res"[i] for batch[i]) in one transaction
  * and update the search: best, parents, training rows.  Candidates an
  * interrupt kept from being measured (not_run) are left out: nothing is
- * known of them, and a later run may measure them. */
-/* Store the "n" measured candidates of "batch" (results "res") in one
- * transaction, each ok one with the batch's "scale" (NAN: unknown), and
- * learn from them: training rows, parents, the best and the control. */
+ * known of them, and a later run may measure them.  Each ok record
+ * carries the batch's "scale" (NAN: unknown); a new best may become the
+ * next control. */
 static int record_batch(search *s, candidate *batch, const tune_result *res, int n,
 	double scale)
 {
@@ -721,9 +717,9 @@ static int default_candidate(search *s, candidate *c)
  * measurements the fastest is partly the luckiest, and a best that does
  * not hold on a second run should neither steer the search nor be
  * applied.  The fastest repeat stays the batch's, timed in turns with
- * the rest of it and its control, as the label needs.  A second run that fails makes the
- * candidate's result that failure (one cut short by an interrupt keeps
- * the first).  Return 0, or -1 when the measurer failed (message in
+ * the rest of it and its control, as the label needs.  A second run that
+ * fails makes the candidate's result that failure (one cut short by an
+ * interrupt keeps the first).  Return 0, or -1 when the measurer failed (message in
  * res[0].msg). */
 static int confirm_bests(search *s, loop_prog **progs, tune_result *res, int n)
 {
