@@ -224,7 +224,11 @@ Test(measure, a_correct_candidate_is_timed_and_checked)
 	expect_ok_checked(&r);
 	tune_measure_opts o = tune_measure_opts_default();
 	cr_expect_geq(r.attempts, o.passes + 1, "a worker a pass, one more for the check");
-	cr_expect_gt(r.median_s * r.runs, 0.03,
+	/* The runs are planned from a time measured alone, which noise can
+	 * make up to about 2x slower than the batch's median; CI once saw
+	 * 1996 runs of 14.3 us (28.5 ms) against 32 planned visits of 1 ms. */
+	double planned_s = TUNE_RR_MAX_VISITS * TUNE_RR_VISIT_S;
+	cr_expect_gt(r.median_s * r.runs, 0.5 * planned_s,
 		"the batch timed together for min_total_s or %d visits of %g s: %d runs "
 		"of %g s", TUNE_RR_MAX_VISITS, TUNE_RR_VISIT_S, r.runs, r.median_s);
 	cr_expect_leq(r.min_s, r.median_s);
