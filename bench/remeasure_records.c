@@ -22,8 +22,9 @@
  * CPU, each record alone in a worker, then the whole sample timed
  * together in one worker, in turns (tuner/round_robin.h); --passes 1
  * shows what one worker per record gives.  --dump
- * writes one line per record: its id, the stored median and the medians
- * of the two passes, in seconds. */
+ * writes one line per record: its id, the stored median, the medians of
+ * the two passes, the stored label (fastest visit over the batch's scale)
+ * and the fastest visits of the two passes, in seconds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,17 +236,18 @@ static int measure(tune_measurer *m, loop_prog **progs, const int *order, int n,
 /* Write the "n" records' ids and times to the file "path"; return 0, or
  * -1 with a message on stderr. */
 static int dump(const char *path, const int64_t *ids, const double *stored,
-	const double *first, const double *second, int n)
+	const double *first, const double *second, const double *label,
+	const double *first_min, const double *second_min, int n)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
 		perror(path);
 		return -1;
 	}
-	fprintf(f, "# id stored_s first_s second_s\n");
+	fprintf(f, "# id stored_s first_s second_s label_s first_min_s second_min_s\n");
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%lld %.9g %.9g %.9g\n", (long long)ids[i], stored[i], first[i],
-			second[i]);
+		fprintf(f, "%lld %.9g %.9g %.9g %.9g %.9g %.9g\n", (long long)ids[i], stored[i],
+			first[i], second[i], label[i], first_min[i], second_min[i]);
 	if (fclose(f)) {
 		perror(path);
 		return -1;
@@ -323,7 +325,8 @@ int main(int argc, char **argv)
 	printf("time ratios:\n");
 	print_ratios("first / stored", stored, first, n);
 	print_ratios("second / first", first, second, n);
-	if (o.dump && dump(o.dump, ids, stored, first, second, n))
+	if (o.dump && dump(o.dump, ids, stored, first, second, label, first_min,
+				  second_min, n))
 		return 1;
 	for (int i = 0; i < n; i++)
 		loop_prog_free(progs[i]);
