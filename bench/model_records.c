@@ -9,7 +9,7 @@
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH] [--time median|min]
- *                 [--raw]
+ *                 [--raw] [--picks WORD]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -47,7 +47,14 @@
  * control's drift, tuner/control.h), as the tuner trains its model
  * (tune_label_seconds); --time median takes its median instead, the
  * protocol before 2026-11-25, and --raw leaves out the scale, as every
- * number before 2026-11-26 did. */
+ * number before 2026-11-26 did.
+ *
+ * --picks WORD scores only the held-out records the search measured for
+ * that reason (records.pick, tuner/search.h: model, random, all,
+ * default); training is unchanged.  "model" gives the records the model
+ * chose itself, "random" those it did not (docs/cost-model.md, "The
+ * later records are the model's own picks"); records of stores before
+ * schema version 3 have no pick and are never scored with it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +76,7 @@ typedef struct rows {
 	double *seconds;
 	uint32_t *task;
 	int64_t *ids;           /* the record of each row */
+	bool *picked;           /* its pick is the one --picks asks for */
 } rows;
 
 /* The op and target of each workload, for --recompute. */
@@ -91,6 +99,7 @@ typedef struct options {
 	bool recompute, pooled, store;
 	bool raw;               /* --raw: times as measured, not over their
 	                         * batch's scale */
+	const char *picks;      /* --picks: score only records of this pick */
 	tune_cost_model_opts model;
 } options;
 
@@ -102,6 +111,7 @@ typedef struct reader {
 	bool recompute;
 	bool fastest;           /* the fastest repeat as the time */
 	bool raw;               /* ignore the batches' scales */
+	const char *picks;      /* the pick scored (NULL: every record) */
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
 	workload_op ops[MAX_WORKLOADS];
@@ -117,7 +127,8 @@ static int rows_grow(rows *t)
 	t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
 	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
 	t->ids = realloc(t->ids, (size_t)t->cap * sizeof(int64_t));
-	return t->x && t->seconds && t->task && t->ids ? 0 : -1;
+	t->picked = realloc(t->picked, (size_t)t->cap * sizeof(bool));
+	return t->x && t->seconds && t->task && t->ids && t->picked ? 0 : -1;
 }
 
 /* Return the op of workload "id" parsed from the store (NULL when it does
@@ -180,6 +191,7 @@ static int collect(const tune_record *r, void *arg)
 	t->seconds[t->n] = tune_label_seconds(ok, r->cost_median_s,
 		rd->fastest ? r->cost_min_s : NAN, rd->raw ? NAN : r->cost_scale);
 	t->task[t->n] = (uint32_t)r->workload_id;
+	t->picked[t->n] = !rd->picks || (r->pick && strcmp(r->pick, rd->picks) == 0);
 	t->n++;
 	return 0;
 }
@@ -383,6 +395,17 @@ static void split_free(split *s)
 	free(s->test);
 }
 
+/* Keep in "idx"[0..n) the rows of "t" of the pick --picks asks for, in
+ * order; return how many. */
+static int keep_picked(const rows *t, int *idx, int n)
+{
+	int kept = 0;
+	for (int i = 0; i < n; i++)
+		if (t->picked[idx[i]])
+			idx[kept++] = idx[i];
+	return kept;
+}
+
 /* The pairs of rows "test"[0..n) of "t" whose times differ, and those
  * whose times differ by more than the factor "margin". */
 static void count_pairs(const rows *t, const int *test, int n, double margin,
@@ -411,7 +434,10 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 		return r;
 	}
 	int *mine = malloc((size_t)(s.ntrain + s.ntest) * sizeof(int)), nmine = 0;
-	if (!mine) {
+	int *batch = malloc(((size_t)o->next + 1) * sizeof(int));
+	if (!mine || !batch) {
+		free(mine);
+		free(batch);
 		split_free(&s);
 		return -1;
 	}
@@ -424,7 +450,8 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 	*nbatches = *ntest = 0;
 	for (int start = o->ntrain; r == 0 && start < nmine; start += o->next) {
 		int end = start + o->next < nmine ? start + o->next : nmine;
-		split b = { mine, mine + start, start, end - start };
+		memcpy(batch, mine + start, (size_t)(end - start) * sizeof(int));
+		split b = { mine, batch, start, keep_picked(t, batch, end - start) };
 		double all = 0, beyond = 0;
 		score sc;
 		count_pairs(t, b.test, b.ntest, o->margin, &all, &beyond);
@@ -446,6 +473,7 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 	out->all = pairs_all > 0 ? ok_all / pairs_all : -1;
 	out->beyond = pairs_beyond > 0 ? ok_beyond / pairs_beyond : -1;
 	free(mine);
+	free(batch);
 	split_free(&s);
 	return r;
 }
@@ -474,6 +502,13 @@ static int per_workload(const rows *t, const options *o)
 					(o->margin - 1) * 100, sc.beyond);
 		} else {
 			r = split_workload(t, w, o, &s);
+			if (r == 0)
+				s.ntest = keep_picked(t, s.test, s.ntest);
+			if (r == 0 && s.ntest < 2) {
+				printf("  workload #%u: fewer than 2 held-out records of pick "
+					"\"%s\"\n", w, o->picks);
+				r = 1;
+			}
 			if (r == 0 && evaluate(t, &s, o, &sc))
 				r = -1;
 			if (r == 0)
@@ -493,8 +528,8 @@ static int per_workload(const rows *t, const options *o)
 			return -1;
 	}
 	if (nw == 0) {
-		fprintf(stderr, "model_records: no workload has more than %d records\n",
-			o->ntrain);
+		fprintf(stderr, "model_records: no workload has more than %d records%s\n",
+			o->ntrain, o->picks ? " and 2 held-out records of that pick" : "");
 		return -1;
 	}
 	printf("mean over %d workloads: accuracy %.3f, beyond %.0f%% %.3f\n", nw,
@@ -515,6 +550,7 @@ static int pooled(const rows *t, const options *o)
 				s.train[s.ntrain++] = i;
 			else
 				s.test[s.ntest++] = i;
+		s.ntest = keep_picked(t, s.test, s.ntest);
 		rc = evaluate(t, &s, o, &sc);
 	}
 	if (rc == 0)
@@ -584,6 +620,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->next = atoi(v);
 		else if (strcmp(a, "--dump") == 0)
 			o->dump = v;
+		else if (strcmp(a, "--picks") == 0)
+			o->picks = v;
 		else if (strcmp(a, "--time") == 0 && (strcmp(v, "min") == 0 ||
 			strcmp(v, "median") == 0))
 			o->fastest = strcmp(v, "min") == 0;
@@ -604,7 +642,7 @@ int main(int argc, char **argv)
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
-			"[--time median|min] [--raw]\n");
+			"[--time median|min] [--raw] [--picks WORD]\n");
 		return 1;
 	}
 	char err[1024];
@@ -615,7 +653,7 @@ int main(int argc, char **argv)
 	}
 	rows t = { 0 };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute, .fastest = o.fastest,
-		.raw = o.raw, .only_workload = o.others ? 0 : o.only_workload };
+		.raw = o.raw, .picks = o.picks, .only_workload = o.others ? 0 : o.only_workload };
 	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
 		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
 		return 1;
@@ -629,10 +667,11 @@ int main(int argc, char **argv)
 		printf(", features of %d computed again", rd.recomputed);
 	if (rd.unusable)
 		printf(" (%d records no longer replay, left out)", rd.unusable);
-	printf("; %s, %s split%s\n", tune_objective_name(o.model.objective),
+	printf("; %s, %s split%s%s%s\n", tune_objective_name(o.model.objective),
 		o.shuffle_seed ? "random" : "time",
 		o.others == 2 ? ", other workloads all" : o.others == 1 ?
-		", other workloads measured before" : "");
+		", other workloads measured before" : "",
+		o.picks ? ", scoring the picks " : "", o.picks ? o.picks : "");
 	if (o.store && store_features(db, &t, t.ids)) {
 		fprintf(stderr, "model_records: %s\n", tune_db_error(db));
 		return 1;
@@ -642,6 +681,7 @@ int main(int argc, char **argv)
 		tessel_op_release(rd.ops[i].op);
 	tessel_ctx_free(rd.ctx);
 	free(t.ids);
+	free(t.picked);
 	tune_db_close(db);
 	free(t.x);
 	free(t.seconds);

@@ -95,6 +95,20 @@ static void raw_exec(const char *path, const char *sql)
 	sqlite3_close(s);
 }
 
+/* Return the integer result of "sql" on "path" with plain SQLite. */
+static int64_t raw_query_int(const char *path, const char *sql)
+{
+	sqlite3 *s = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open(path, &s), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	int64_t v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(s);
+	return v;
+}
+
 /* Return the integer result of "sql" on the connection of "db". */
 static int64_t query_int(tune_db *db, const char *sql)
 {
@@ -213,7 +227,7 @@ Test(db, create_and_reopen)
 	cr_assert_eq(query_int(db, "PRAGMA foreign_keys"), 1);
 	cr_assert_eq(query_int(db, "PRAGMA synchronous"), 2);
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '2'"), 1);
+		"key = 'schema_version' AND value = '3'"), 1);
 	tune_db_close(db);
 	db = open_ok(path);
 	cr_assert_eq(tune_db_find_target(db, "cpu -isa=avx2 -cores=2"), t);
@@ -260,39 +274,73 @@ Test(db, newer_schema_is_refused_untouched)
 	char path[PATH_LEN];
 	tune_db_close(open_ok(scratch_file(path, "r.db")));
 	raw_exec(path, "UPDATE meta SET value = '7' WHERE key = 'schema_version'");
-	assert_refused(path, "has schema version 7, newer than this tessel (2); "
+	assert_refused(path, "has schema version 7, newer than this tessel (3); "
 		"refusing");
+}
+
+/* Make the store at "path", holding one record, look like schema
+ * "version" (1: without records.cost_scale and records.pick, 2: without
+ * records.pick); return the record's workload and target in "w", "t". */
+static void old_store(const char *path, int version, int64_t *w, int64_t *t)
+{
+	tune_db *db = open_ok(path);
+	*t = tune_db_target(db, "cpu", "cpu -isa=avx512");
+	*w = tune_db_workload(db, "w1", "op", NAN);
+	tune_record r = ok_record(*w, *t, "split C.i 4 -> C.io C.ii", 2e-3);
+	cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
+	tune_db_close(db);
+	char sql[256];
+	snprintf(sql, sizeof sql, "ALTER TABLE records DROP COLUMN pick; %sUPDATE meta "
+		"SET value = '%d' WHERE key = 'schema_version'; PRAGMA user_version = %d",
+		version == 1 ? "ALTER TABLE records DROP COLUMN cost_scale; " : "",
+		version, version);
+	raw_exec(path, sql);
+}
+
+/* Open the old store at "path" (one record, from old_store) and check it
+ * is now of the current schema, its record read with what it lacked
+ * unknown and a new record storing both. */
+static void expect_migrated(const char *path, int64_t w, int64_t t)
+{
+	tune_db *db = open_ok(path);
+	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
+		"key = 'schema_version' AND value = '3'"), 1);
+	cr_assert_eq(query_int(db, "PRAGMA user_version"), 3);
+	tune_record best;
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_assert_str_eq(best.trace, "split C.i 4 -> C.io C.ii");
+	cr_assert_null(best.pick, "an old record has no pick");
+	tune_record_clear(&best);
+	tune_record s = ok_record(w, t, "split C.i 8 -> C.io C.ii", 1e-3);
+	s.cost_scale = 0.96;
+	s.pick = "random";
+	cr_assert_eq(tune_db_add_record(db, &s, NULL), 0, "%s", tune_db_error(db));
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_assert_eq(best.cost_scale, 0.96);
+	cr_assert_str_eq(best.pick, "random");
+	tune_record_clear(&best);
+	cr_assert_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
+	tune_db_close(db);
 }
 
 Test(db, version_1_store_is_migrated)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "v1.db"));
-	int64_t t = tune_db_target(db, "cpu", "cpu -isa=avx512");
-	int64_t w = tune_db_workload(db, "w1", "op", NAN);
-	tune_record r = ok_record(w, t, "split C.i 4 -> C.io C.ii", 2e-3);
-	cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
-	tune_db_close(db);
-	raw_exec(path, "ALTER TABLE records DROP COLUMN cost_scale; UPDATE meta "
-		"SET value = '1' WHERE key = 'schema_version'; PRAGMA user_version = 1");
+	int64_t w, t;
+	old_store(scratch_file(path, "v1.db"), 1, &w, &t);
+	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM pragma_table_info('records') "
+		"WHERE name IN ('cost_scale', 'pick')"), 0);
+	expect_migrated(path, w, t);
+}
 
-	db = open_ok(path);
-	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '2'"), 1);
-	cr_assert_eq(query_int(db, "PRAGMA user_version"), 2);
-	tune_record best;
-	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
-	cr_assert_str_eq(best.trace, r.trace);
-	cr_assert(isnan(best.cost_scale), "a record of version 1 has no scale");
-	tune_record_clear(&best);
-	tune_record s = ok_record(w, t, "split C.i 8 -> C.io C.ii", 1e-3);
-	s.cost_scale = 0.96;
-	cr_assert_eq(tune_db_add_record(db, &s, NULL), 0, "%s", tune_db_error(db));
-	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
-	cr_assert_eq(best.cost_scale, 0.96);
-	tune_record_clear(&best);
-	cr_assert_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
-	tune_db_close(db);
+Test(db, version_2_store_is_migrated)
+{
+	char path[PATH_LEN];
+	int64_t w, t;
+	old_store(scratch_file(path, "v2.db"), 2, &w, &t);
+	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM pragma_table_info('records') "
+		"WHERE name IN ('cost_scale', 'pick')"), 1);
+	expect_migrated(path, w, t);
 }
 
 Test(db, damaged_schema_version_is_refused)
@@ -421,6 +469,7 @@ Test(db, records_round_trip_and_resume)
 	a.nfeatures = 3;
 	a.measured_at = "2024-05-01T12:00:00.125Z";
 	a.cost_scale = 1.25;
+	a.pick = "model";
 	tune_record b = {
 		.workload_id = w, .target_id = t, .trace = "bad trace",
 		.cost_median_s = 5, .cost_min_s = 5, .error_class = "runtime",
@@ -474,6 +523,7 @@ Test(db, records_round_trip_and_resume)
 	cr_assert_eq(best.features[2], 1e-30f);
 	cr_assert_eq(best.cost_min_s, 2e-3 * 0.9);
 	cr_assert_eq(best.cost_scale, 1.25);
+	cr_assert_str_eq(best.pick, "model");
 	cr_assert_str_neq(best.tessel_version, "");
 	tune_record_clear(&best);
 	cr_assert_null(best.owned);
@@ -657,6 +707,8 @@ static void populate(tune_db *db)
 			r.cost_min_s = NAN;
 		if (i % 3 == 1)
 			r.cost_scale = 1.0 + i / 64.0;
+		if (i % 4 == 2)
+			r.pick = "random";
 		cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
 	}
 	cr_assert_eq(tune_db_commit(db), 0);
@@ -710,6 +762,7 @@ Test(db, export_import_round_trip)
 	cr_assert(strstr(a, "\\u0001"), "control characters are escaped");
 	cr_assert(strstr(a, "\"flops\":null"));
 	cr_assert(strstr(a, "\"cost_scale\":1.015625"), "the batch scale travels");
+	cr_assert(strstr(a, "\"pick\":\"random\""), "the pick travels");
 	free(a);
 	free(b);
 	cr_assert_eq(tune_db_count(fresh, 0, 0), 12);
@@ -763,7 +816,8 @@ static const struct {
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"a\\qb\"," TAIL "}", "bad escape" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"t\",\"trace_hash\":\"0000000000000000\"," TAIL "}", "does not match" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"t\",\"op\":\"op\",\"target_kind\":\"cpu\",\"target\":\"cpu x\",\"error\":\"ok\",\"measured_at\":\"2024-01-02T03:04:05Z\",\"tessel_version\":\"0.1.0\"}", "without a valid median" },
-	{ "{\"tessel_record\":3,\"workload\":\"w\",\"trace\":\"t\"," TAIL "}", "newer than this tessel" },
+	{ "{\"tessel_record\":4,\"workload\":\"w\",\"trace\":\"t\"," TAIL "}", "newer than this tessel" },
+	{ "{\"tessel_record\":3,\"workload\":\"w\",\"trace\":\"t\",\"pick\":\"By Hand\"," TAIL "}", "invalid pick" },
 	{ "{\"tessel_record\":2,\"workload\":\"w\",\"trace\":\"t\",\"cost_scale\":-1," TAIL "}", "invalid cost scale" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"a\tb\"," TAIL "}", "control character" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"t\"," TAIL "} x", "text after the record" },

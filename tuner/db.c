@@ -39,7 +39,7 @@ enum stmt_id {
 
 #define RECORD_COLUMNS "id, workload_id, target_id, trace, trace_hash, " \
 	"features, cost_median_s, cost_min_s, error_class, error_msg, " \
-	"measured_at, tessel_version, cost_scale"
+	"measured_at, tessel_version, cost_scale, pick"
 
 static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_TARGET_INSERT] = "INSERT INTO targets(kind, description) "
@@ -50,8 +50,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_WORKLOAD_GET] = "SELECT id FROM workloads WHERE key = ?1",
 	[ST_RECORD_INSERT] = "INSERT INTO records(workload_id, target_id, "
 		"trace, trace_hash, features, cost_median_s, cost_min_s, "
-		"error_class, error_msg, measured_at, tessel_version, cost_scale) "
-		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+		"error_class, error_msg, measured_at, tessel_version, cost_scale, "
+		"pick) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
 		"ON CONFLICT(workload_id, target_id, trace_hash) DO NOTHING",
 	[ST_RECORD_HAS] = "SELECT 1 FROM records WHERE workload_id = ?1 "
 		"AND target_id = ?2 AND trace_hash = ?3",
@@ -60,7 +60,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		"ORDER BY cost_median_s, id LIMIT 1",
 };
 
-/* Schema version 2 (version 1 without records.cost_scale).  Changing it
+/* Schema version 3 (version 2 without records.pick, version 1 without
+ * records.cost_scale and records.pick).  Changing it
  * means a new version, a migration from the old ones in migrate(), and
  * docs/tuning-db.md. */
 static const char schema[] =
@@ -86,6 +87,7 @@ static const char schema[] =
 	"  cost_median_s REAL,\n"
 	"  cost_min_s REAL,\n"
 	"  cost_scale REAL,\n"
+	"  pick TEXT,\n"
 	"  error_class TEXT NOT NULL,\n"
 	"  error_msg TEXT,\n"
 	"  measured_at TEXT NOT NULL,\n"
@@ -577,7 +579,7 @@ static int check_version(tune_db *db)
 /* Bring the checked record store of "db" to the current schema, in one
  * transaction under the write lock (another tessel may be migrating the
  * same file: whoever comes second finds it done).  Version 1 lacks
- * records.cost_scale.  Return 0 or -1. */
+ * records.cost_scale, versions 1 and 2 records.pick.  Return 0 or -1. */
 static int migrate(tune_db *db)
 {
 	long v;
@@ -590,6 +592,8 @@ static int migrate(tune_db *db)
 	int r = read_version(db, &v);
 	if (r == 0 && v == 1)
 		r = exec1(db, "ALTER TABLE records ADD COLUMN cost_scale REAL");
+	if (r == 0 && v <= 2)
+		r = exec1(db, "ALTER TABLE records ADD COLUMN pick TEXT");
 	if (r == 0 && v < TUNE_DB_SCHEMA_VERSION) {
 		char sql[160];
 		snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = "
@@ -929,6 +933,9 @@ static int validate_record(tune_db *db, const tune_record *r)
 	if (ok && !isnan(r->cost_scale) && r->cost_scale != 0
 		&& !(isfinite(r->cost_scale) && r->cost_scale > 0))
 		return fail(db, "record with an invalid cost scale (%g)", r->cost_scale);
+	if (r->pick && !valid_word(r->pick, 15))
+		return fail(db, "invalid pick \"%s\" (lowercase letters, digits and "
+			"'_')", r->pick);
 	if (r->nfeatures < 0 || r->nfeatures > MAX_FEATURES
 		|| (r->nfeatures > 0 && !r->features))
 		return fail(db, "record with %d features", r->nfeatures);
@@ -967,6 +974,7 @@ static int bind_record(tune_db *db, sqlite3_stmt *st, const tune_record *r)
 	bind_text(st, 10, r->measured_at ? r->measured_at : now);
 	bind_text(st, 11, r->tessel_version ? r->tessel_version : TESSEL_VERSION);
 	bind_real(st, 12, ok && r->cost_scale > 0 ? r->cost_scale : NAN);
+	bind_text(st, 13, r->pick);
 	return 0;
 }
 
@@ -1072,17 +1080,18 @@ static const char *copy_out(char **cursor, const char *s, size_t len)
 static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 {
 	enum { C_ID, C_W, C_T, C_TRACE, C_HASH, C_FEAT, C_MED, C_MIN, C_ERR,
-		C_MSG, C_AT, C_VER, C_SCALE };
-	static const int texts[] = { C_TRACE, C_HASH, C_ERR, C_MSG, C_AT, C_VER };
-	const char *text[6];
-	size_t len[6], total = 0;
+		C_MSG, C_AT, C_VER, C_SCALE, C_PICK };
+	static const int texts[] = { C_TRACE, C_HASH, C_ERR, C_MSG, C_AT, C_VER,
+		C_PICK };
+	const char *text[7];
+	size_t len[7], total = 0;
 	memset(r, 0, sizeof *r);
 	const void *blob = sqlite3_column_blob(st, C_FEAT);
 	size_t blob_len = (size_t)sqlite3_column_bytes(st, C_FEAT);
 	if (blob_len % 4 != 0)
 		return fail(db, "record %" PRId64 " has a damaged features blob "
 			"(%zu bytes)", (int64_t)sqlite3_column_int64(st, C_ID), blob_len);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 7; i++) {
 		text[i] = column_text(st, texts[i], &len[i]);
 		total += len[i] + 1;
 	}
@@ -1106,6 +1115,8 @@ static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 	r->error_msg = copy_out(&cursor, text[3], len[3]);
 	r->measured_at = copy_out(&cursor, text[4], len[4]);
 	r->tessel_version = copy_out(&cursor, text[5], len[5]);
+	r->pick = sqlite3_column_type(st, C_PICK) == SQLITE_NULL ? NULL
+		: copy_out(&cursor, text[6], len[6]);
 	return 0;
 }
 
@@ -1400,7 +1411,7 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 	static const char sql[] = "SELECT w.key, w.op_text, w.flops, t.kind, "
 		"t.description, r.trace, r.trace_hash, r.features, r.cost_median_s, "
 		"r.cost_min_s, r.error_class, r.error_msg, r.measured_at, "
-		"r.tessel_version, r.id, r.cost_scale FROM records r "
+		"r.tessel_version, r.id, r.cost_scale, r.pick FROM records r "
 		"JOIN workloads w ON w.id = r.workload_id "
 		"JOIN targets t ON t.id = r.target_id "
 		"WHERE (?1 IS NULL OR w.key = ?1) AND (?2 IS NULL OR t.description = ?2) "
@@ -1428,6 +1439,8 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 		json_real_field(out, "cost_min_s", st, 9);
 		if (sqlite3_column_type(st, 15) != SQLITE_NULL)
 			json_real_field(out, "cost_scale", st, 15);
+		if (sqlite3_column_type(st, 16) != SQLITE_NULL)
+			json_text_field(out, "pick", st, 16);
 		json_text_field(out, "error", st, 10);
 		if (sqlite3_column_type(st, 11) != SQLITE_NULL)
 			json_text_field(out, "error_msg", st, 11);
@@ -1458,7 +1471,7 @@ typedef struct json_in {
 enum jl_field {
 	F_VERSION, F_WORKLOAD, F_OP, F_FLOPS, F_TARGET_KIND, F_TARGET, F_TRACE,
 	F_TRACE_HASH, F_FEATURES, F_MEDIAN, F_MIN, F_ERROR, F_ERROR_MSG,
-	F_MEASURED_AT, F_TESSEL_VERSION, F_SCALE, F_COUNT_
+	F_MEASURED_AT, F_TESSEL_VERSION, F_SCALE, F_PICK, F_COUNT_
 };
 
 enum jl_kind { J_STRING, J_NUMBER, J_NUMBERS };
@@ -1485,6 +1498,7 @@ static const struct jl_spec {
 	[F_MEASURED_AT] = { "measured_at", J_STRING, true, false },
 	[F_TESSEL_VERSION] = { "tessel_version", J_STRING, true, false },
 	[F_SCALE] = { "cost_scale", J_NUMBER, false, true },
+	[F_PICK] = { "pick", J_STRING, false, true },
 };
 
 /* One parsed line: strings are malloc'ed, absent or null values are NULL
@@ -1893,6 +1907,7 @@ static int import_line(tune_db *db, const jl_line *l,
 		.cost_median_s = l->num[F_MEDIAN],
 		.cost_min_s = l->num[F_MIN],
 		.cost_scale = l->num[F_SCALE],
+		.pick = l->str[F_PICK],
 		.error_class = l->str[F_ERROR],
 		.error_msg = l->str[F_ERROR_MSG],
 		.measured_at = l->str[F_MEASURED_AT],

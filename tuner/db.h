@@ -16,10 +16,11 @@
 #include <stdio.h>
 
 /* The schema this tessel writes, and the newest it can read. */
-#define TUNE_DB_SCHEMA_VERSION 2
-/* The version of the JSON-lines record form ("tessel_record": 2; version
- * 1, without "cost_scale", is read too). */
-#define TUNE_DB_JSONL_VERSION 2
+#define TUNE_DB_SCHEMA_VERSION 3
+/* The version of the JSON-lines record form ("tessel_record": 3; versions
+ * 1, without "cost_scale" and "pick", and 2, without "pick", are read
+ * too). */
+#define TUNE_DB_JSONL_VERSION 3
 /* Room for a trace hash: 16 hex digits and a NUL. */
 #define TUNE_HASH_LEN 17
 /* Room for a UTC timestamp "2024-05-01T12:34:56.789Z" and a NUL. */
@@ -53,6 +54,9 @@ typedef struct tune_record {
 	double cost_scale;     /* how slow the machine ran the record's batch
 	                        * (tuner/control.h); NAN or <= 0: unknown,
 	                        * stored as NULL */
+	const char *pick;      /* why the search measured it (tuner/search.h,
+	                        * TUNE_PICK_*: a lowercase word); NULL:
+	                        * unknown */
 	const char *error_class;
 	const char *error_msg;
 	const char *measured_at;

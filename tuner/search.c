@@ -112,6 +112,7 @@ typedef struct candidate {
 	float *features;
 	float score;
 	bool is_default;     /* the target's default schedule */
+	const char *pick;    /* why it is measured: TUNE_PICK_* */
 } candidate;
 
 /* A measured trace kept as a parent. */
@@ -528,21 +529,28 @@ static int evolve(search *s, candidate *pool, int cap)
 }
 
 /* Move the batch to measure to the front of "pool": the best-scored,
- * with a fraction picked at random; return its size. */
+ * then a fraction picked at random, each marked with its pick; return its
+ * size. */
 static int select_batch(search *s, candidate *pool, int n, int want)
 {
-	if (n <= want)
+	if (n <= want) {
+		for (int i = 0; i < n; i++)
+			pool[i].pick = TUNE_PICK_ALL;
 		return n;
+	}
 	int random_picks = (int)lround(want * s->o->epsilon);
 	if (!model_ready(s))
 		random_picks = want;
 	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
 	int greedy = want - random_picks;
+	for (int i = 0; i < greedy; i++)
+		pool[i].pick = TUNE_PICK_MODEL;
 	for (int i = greedy; i < want; i++) {
 		int j = i + (int)(sch_rng_next(&s->rng) % (uint64_t)(n - i));
 		candidate tmp = pool[i];
 		pool[i] = pool[j];
 		pool[j] = tmp;
+		pool[i].pick = TUNE_PICK_RANDOM;
 	}
 	return want;
 }
@@ -595,6 +603,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			.cost_median_s = ok ? res[i].median_s : NAN,
 			.cost_min_s = ok ? res[i].min_s : NAN,
 			.cost_scale = scale,
+			.pick = batch[i].pick,
 			.error_class = tune_error_name(res[i].error),
 			.error_msg = ok ? NULL : res[i].msg,
 		};
@@ -705,6 +714,7 @@ static int default_candidate(search *s, candidate *c)
 	hash_set seen = { 0 };
 	int r = make_candidate(s, st, &seen, c);
 	c->is_default = r == 0;
+	c->pick = TUNE_PICK_DEFAULT;
 	free(seen.slots);
 	sch_state_free(st);
 	return r;

@@ -42,6 +42,18 @@ typedef struct tune_progress {
 	bool done;           /* the last call, after the search ended */
 } tune_progress;
 
+/* Why the search measured a record (tune_record.pick): the target's
+ * default schedule; among the best the cost model scored in a larger
+ * pool; drawn at random from the pool (the epsilon-greedy picks, and
+ * every pick before a model guides); the whole pool, no larger than the
+ * batch.  Only the "model" picks are chosen by the model, so only they
+ * carry its selection (docs/cost-model.md, "The later records are the
+ * model's own picks"). */
+#define TUNE_PICK_DEFAULT "default"
+#define TUNE_PICK_MODEL "model"
+#define TUNE_PICK_RANDOM "random"
+#define TUNE_PICK_ALL "all"
+
 typedef struct tune_search_opts {
 	int trials;          /* candidates to measure, > 0 */
 	int batch;           /* measured per round */

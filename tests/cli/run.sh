@@ -156,7 +156,7 @@ sed "s/@WORKLOAD@/$key32/" "$root/tests/data/records/stale.jsonl.in" > "$work/st
 expect 0 'mm.jsonl: 6 lines, 6 added, 0 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'mm.jsonl: 6 lines, 0 added, 6 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'records: 6 \(5 ok, 1 failed\)' -- db info --db "$db"
-expect 0 'schema version: 2' -- db info --db "$db"
+expect 0 'schema version: 3' -- db info --db "$db"
 
 # best: the record of lowest median time, its trace, and a replayable file
 expect 0 'record: #4 in .*records.db' -- best "${mm64[@]}" --db "$db"
@@ -219,7 +219,7 @@ head -c 8192 /dev/urandom > "$work/random.db"
 { printf 'SQLite format 3\0'; head -c 8176 /dev/urandom; } > "$work/damaged.db"
 printf 'key,value\nnot,a database\n' > "$work/text.db"
 cp "$db" "$work/newer.db"
-LC_ALL=C perl -pi -e 's/schema_version2/schema_version9/' "$work/newer.db"
+LC_ALL=C perl -pi -e 's/schema_version3/schema_version9/' "$work/newer.db"
 for f in random damaged text newer; do
 	cp "$work/$f.db" "$work/$f.orig"
 	expect 1 "$f.db" -- best "${mm64[@]}" --db "$work/$f.db"
@@ -231,7 +231,7 @@ for f in random damaged text newer; do
 	if cmp -s "$work/$f.db" "$work/$f.orig"; then ok; else bad "$f.db was changed"; fi
 done
 expect 1 'random.db is not an SQLite database' -- best "${mm64[@]}" --db "$work/random.db"
-expect 1 'newer.db has schema version 9, newer than this tessel \(2\); refusing' -- db info --db "$work/newer.db"
+expect 1 'newer.db has schema version 9, newer than this tessel \(3\); refusing' -- db info --db "$work/newer.db"
 
 # bench: tessel beside vendor libraries loaded at run time (where OpenBLAS
 # is not installed, it must say so and exit 1 for want of any comparison)
