@@ -51,6 +51,17 @@ int cli_parse_seconds(const char *text, const char *what, double *v)
 	return 0;
 }
 
+int cli_parse_fraction(const char *text, const char *what, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(text, &end);
+	if (errno || end == text || *end || !(x >= 0 && x <= 1))
+		return cli_fail("%s expects a number in [0, 1], got '%s'", what, text);
+	*v = x;
+	return 0;
+}
+
 bool cli_is_help(const char *arg)
 {
 	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;

@@ -56,6 +56,8 @@ int cli_fail_ctx(tessel_ctx *ctx);
 int cli_parse_count(const char *text, const char *what, int lo, int hi, int *v);
 /* Parse "text" as a non-negative number of seconds; 0, or -1. */
 int cli_parse_seconds(const char *text, const char *what, double *v);
+/* Parse "text" as a number in [0, 1]; 0, or -1 after printing an error. */
+int cli_parse_fraction(const char *text, const char *what, double *v);
 
 /* Return true when "arg" is "-h" or "--help". */
 bool cli_is_help(const char *arg);

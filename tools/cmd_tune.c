@@ -19,7 +19,7 @@ static const char tune_help[] =
 	"usage: tessel tune SPEC [--set NAME=VALUE,...] --trials N [--db PATH]\n"
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
 	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
-	"                   [--early-stop N] [--verbose]\n"
+	"                   [--early-stop N] [--epsilon E] [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -36,7 +36,9 @@ static const char tune_help[] =
 	"it), candidates compiled by NVRTC for the architecture, those ptxas says\n"
 	"cannot launch rejected, the rest timed to cuStreamSynchronize.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
-	"(default 300; 0: never). --min-time is the measured time per candidate\n"
+	"(default 300; 0: never). --epsilon E is the fraction of each batch\n"
+	"picked at random from the evolved candidates rather than by the cost\n"
+	"model's score (default 0.1). --min-time is the measured time per candidate\n"
 	"and pass (default 0.05 s). Each candidate is timed in --passes N passes\n"
 	"(default 2): on the CPU it first runs alone in a fresh worker (briefly,\n"
 	"to catch a crash or a hang), then the last pass times the whole batch\n"
@@ -97,6 +99,8 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 		return cli_parse_count(v, "--batch", 1, 4096, &o->batch);
 	if ((v = cli_option(argc, argv, i, "--threads", &missing)))
 		return cli_parse_count(v, "--threads", 0, 1024, &o->measure.threads);
+	if ((v = cli_option(argc, argv, i, "--epsilon", &missing)))
+		return cli_parse_fraction(v, "--epsilon", &o->epsilon);
 	if ((v = cli_option(argc, argv, i, "--early-stop", &missing)))
 		return cli_parse_count(v, "--early-stop", 0, 1000000, &o->early_stop);
 	if ((v = cli_option(argc, argv, i, "--seed", &missing))) {
