@@ -1,5 +1,6 @@
 /* Helpers shared by the Criterion suites. */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,4 +145,53 @@ char *test_read_file(const char *path)
 		buf[got] = 0;
 	fclose(f);
 	return buf;
+}
+
+/* ---- the scratch directory ---- */
+
+static char scratch[1024];
+
+const char *test_scratch_dir(void)
+{
+	if (scratch[0])
+		return scratch;
+	const char *tmp = getenv("TMPDIR");
+	int n = snprintf(scratch, sizeof scratch, "%s/tessel-test-XXXXXX",
+		tmp && *tmp ? tmp : "/tmp");
+	cr_assert(n > 0 && (size_t)n < sizeof scratch, "TMPDIR is too long");
+	cr_assert_not_null(mkdtemp(scratch), "mkdtemp %s", scratch);
+	return scratch;
+}
+
+void test_scratch_make(void)
+{
+	(void)test_scratch_dir();
+}
+
+char *test_scratch_file(char *out, size_t len, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", test_scratch_dir(), name);
+	cr_assert(n > 0 && (size_t)n < len, "scratch path too long: %s", name);
+	return out;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+	struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int test_remove_tree(const char *path)
+{
+	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+void test_scratch_remove(void)
+{
+	if (scratch[0])
+		test_remove_tree(scratch);
+	scratch[0] = 0;
 }

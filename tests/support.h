@@ -44,4 +44,22 @@ void test_fixture_clear_outputs(test_fixture *f);
  * NULL when it cannot be read. */
 char *test_read_file(const char *path);
 
+
+/* The scratch directory of this test process (Criterion runs each test
+ * in a process of its own): made under $TMPDIR (else /tmp) on the first
+ * call, the same path after that. */
+const char *test_scratch_dir(void);
+/* Make the scratch directory now (a suite's .init), so that processes
+ * the test forks share it. */
+void test_scratch_make(void);
+/* Write the path of "name" in the scratch directory into "out" (of size
+ * "len") and return "out". */
+char *test_scratch_file(char *out, size_t len, const char *name);
+/* Remove "path" and everything below it (links are not followed);
+ * return 0 or -1. */
+int test_remove_tree(const char *path);
+/* Remove the scratch directory and everything in it, if this process
+ * made one (a suite's .fini); the next test_scratch_dir makes a new one. */
+void test_scratch_remove(void);
+
 #endif

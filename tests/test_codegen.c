@@ -5,7 +5,6 @@
  * printed text is pinned for two small programs.  CG_DUMP=1 in the
  * environment writes every compiled kernel's source to stderr. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "tessel/ops.h"
 #include "tessel/te.h"
 #include "tessel/tensor.h"
+#include "tests/support.h"
 
 #define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
 #define MAX_ARGS 16
@@ -121,15 +121,6 @@ static loop_stmt *seq(loop_prog *p, int n, ...)
 
 /* ---- printing, compiling, running ------------------------------------------ */
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-	struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* A compiled kernel and the module holding it. */
 typedef struct kernel {
 	char *source;
@@ -169,7 +160,7 @@ static void build_with(const loop_prog *p, int vector_bytes,
 	cg_kernel_name(p, name, sizeof(name));
 	k->fn = (tessel_kernel_fn)rt_module_symbol(k->module, name, err, sizeof(err));
 	cr_assert(k->fn, "%s", err);
-	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	test_remove_tree(dir);
 }
 
 /* Set up the arguments of a check after they are filled at random. */

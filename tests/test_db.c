@@ -4,7 +4,6 @@
  * two writers on one file, and a full disk. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -21,51 +20,11 @@
 #include <unistd.h>
 
 #include "tuner/db.h"
+#include "tests/support.h"
 
 #define ERR_LEN 512
 #define PATH_LEN 1024
 #define BATCH 100
-
-/* ---- scratch directories: one per test process ---- */
-
-static char *scratch_path(void)
-{
-	static char dir[PATH_LEN];
-	return dir;
-}
-
-static void make_scratch(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir = scratch_path();
-	snprintf(dir, PATH_LEN, "%s/tessel-db-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	cr_assert_not_null(mkdtemp(dir));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-	struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void remove_scratch(void)
-{
-	char *dir = scratch_path();
-	if (dir[0])
-		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	dir[0] = 0;
-}
-
-/* Write the path of "name" in the scratch directory into "out". */
-static char *scratch_file(char *out, const char *name)
-{
-	int n = snprintf(out, PATH_LEN, "%s/%s", scratch_path(), name);
-	cr_assert(n > 0 && n < PATH_LEN);
-	return out;
-}
 
 /* Kill this test's process if it runs longer than "seconds": a deadlock
  * must fail, not hang the suite. */
@@ -209,12 +168,12 @@ static int add_batch(tune_db *db, int64_t w, int64_t t, const char *tag,
 
 /* ---- opening ---- */
 
-TestSuite(db, .init = make_scratch, .fini = remove_scratch);
+TestSuite(db, .init = test_scratch_make, .fini = test_scratch_remove);
 
 Test(db, create_and_reopen)
 {
 	char path[PATH_LEN];
-	scratch_file(path, "r.db");
+	test_scratch_file(path, sizeof path, "r.db");
 	tune_db *db = open_ok(path);
 	cr_assert_str_eq(tune_db_path(db), path);
 	int64_t t = tune_db_target(db, "cpu", "cpu -isa=avx2 -cores=2");
@@ -245,7 +204,7 @@ Test(db, create_and_reopen)
 Test(db, empty_file_becomes_a_store)
 {
 	char path[PATH_LEN];
-	write_file(scratch_file(path, "empty.db"), "", 0);
+	write_file(test_scratch_file(path, sizeof path, "empty.db"), "", 0);
 	tune_db *db = open_ok(path);
 	cr_assert_eq(tune_db_count(db, 0, 0), 0);
 	tune_db_close(db);
@@ -255,12 +214,12 @@ Test(db, bad_names_are_refused)
 {
 	char path[PATH_LEN], err[ERR_LEN];
 	cr_assert_null(tune_db_open("", err, sizeof err));
-	cr_assert_null(tune_db_open(scratch_path(), err, sizeof err));
+	cr_assert_null(tune_db_open(test_scratch_dir(), err, sizeof err));
 	cr_assert(strstr(err, "not a regular file"), "%s", err);
-	cr_assert_null(tune_db_open(scratch_file(path, "no/such/dir.db"), err,
+	cr_assert_null(tune_db_open(test_scratch_file(path, sizeof path, "no/such/dir.db"), err,
 		sizeof err));
 	cr_assert(strstr(err, "cannot open"), "%s", err);
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	cr_assert_eq(tune_db_target(db, "CPU!", "x"), 0);
 	cr_assert(strstr(tune_db_error(db), "invalid target"), "%s", tune_db_error(db));
 	cr_assert_eq(tune_db_target(db, "cpu", ""), 0);
@@ -272,7 +231,7 @@ Test(db, bad_names_are_refused)
 Test(db, newer_schema_is_refused_untouched)
 {
 	char path[PATH_LEN];
-	tune_db_close(open_ok(scratch_file(path, "r.db")));
+	tune_db_close(open_ok(test_scratch_file(path, sizeof path, "r.db")));
 	raw_exec(path, "UPDATE meta SET value = '7' WHERE key = 'schema_version'");
 	assert_refused(path, "has schema version 7, newer than this tessel (3); "
 		"refusing");
@@ -329,7 +288,7 @@ static void expect_version_migrated(int version, int missing)
 {
 	char path[PATH_LEN];
 	int64_t w, t;
-	old_store(scratch_file(path, "old.db"), version, &w, &t);
+	old_store(test_scratch_file(path, sizeof path, "old.db"), version, &w, &t);
 	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM pragma_table_info('records') "
 		"WHERE name IN ('cost_scale', 'pick')"), 2 - missing);
 	expect_migrated(path, w, t);
@@ -348,7 +307,7 @@ Test(db, version_2_store_is_migrated)
 Test(db, damaged_schema_version_is_refused)
 {
 	char path[PATH_LEN];
-	tune_db_close(open_ok(scratch_file(path, "r.db")));
+	tune_db_close(open_ok(test_scratch_file(path, sizeof path, "r.db")));
 	raw_exec(path, "UPDATE meta SET value = 'x' WHERE key = 'schema_version'");
 	assert_refused(path, "no valid schema version");
 }
@@ -357,7 +316,7 @@ Test(db, text_file_is_refused_untouched)
 {
 	char path[PATH_LEN];
 	const char text[] = "these are my notes, not a database\n";
-	write_file(scratch_file(path, "notes.txt"), text, sizeof text - 1);
+	write_file(test_scratch_file(path, sizeof path, "notes.txt"), text, sizeof text - 1);
 	assert_refused(path, "is not an SQLite database");
 }
 
@@ -369,7 +328,7 @@ Test(db, damaged_sqlite_file_is_refused_untouched)
 	memcpy(junk, "SQLite format 3", 16);
 	for (size_t i = 16; i < sizeof junk; i++)
 		junk[i] = (unsigned char)(rand_r(&seed) >> 5);
-	write_file(scratch_file(path, "junk.db"), junk, sizeof junk);
+	write_file(test_scratch_file(path, sizeof path, "junk.db"), junk, sizeof junk);
 	snapshot before = take_snapshot(path);
 	char err[ERR_LEN] = "";
 	cr_assert_null(tune_db_open(path, err, sizeof err));
@@ -380,13 +339,13 @@ Test(db, damaged_sqlite_file_is_refused_untouched)
 Test(db, foreign_sqlite_is_refused_untouched)
 {
 	char path[PATH_LEN];
-	raw_exec(scratch_file(path, "other.db"),
+	raw_exec(test_scratch_file(path, sizeof path, "other.db"),
 		"CREATE TABLE songs(title TEXT, seconds INTEGER);"
 		"INSERT INTO songs VALUES ('a', 1), ('b', 2)");
 	assert_refused(path, "another application");
-	raw_exec(scratch_file(path, "versioned.db"), "PRAGMA user_version = 3");
+	raw_exec(test_scratch_file(path, sizeof path, "versioned.db"), "PRAGMA user_version = 3");
 	assert_refused(path, "another application");
-	raw_exec(scratch_file(path, "lookalike.db"), "PRAGMA application_id = "
+	raw_exec(test_scratch_file(path, sizeof path, "lookalike.db"), "PRAGMA application_id = "
 		"1414745170; CREATE TABLE meta(key TEXT, value TEXT)");
 	assert_refused(path, "another application");
 }
@@ -398,19 +357,19 @@ Test(db, default_path_order)
 	cr_assert_eq(tune_db_default_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, "/somewhere/mine.db");
 	unsetenv("TESSEL_DB");
-	setenv("XDG_CACHE_HOME", scratch_path(), 1);
+	setenv("XDG_CACHE_HOME", test_scratch_dir(), 1);
 	cr_assert_eq(tune_db_default_path(buf, sizeof buf), 0);
-	snprintf(want, sizeof want, "%s/tessel/records.db", scratch_path());
+	snprintf(want, sizeof want, "%s/tessel/records.db", test_scratch_dir());
 	cr_assert_str_eq(buf, want);
 	struct stat st;
-	cr_assert_eq(stat(scratch_file(want, "tessel"), &st), 0);
+	cr_assert_eq(stat(test_scratch_file(want, sizeof want, "tessel"), &st), 0);
 	cr_assert(S_ISDIR(st.st_mode));
 	unsetenv("XDG_CACHE_HOME");
-	setenv("HOME", scratch_path(), 1);
+	setenv("HOME", test_scratch_dir(), 1);
 	cr_assert_eq(tune_db_default_path(buf, sizeof buf), 0);
-	snprintf(want, sizeof want, "%s/.cache/tessel/records.db", scratch_path());
+	snprintf(want, sizeof want, "%s/.cache/tessel/records.db", test_scratch_dir());
 	cr_assert_str_eq(buf, want);
-	cr_assert_eq(stat(scratch_file(want, ".cache/tessel"), &st), 0);
+	cr_assert_eq(stat(test_scratch_file(want, sizeof want, ".cache/tessel"), &st), 0);
 	cr_assert_eq(tune_db_default_path(buf, 8), -1);
 	cr_assert_eq(errno, ENAMETOOLONG);
 	unsetenv("HOME");
@@ -462,7 +421,7 @@ static int collect(const tune_record *r, void *arg)
 Test(db, records_round_trip_and_resume)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu -isa=avx512");
 	int64_t w = tune_db_workload(db, "w1", "op", NAN);
 	float feats[3] = { 1.5f, -2.25f, 1e-30f };
@@ -535,7 +494,7 @@ Test(db, records_round_trip_and_resume)
 Test(db, features_are_replaced_in_place)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "f.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "f.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu -isa=avx512");
 	int64_t w = tune_db_workload(db, "w1", "op", NAN);
 	float old[2] = { 1, 2 }, fresh[4] = { 3, 4, 5, 6 };
@@ -564,7 +523,7 @@ Test(db, features_are_replaced_in_place)
 Test(db, best_is_lowest_ok_median)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu a");
 	int64_t t2 = tune_db_target(db, "cpu", "cpu b");
 	int64_t w = tune_db_workload(db, "w", "op", 1e9);
@@ -597,7 +556,7 @@ Test(db, best_is_lowest_ok_median)
 Test(db, invalid_record_fails_the_whole_batch)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu");
 	int64_t w = tune_db_workload(db, "w", "op", 1);
 	float inf[1] = { INFINITY };
@@ -645,7 +604,7 @@ Test(db, invalid_record_fails_the_whole_batch)
 Test(db, models_newest_wins_and_old_ones_go)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	tune_model m;
 	cr_assert_eq(tune_db_load_model(db, "cpu", &m), 1);
 	int64_t last = 0;
@@ -748,16 +707,16 @@ static char *read_all(const char *path)
 Test(db, export_import_round_trip)
 {
 	char path[PATH_LEN], copy[PATH_LEN], out1[PATH_LEN], out2[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "a.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "a.db"));
 	populate(db);
-	cr_assert_eq(export_to(db, scratch_file(out1, "a.jsonl"), NULL), 12);
-	tune_db *fresh = open_ok(scratch_file(copy, "b.db"));
+	cr_assert_eq(export_to(db, test_scratch_file(out1, sizeof out1, "a.jsonl"), NULL), 12);
+	tune_db *fresh = open_ok(test_scratch_file(copy, sizeof copy, "b.db"));
 	tune_db_import_stats st;
 	cr_assert_eq(import_from(fresh, out1, &st), 0, "%s", tune_db_error(fresh));
 	cr_assert_eq(st.lines, 12);
 	cr_assert_eq(st.added, 12);
 	cr_assert_eq(st.skipped, 0);
-	cr_assert_eq(export_to(fresh, scratch_file(out2, "b.jsonl"), NULL), 12);
+	cr_assert_eq(export_to(fresh, test_scratch_file(out2, sizeof out2, "b.jsonl"), NULL), 12);
 	char *a = read_all(out1), *b = read_all(out2);
 	cr_assert_str_eq(a, b, "export, import, export gives the same text");
 	cr_assert(strstr(a, "\"error_msg\":\"did not finish within 1 s; \\\"killed\\\"\""));
@@ -850,8 +809,8 @@ static const struct {
 Test(db, malformed_line_names_its_number_and_writes_nothing)
 {
 	char path[PATH_LEN], jl[PATH_LEN];
-	scratch_file(jl, "bad.jsonl");
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	test_scratch_file(jl, sizeof jl, "bad.jsonl");
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
 		FILE *f = fopen(jl, "w");
 		cr_assert_not_null(f);
@@ -886,8 +845,8 @@ Test(db, import_accepts_the_documented_form)
 		"\"features\":[],\"cost_median_s\":null,"
 		"\"cost_min_s\":null,\"error\":\"compile\",\"error_msg\":null,"
 		"\"measured_at\":\"2024-01-02T03:04:05.5Z\",\"tessel_version\":\"0.0.9\"}\r\n";
-	write_file(scratch_file(jl, "ok.jsonl"), text, sizeof text - 1);
-	tune_db *db = open_ok(scratch_file(path, "r.db"));
+	write_file(test_scratch_file(jl, sizeof jl, "ok.jsonl"), text, sizeof text - 1);
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
 	tune_db_import_stats st;
 	cr_assert_eq(import_from(db, jl, &st), 0, "%s", tune_db_error(db));
 	cr_assert_eq(st.lines, 4);
@@ -964,7 +923,7 @@ Test(db, kill_9_loses_at_most_the_batch_in_flight)
 {
 	fail_if_hung(120);
 	char path[PATH_LEN];
-	scratch_file(path, "killed.db");
+	test_scratch_file(path, sizeof path, "killed.db");
 	unsigned seed = (unsigned)time(NULL);
 	int64_t before = 0;
 	for (int round = 0; round < 6; round++) {
@@ -1008,7 +967,7 @@ Test(db, two_writers_share_one_file)
 {
 	fail_if_hung(120);
 	char path[PATH_LEN];
-	scratch_file(path, "shared.db");
+	test_scratch_file(path, sizeof path, "shared.db");
 	shared *sh = shared_new();
 	const int batches = 12, n = 50;
 	pid_t pids[2];
@@ -1041,7 +1000,7 @@ Test(db, processes_creating_one_file_at_once_agree)
 	for (int round = 0; round < 8; round++) {
 		char path[PATH_LEN], name[32];
 		snprintf(name, sizeof name, "race%d.db", round);
-		scratch_file(path, name);
+		test_scratch_file(path, sizeof path, name);
 		shared *sh = shared_new();
 		pid_t pids[3];
 		fflush(NULL);
@@ -1077,7 +1036,7 @@ static void big_trace(char *buf, size_t len, int i)
 Test(db, full_database_fails_the_batch_and_keeps_the_rest)
 {
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "full.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "full.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu");
 	int64_t w = tune_db_workload(db, "w", "op", 1);
 	cr_assert_eq(add_batch(db, w, t, "first", 0, 50), 0, "%s", tune_db_error(db));
@@ -1149,7 +1108,7 @@ Test(db, file_size_limit_fails_the_batch_and_keeps_the_rest)
 {
 	fail_if_hung(60);
 	char path[PATH_LEN];
-	tune_db *db = open_ok(scratch_file(path, "fsize.db"));
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "fsize.db"));
 	int64_t t = tune_db_target(db, "cpu", "cpu");
 	int64_t w = tune_db_workload(db, "w", "op", 1);
 	cr_assert_eq(add_batch(db, w, t, "first", 0, 50), 0, "%s", tune_db_error(db));

@@ -24,6 +24,7 @@
 #include "tuner/round_robin.h"
 #include "tuner/runner_gpu.h"
 #include "tuner/task.h"
+#include "tests/support.h"
 
 typedef struct fixture {
 	tessel_ctx *ctx;
@@ -49,9 +50,7 @@ static void fixture_init(fixture *f, const char *size)
 
 static void fixture_fini(fixture *f)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->cache);
-	cr_expect_eq(system(cmd), 0);
+	cr_expect_eq(test_remove_tree(f->cache), 0, "removing %s", f->cache);
 	tune_task_clear(&f->task);
 	tessel_op_release(f->op);
 	tessel_ctx_free(f->ctx);

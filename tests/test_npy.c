@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "tessel/tensor.h"
+#include "tests/support.h"
 
 #define ERR_LEN 256
-#define SCRATCH_DIR_LEN 512
 
 /* Return the directory of the NumPy-written test files: tests/data/npy
  * under TESSEL_SOURCE_DIR when the build defines it, else beside this
@@ -37,44 +37,6 @@ static char *join(char *out, size_t len, const char *dir, const char *file)
 {
 	snprintf(out, len, "%s/%s", dir, file);
 	return out;
-}
-
-/* Return the buffer that holds the scratch directory's name, empty until
- * scratch_dir makes it. */
-static char *scratch_dir_path(void)
-{
-	static char dir[SCRATCH_DIR_LEN];
-	return dir;
-}
-
-/* Return a new scratch directory, one per test process (Criterion runs
- * each test in its own). */
-static const char *scratch_dir(void)
-{
-	char *dir = scratch_dir_path();
-	if (dir[0])
-		return dir;
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, SCRATCH_DIR_LEN, "%s/tessel-npy-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
-}
-
-/* Remove the scratch directory of this test process and the files and
- * empty directories in it, if the test made one. */
-static void remove_scratch_dir(void)
-{
-	const char *dir = scratch_dir_path();
-	DIR *d = dir[0] ? opendir(dir) : NULL;
-	if (!d)
-		return;
-	char path[SCRATCH_DIR_LEN + sizeof ((struct dirent *)0)->d_name + 1];
-	for (struct dirent *e; (e = readdir(d));)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    unlink(join(path, sizeof path, dir, e->d_name)) != 0)
-			rmdir(path);
-	closedir(d);
-	rmdir(dir);
 }
 
 /* Return the number of entries (besides . and ..) in "dir". */
@@ -456,7 +418,7 @@ Test(bf16, known_bit_patterns_and_ties_to_even)
 /* ------------------------------------------------------------------ */
 /* .npy writing and reading back */
 
-TestSuite(npy, .fini = remove_scratch_dir);
+TestSuite(npy, .fini = test_scratch_remove);
 
 /* Check that "b" has the dtype, shape and values of "a", allowing for
  * bf16 coming back as f32. */
@@ -483,7 +445,7 @@ static void check_same_tensor(const tessel_tensor *a, const tessel_tensor *b)
 static void check_round_trip(const tessel_tensor *t)
 {
 	char path[600], err[ERR_LEN];
-	join(path, sizeof path, scratch_dir(), "rt.npy");
+	test_scratch_file(path, sizeof path, "rt.npy");
 	cr_assert_eq(tessel_npy_save(path, t, err, sizeof err), 0, "%s", err);
 	tessel_tensor *back = tessel_npy_load(path, err, sizeof err);
 	cr_assert_not_null(back, "%s", err);
@@ -520,7 +482,7 @@ Test(npy, round_trip_every_dtype_and_shape)
 			check_round_trip(t);
 			tessel_tensor_free(t);
 		}
-	cr_assert_eq(count_entries(scratch_dir()), 1, "a temporary file was left");
+	cr_assert_eq(count_entries(test_scratch_dir()), 1, "a temporary file was left");
 }
 
 Test(npy, round_trip_extreme_values)
@@ -555,7 +517,7 @@ Test(npy, saves_a_strided_view_in_c_order)
 Test(npy, header_text_matches_numpy)
 {
 	char path[600], err[ERR_LEN];
-	join(path, sizeof path, scratch_dir(), "h.npy");
+	test_scratch_file(path, sizeof path, "h.npy");
 	tessel_tensor *t = make(TESSEL_I32, 2, (int64_t[]){ 2, 3 });
 	cr_assert_eq(tessel_npy_save(path, t, err, sizeof err), 0, "%s", err);
 	size_t len;
@@ -577,7 +539,7 @@ Test(npy, header_text_matches_numpy)
 Test(npy, save_replaces_an_existing_file)
 {
 	char path[600], err[ERR_LEN];
-	join(path, sizeof path, scratch_dir(), "x.npy");
+	test_scratch_file(path, sizeof path, "x.npy");
 	FILE *f = fopen(path, "w");
 	fputs("old contents", f);
 	fclose(f);
@@ -587,7 +549,7 @@ Test(npy, save_replaces_an_existing_file)
 	tessel_tensor *back = tessel_npy_load(path, err, sizeof err);
 	cr_assert_not_null(back, "%s", err);
 	check_same_tensor(t, back);
-	cr_assert_eq(count_entries(scratch_dir()), 1);
+	cr_assert_eq(count_entries(test_scratch_dir()), 1);
 	tessel_tensor_free(back);
 	tessel_tensor_free(t);
 }
@@ -595,12 +557,12 @@ Test(npy, save_replaces_an_existing_file)
 Test(npy, save_reports_io_errors_and_leaves_nothing)
 {
 	char path[600], err[ERR_LEN] = "";
-	join(path, sizeof path, scratch_dir(), "missing/dir/x.npy");
+	test_scratch_file(path, sizeof path, "missing/dir/x.npy");
 	tessel_tensor *t = make(TESSEL_F32, 1, (int64_t[]){ 3 });
 	cr_assert_eq(tessel_npy_save(path, t, err, sizeof err), -1);
 	cr_assert_eq(strncmp(err, path, strlen(path)), 0, "%s", err);
 	cr_assert(strstr(err, "No such file or directory"), "%s", err);
-	cr_assert_eq(count_entries(scratch_dir()), 0);
+	cr_assert_eq(count_entries(test_scratch_dir()), 0);
 	cr_assert_eq(tessel_npy_save(path, t, NULL, 0), -1);
 	cr_assert_eq(tessel_npy_save(path, NULL, err, sizeof err), -1);
 	cr_assert(strstr(err, "no tensor"), "%s", err);
@@ -610,7 +572,7 @@ Test(npy, save_reports_io_errors_and_leaves_nothing)
 Test(npy, failed_write_keeps_the_old_file_and_leaves_no_temporary)
 {
 	char path[600], err[ERR_LEN] = "";
-	join(path, sizeof path, scratch_dir(), "x.npy");
+	test_scratch_file(path, sizeof path, "x.npy");
 	FILE *f = fopen(path, "w");
 	fputs("old contents", f);
 	fclose(f);
@@ -620,7 +582,7 @@ Test(npy, failed_write_keeps_the_old_file_and_leaves_no_temporary)
 	cr_assert_eq(tessel_npy_save(path, t, err, sizeof err), -1);
 	cr_assert_eq(strncmp(err, path, strlen(path)), 0, "%s", err);
 	cr_assert(strstr(err, "write failed: File too large"), "%s", err);
-	cr_assert_eq(count_entries(scratch_dir()), 1);
+	cr_assert_eq(count_entries(test_scratch_dir()), 1);
 	size_t len;
 	uint8_t *bytes = read_all(path, &len);
 	cr_assert(len == 12 && memcmp(bytes, "old contents", 12) == 0);
@@ -631,19 +593,19 @@ Test(npy, failed_write_keeps_the_old_file_and_leaves_no_temporary)
 Test(npy, save_reports_a_failed_rename)
 {
 	char path[600], err[ERR_LEN] = "";
-	join(path, sizeof path, scratch_dir(), "dir.npy");
+	test_scratch_file(path, sizeof path, "dir.npy");
 	cr_assert_eq(mkdir(path, 0777), 0);
 	tessel_tensor *t = make(TESSEL_F32, 1, (int64_t[]){ 3 });
 	cr_assert_eq(tessel_npy_save(path, t, err, sizeof err), -1);
 	cr_assert(strstr(err, "into place: Is a directory"), "%s", err);
-	cr_assert_eq(count_entries(scratch_dir()), 1);
+	cr_assert_eq(count_entries(test_scratch_dir()), 1);
 	tessel_tensor_free(t);
 }
 
 Test(npy, save_rejects_invalid_tensors)
 {
 	char path[600], err[ERR_LEN] = "";
-	join(path, sizeof path, scratch_dir(), "x.npy");
+	test_scratch_file(path, sizeof path, "x.npy");
 	tessel_tensor *t = make(TESSEL_F32, 1, (int64_t[]){ 3 });
 	tessel_tensor bad = *t;
 	bad.ndim = TESSEL_MAX_DIMS + 1;
@@ -663,7 +625,7 @@ Test(npy, save_rejects_invalid_tensors)
 	cr_assert(strstr(err, "no data"), "%s", err);
 	cr_assert_eq(tessel_npy_save(NULL, t, err, sizeof err), -1);
 	cr_assert_str_eq(err, "<null>: no path to save to");
-	cr_assert_eq(count_entries(scratch_dir()), 0);
+	cr_assert_eq(count_entries(test_scratch_dir()), 0);
 	tessel_tensor_free(t);
 }
 
@@ -672,8 +634,8 @@ Test(npy, load_reports_missing_files_and_directories)
 	char err[ERR_LEN] = "";
 	cr_assert_null(tessel_npy_load("/nonexistent/x.npy", err, sizeof err));
 	cr_assert_str_eq(err, "/nonexistent/x.npy: cannot open: No such file or directory");
-	cr_assert_null(tessel_npy_load(scratch_dir(), err, sizeof err));
-	cr_assert_eq(strncmp(err, scratch_dir(), strlen(scratch_dir())), 0, "%s", err);
+	cr_assert_null(tessel_npy_load(test_scratch_dir(), err, sizeof err));
+	cr_assert_eq(strncmp(err, test_scratch_dir(), strlen(test_scratch_dir())), 0, "%s", err);
 	cr_assert_null(tessel_npy_load(NULL, NULL, 0));
 }
 

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <math.h>
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,6 +27,7 @@
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"
 #include "tessel/kernel.h"
+#include "tests/support.h"
 
 #ifndef TESSEL_SOURCE_DIR
 #define TESSEL_SOURCE_DIR "."
@@ -35,47 +35,6 @@
 
 #define ERR_LEN 4096
 #define PATH_LEN 1024
-
-/* ---- scratch directories: one per test process ---- */
-
-static char *scratch_path(void)
-{
-	static char dir[PATH_LEN];
-	return dir;
-}
-
-static void make_scratch(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir = scratch_path();
-	snprintf(dir, PATH_LEN, "%s/tessel-rt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	cr_assert_not_null(mkdtemp(dir));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-	struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void remove_scratch(void)
-{
-	char *dir = scratch_path();
-	if (dir[0])
-		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	dir[0] = 0;
-}
-
-/* Write "dir"/"name" of the scratch directory into "out". */
-static char *scratch_file(char *out, const char *name)
-{
-	int n = snprintf(out, PATH_LEN, "%s/%s", scratch_path(), name);
-	cr_assert(n > 0 && n < PATH_LEN);
-	return out;
-}
 
 static void write_text(const char *path, const char *text, mode_t mode)
 {
@@ -105,7 +64,7 @@ static int count_entries(const char *sub, const char *part)
 {
 	char dir[PATH_LEN];
 	int count = 0;
-	DIR *d = opendir(scratch_file(dir, sub));
+	DIR *d = opendir(test_scratch_file(dir, sizeof dir, sub));
 	if (!d)
 		return 0;
 	for (struct dirent *e; (e = readdir(d));)
@@ -140,10 +99,10 @@ Test(module, open_empty_path)
 	cr_assert(strstr(err, "empty path"), "%s", err);
 }
 
-Test(module, open_text_file_fails, .init = make_scratch, .fini = remove_scratch)
+Test(module, open_text_file_fails, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	char path[PATH_LEN], err[ERR_LEN] = "";
-	write_text(scratch_file(path, "not.so"), "not an object\n", 0644);
+	write_text(test_scratch_file(path, sizeof path, "not.so"), "not an object\n", 0644);
 	cr_assert_null(rt_module_open(path, err, sizeof err));
 	cr_assert(strstr(err, "cannot open"), "%s", err);
 }
@@ -889,12 +848,13 @@ static const char *const include_flags[] = { "-I" TESSEL_SOURCE_DIR "/include", 
 static cg_compile_opts scratch_opts(void)
 {
 	static char cache[PATH_LEN];
-	scratch_file(cache, "cache");
+	test_scratch_file(cache, sizeof cache, "cache");
 	return (cg_compile_opts){ .cache_dir = cache, .extra_flags = include_flags };
 }
 
 /* Write a compiler wrapper script "name" into the scratch directory that
- * answers --version and otherwise runs "body" (a shell fragment). */
+ * answers --version and otherwise runs "body" (a shell fragment); its
+ * path goes to "path" (PATH_LEN bytes). */
 static char *write_fake_cc(char *path, const char *name, const char *body)
 {
 	char text[4096];
@@ -902,15 +862,16 @@ static char *write_fake_cc(char *path, const char *name, const char *body)
 		 "#!/bin/sh\n"
 		 "if [ \"$1\" = --version ]; then echo 'fake cc 1.0'; exit 0; fi\n"
 		 "%s\n", body);
-	write_text(scratch_file(path, name), text, 0755);
+	write_text(test_scratch_file(path, PATH_LEN, name), text, 0755);
 	return path;
 }
 
-/* Write a wrapper that counts its compilations in "count" and runs cc. */
+/* Write a wrapper that counts its compilations in the file "count" and
+ * runs cc ("path" and "count": PATH_LEN bytes). */
 static char *write_counting_cc(char *path, char *count)
 {
 	char body[PATH_LEN + 64];
-	scratch_file(count, "count");
+	test_scratch_file(count, PATH_LEN, "count");
 	snprintf(body, sizeof body, "echo run >> '%s'\nexec cc \"$@\"", count);
 	return write_fake_cc(path, "counting-cc", body);
 }
@@ -938,8 +899,7 @@ static void check_kernel_runs(const char *so_path, int threads)
 	rt_module_close(m);
 }
 
-Test(compile, kernel_compiles_loads_and_runs, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, kernel_compiles_loads_and_runs, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	cg_compile_opts o = scratch_opts();
@@ -963,8 +923,7 @@ Test(compile, kernel_compiles_loads_and_runs, .init = make_scratch,
 	cr_assert_eq(count_entries("cache", ".tmp."), 0);
 }
 
-Test(compile, second_compile_is_a_cache_hit, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, second_compile_is_a_cache_hit, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	char cc[PATH_LEN], count[PATH_LEN];
@@ -1002,8 +961,7 @@ Test(compile, second_compile_is_a_cache_hit, .init = make_scratch,
 	check_kernel_runs(so4, 2);
 }
 
-Test(compile, cc_from_the_environment, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, cc_from_the_environment, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	char cc[PATH_LEN], count[PATH_LEN], so[PATH_LEN], err[ERR_LEN] = "";
@@ -1014,8 +972,7 @@ Test(compile, cc_from_the_environment, .init = make_scratch,
 	cr_assert_eq(count_lines(count), 1);
 }
 
-Test(compile, error_carries_the_diagnostic, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, error_carries_the_diagnostic, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	cg_compile_opts o = scratch_opts();
@@ -1030,8 +987,7 @@ Test(compile, error_carries_the_diagnostic, .init = make_scratch,
 	cr_assert_eq(count_entries("cache", ".c"), 1, "the source is kept for inspection");
 }
 
-Test(compile, long_diagnostics_are_cut, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, long_diagnostics_are_cut, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	char cc[PATH_LEN], so[PATH_LEN], err[ERR_LEN] = "";
@@ -1048,8 +1004,7 @@ Test(compile, long_diagnostics_are_cut, .init = make_scratch,
 	cr_assert_lt(strlen(err), 2048 + 512);
 }
 
-Test(compile, compiler_without_output_fails, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, compiler_without_output_fails, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	char cc[PATH_LEN], so[PATH_LEN], err[ERR_LEN] = "";
 	cg_compile_opts o = scratch_opts();
@@ -1060,8 +1015,7 @@ Test(compile, compiler_without_output_fails, .init = make_scratch,
 	cr_assert_eq(count_entries("cache", ".so"), 0);
 }
 
-Test(compile, missing_compiler_is_a_clear_error, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, missing_compiler_is_a_clear_error, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	char so[PATH_LEN], err[ERR_LEN] = "";
 	cg_compile_opts o = scratch_opts();
@@ -1093,13 +1047,12 @@ static bool process_gone(pid_t pid)
 	return state && state[1] == ' ' && state[2] == 'Z';
 }
 
-Test(compile, timeout_kills_a_hanging_compiler, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, timeout_kills_a_hanging_compiler, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(60);
 	char cc[PATH_LEN], pids[PATH_LEN], body[PATH_LEN + 64];
 	char so[PATH_LEN], err[ERR_LEN] = "";
-	scratch_file(pids, "sleeper.pid");
+	test_scratch_file(pids, sizeof pids, "sleeper.pid");
 	snprintf(body, sizeof body, "sleep 30 & echo $! > '%s'\nwait", pids);
 	cg_compile_opts o = scratch_opts();
 	o.cc = write_fake_cc(cc, "hanging-cc", body);
@@ -1122,11 +1075,11 @@ Test(compile, timeout_kills_a_hanging_compiler, .init = make_scratch,
 	cr_assert_eq(count_entries("cache", ".so"), 0);
 }
 
-Test(compile, version_probe_timeout, .init = make_scratch, .fini = remove_scratch)
+Test(compile, version_probe_timeout, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(60);
 	char cc[PATH_LEN], so[PATH_LEN], err[ERR_LEN] = "";
-	write_text(scratch_file(cc, "mute-cc"), "#!/bin/sh\nexec sleep 30\n", 0755);
+	write_text(test_scratch_file(cc, sizeof cc, "mute-cc"), "#!/bin/sh\nexec sleep 30\n", 0755);
 	cg_compile_opts o = scratch_opts();
 	o.cc = cc;
 	o.timeout_s = 0.3;
@@ -1135,8 +1088,7 @@ Test(compile, version_probe_timeout, .init = make_scratch, .fini = remove_scratc
 	cr_assert(strstr(err, "--version' timed out"), "%s", err);
 }
 
-Test(compile, concurrent_compilations_share_the_cache, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, concurrent_compilations_share_the_cache, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	enum { PROCESSES = 3 };
@@ -1184,19 +1136,18 @@ Test(compile, default_cache_dir)
 	cr_assert_eq(cg_cache_dir_default(buf, sizeof buf), -1);
 }
 
-Test(compile, cache_dir_is_created_with_parents, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, cache_dir_is_created_with_parents, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	char cache[PATH_LEN], so[PATH_LEN], err[ERR_LEN] = "";
-	scratch_file(cache, "a/b/c");
+	test_scratch_file(cache, sizeof cache, "a/b/c");
 	setenv("TESSEL_CACHE_DIR", cache, 1);
 	cg_compile_opts o = { .extra_flags = include_flags };
 	cr_assert_eq(cg_compile_c(&o, kernel_source, so, sizeof so, err, sizeof err),
 		     CG_COMPILE_OK, "%s", err);
 	cr_assert_eq(strncmp(so, cache, strlen(cache)), 0, "%s", so);
 	char file[PATH_LEN];
-	write_text(scratch_file(file, "plain"), "x", 0644);
+	write_text(test_scratch_file(file, sizeof file, "plain"), "x", 0644);
 	char below[PATH_LEN + 8];
 	snprintf(below, sizeof below, "%s/sub", file);
 	o.cache_dir = below;
@@ -1205,19 +1156,18 @@ Test(compile, cache_dir_is_created_with_parents, .init = make_scratch,
 	cr_assert(strstr(err, "cannot create cache directory"), "%s", err);
 }
 
-Test(compile, given_version_skips_the_probe, .init = make_scratch,
-     .fini = remove_scratch)
+Test(compile, given_version_skips_the_probe, .init = test_scratch_make, .fini = test_scratch_remove)
 {
 	fail_if_hung(120);
 	char cc[PATH_LEN], probes[PATH_LEN], body[2 * PATH_LEN];
 	char so1[PATH_LEN], so2[PATH_LEN], version[256], err[ERR_LEN] = "";
-	scratch_file(probes, "probes");
+	test_scratch_file(probes, sizeof probes, "probes");
 	int n = snprintf(body, sizeof body,
 		 "#!/bin/sh\n"
 		 "if [ \"$1\" = --version ]; then echo probe >> '%s'; exec cc --version; fi\n"
 		 "exec cc \"$@\"\n", probes);
 	cr_assert_lt(n, (int)sizeof body);
-	write_text(scratch_file(cc, "probed-cc"), body, 0755);
+	write_text(test_scratch_file(cc, sizeof cc, "probed-cc"), body, 0755);
 	cg_compile_opts o = scratch_opts();
 	o.cc = cc;
 	cr_assert_eq(cg_compiler_version(&o, version, sizeof version, err, sizeof err),

@@ -49,9 +49,7 @@ static void fixture_init(fixture *f, const char *name, int n, const char **keys,
 
 static void fixture_fini(fixture *f)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	cr_expect_eq(system(cmd), 0);
+	cr_expect_eq(test_remove_tree(f->dir), 0, "removing %s", f->dir);
 	tune_task_clear(&f->task);
 	tessel_op_release(f->op);
 	tessel_ctx_free(f->ctx);
