@@ -44,7 +44,6 @@ void test_fixture_clear_outputs(test_fixture *f);
  * NULL when it cannot be read. */
 char *test_read_file(const char *path);
 
-
 /* The scratch directory of this test process (Criterion runs each test
  * in a process of its own): made under $TMPDIR (else /tmp) on the first
  * call, the same path after that. */

@@ -5,6 +5,7 @@
 #include "schedule/trace.h"
 
 static bool parse_int(const char *text, int64_t *v);
+static bool parse_number(const char *text, double *v);
 
 #include <errno.h>
 #include <stdarg.h>
@@ -42,10 +43,8 @@ int cli_parse_count(const char *text, const char *what, int lo, int hi, int *v)
 
 int cli_parse_seconds(const char *text, const char *what, double *v)
 {
-	char *end;
-	errno = 0;
-	double x = strtod(text, &end);
-	if (errno || end == text || *end || !(x >= 0) || x > 1e6)
+	double x;
+	if (!parse_number(text, &x) || !(x >= 0) || x > 1e6)
 		return cli_fail("%s expects a number of seconds, got '%s'", what, text);
 	*v = x;
 	return 0;
@@ -53,10 +52,8 @@ int cli_parse_seconds(const char *text, const char *what, double *v)
 
 int cli_parse_fraction(const char *text, const char *what, double *v)
 {
-	char *end;
-	errno = 0;
-	double x = strtod(text, &end);
-	if (errno || end == text || *end || !(x >= 0 && x <= 1))
+	double x;
+	if (!parse_number(text, &x) || !(x >= 0 && x <= 1))
 		return cli_fail("%s expects a number in [0, 1], got '%s'", what, text);
 	*v = x;
 	return 0;
@@ -140,6 +137,18 @@ static bool parse_int(const char *text, int64_t *v)
 	char *end;
 	errno = 0;
 	long long x = strtoll(text, &end, 10);
+	if (errno || end == text || *end)
+		return false;
+	*v = x;
+	return true;
+}
+
+/* Parse "text" as a floating-point number, the whole of it. */
+static bool parse_number(const char *text, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(text, &end);
 	if (errno || end == text || *end)
 		return false;
 	*v = x;
