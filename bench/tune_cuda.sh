@@ -13,9 +13,12 @@
 #
 # Groups: matmul (4096^3), conv (six ResNet-50 layers, NCHW, batch sizes
 # CONV_BATCHES, default "1 32").  Trials per workload: TRIALS (default
-# 300) and CONV_TRIALS (default TRIALS).  A re-run on the same DB resumes
-# without measuring known programs again, so a budget can be spent in
-# several calls of the device tool (10 minutes each).
+# 300) and CONV_TRIALS (default TRIALS); TUNE_SECONDS, when set, ends each
+# workload's tuning after that many seconds (SIGINT: what was measured is
+# kept) and BENCH_SECONDS bounds each comparison (default 120).
+# CONV_LAYERS=N takes the first N layers only.  A re-run on the same DB
+# resumes without measuring known programs again, so a budget can be
+# spent in several calls of the device tool (10 minutes each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=$(cd "${1:-gpu-bundle}" && pwd)
@@ -30,6 +33,7 @@ db=${DB:-${TMPDIR:-/tmp}/tessel-cuda-bench.db}
 trials=${TRIALS:-300}
 conv_trials=${CONV_TRIALS:-$trials}
 rounds=${ROUNDS:-5}
+log=${OUT:-${TMPDIR:-/tmp}}/tune_bench.log   # the tuners' whole output
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), ${gpu:-no nvidia-smi}"
@@ -40,11 +44,12 @@ tune_and_compare() {
 	local op=$1 sizes=$2 n=$3 vendor=$4 start
 	echo "== $op $sizes"
 	start=$(date +%s)
-	"$tessel" tune "$op" --set "$sizes" --target cuda --trials "$n" --db "$db" \
-		2>&1 | grep -E '^(trials|best|stopped|interrupted|tessel: error)' || true
+	timeout -k 10 -s INT "${TUNE_SECONDS:-86400}" "$tessel" tune "$op" --set "$sizes" \
+		--target cuda --trials "$n" --db "$db" 2>&1 | tee -a "$log" |
+		grep -E '^(trials|best|stopped|interrupted|tessel: error)' || true
 	echo "tuning time: $(($(date +%s) - start)) s"
-	"$tessel" bench "$op" --set "$sizes" --target cuda --db "$db" --compare "$vendor" \
-		--rounds "$rounds" --settle 0 || true
+	timeout -k 10 "${BENCH_SECONDS:-120}" "$tessel" bench "$op" --set "$sizes" \
+		--target cuda --db "$db" --compare "$vendor" --rounds "$rounds" --settle 0 || true
 }
 
 for group in ${BENCH_GROUPS:-matmul conv}; do
@@ -54,7 +59,8 @@ for group in ${BENCH_GROUPS:-matmul conv}; do
 		;;
 	conv)
 		for n in ${CONV_BATCHES:-1 32}; do
-			for layer in $(grep -v '^#' bench/resnet50_conv_layers); do
+			for layer in $(grep -v '^#' bench/resnet50_conv_layers |
+				head -n "${CONV_LAYERS:-100}"); do
 				tune_and_compare conv2d "N=$n,$layer" "$conv_trials" cudnn
 			done
 		done

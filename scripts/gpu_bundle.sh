@@ -31,12 +31,17 @@ keep_lib() {
 	esac
 	return 0
 }
+# The C++ runtime goes to lib/fallback, used only where the machine has
+# none (scripts/gpu_env.sh): a newer one there must serve the CUDA
+# libraries too.
+mkdir -p "$bundle/lib/fallback"
 for f in "$bundle"/bin/* "$bundle"/tests/*; do
 	ldd "$f" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
-	if keep_lib "$lib"; then
-		cp -L "$lib" "$bundle/lib/"
-	fi
+	case $(basename "$lib") in
+	libstdc++.so.*|libgcc_s.so.*|libgomp.so.*) cp -L "$lib" "$bundle/lib/fallback/" ;;
+	*) if keep_lib "$lib"; then cp -L "$lib" "$bundle/lib/"; fi ;;
+	esac
 done
 
 # NVRTC (loaded with dlopen) is the machine's own: a CUDA machine has the
