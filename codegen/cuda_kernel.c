@@ -44,7 +44,8 @@ int cg_cuda_check_launch(tessel_ctx *ctx, const cg_cuda_program *c,
 		const rt_kernel_usage *use = rt_cubin_kernel(&c->cubin, l->name);
 		if (!use)
 			return te_error(ctx, TESSEL_ERR_INTERNAL, (tessel_loc){ NULL, 0, 0 },
-				"kernel '%s': ptxas did not report its resources", l->name);
+				"kernel '%s': neither the cubin nor ptxas's report gives its "
+				"resources", l->name);
 		if (rt_gpu_launch_check(t, use, l->grid, l->block, false, why, sizeof(why)))
 			return te_error(ctx, TESSEL_ERR_LIMIT, (tessel_loc){ NULL, 0, 0 },
 				"kernel '%s' cannot launch on %s: %s", l->name, t->name, why);

@@ -136,6 +136,31 @@ static int take_cubin(nvrtcProgram prog, rt_cubin *c, char *err, size_t len)
 	return 0;
 }
 
+/* Fill c->kernels from the cubin, with the spills ptxas reported in the
+ * log (which the cubin does not record); from the log alone when the
+ * cubin cannot be read.  NVRTC's log has been seen empty on a GPU machine
+ * for some compiles of sources whose report it gives at other times, so
+ * the cubin is what the launch checks rely on. */
+static void read_usage(rt_cubin *c)
+{
+	char err[256];
+	rt_kernel_usage *reported = NULL;
+	int nreported = rt_ptxas_parse(c->log, &reported);
+	c->nkernels = rt_cubin_usage(c->image, c->size, &c->kernels, err, sizeof(err));
+	if (c->nkernels < 0) {
+		c->nkernels = nreported;
+		c->kernels = reported;
+		return;
+	}
+	for (int i = 0; i < c->nkernels; i++)
+		for (int j = 0; j < nreported; j++)
+			if (strcmp(c->kernels[i].name, reported[j].name) == 0) {
+				c->kernels[i].spill_store_bytes = reported[j].spill_store_bytes;
+				c->kernels[i].spill_load_bytes = reported[j].spill_load_bytes;
+			}
+	free(reported);
+}
+
 int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out,
 	char *err, size_t len)
 {
@@ -163,7 +188,7 @@ int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out
 	}
 	api.DestroyProgram(&prog);
 	if (status == 0)
-		out->nkernels = rt_ptxas_parse(out->log, &out->kernels);
+		read_usage(out);
 	return status;
 }
 

@@ -24,7 +24,7 @@ typedef struct rt_cubin {
 	int sm;
 	char *log;                  /* NVRTC's log, ptxas's report included */
 	int nkernels;
-	rt_kernel_usage *kernels;   /* malloc'ed, from the log */
+	rt_kernel_usage *kernels;   /* malloc'ed, from the cubin (rt_cubin_usage) */
 } rt_cubin;
 
 /* Load NVRTC if needed and write its version into "*major" and
@@ -39,8 +39,8 @@ int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out
 	char *err, size_t len);
 void rt_cubin_free(rt_cubin *c);
 
-/* Return what the kernel "name" of "c" uses, or NULL when ptxas did not
- * report it. */
+/* Return what the kernel "name" of "c" uses, or NULL when neither the
+ * cubin nor ptxas's report gives it. */
 const rt_kernel_usage *rt_cubin_kernel(const rt_cubin *c, const char *name);
 
 /* Parse ptxas's report in "log" ("Compiling entry function 'k'", "N bytes
@@ -48,5 +48,14 @@ const rt_kernel_usage *rt_cubin_kernel(const rt_cubin *c, const char *name);
  * registers, used N barriers, N bytes smem") into "*kernels" (malloc'ed,
  * in the order of the log).  Return their number. */
 int rt_ptxas_parse(const char *log, rt_kernel_usage **kernels);
+
+/* Read what each kernel of the cubin "image" of "size" bytes uses
+ * (registers, barriers, static shared memory, stack frame; not spills,
+ * which only ptxas's report gives) into "*kernels" (malloc'ed, NULL on
+ * failure) from its ELF sections (runtime/cubin_usage.c).  Return their
+ * number, or -1 with the reason in "err" of size "len" for a file that
+ * is not a cubin or is malformed. */
+int rt_cubin_usage(const void *image, size_t size, rt_kernel_usage **kernels, char *err,
+	size_t len);
 
 #endif

@@ -35,6 +35,7 @@
 #include "tessel/ops.h"
 #include "tessel/te.h"
 #include "tests/support.h"
+#include "tuner/gpu_target.h"
 #include "tuner/measure.h"
 #include "tuner/runner_cuda.h"
 #include "tuner/sketch.h"
@@ -58,6 +59,25 @@ static rt_gpu_target target_of(int sm)
 	return t;
 }
 
+/* Whether what the cubin says kernel "use" of "c" uses is what ptxas
+ * reported in the log (true where the log has no report of it: it has
+ * been seen empty on a GPU machine). */
+static bool same_as_reported(const rt_cubin *c, const rt_kernel_usage *use)
+{
+	rt_kernel_usage *reported = NULL;
+	int n = rt_ptxas_parse(c->log, &reported);
+	bool same = true;
+	for (int i = 0; i < n; i++)
+		if (strcmp(reported[i].name, use->name) == 0)
+			same = reported[i].registers == use->registers &&
+			       reported[i].barriers == use->barriers &&
+			       reported[i].shared_bytes == use->shared_bytes &&
+			       reported[i].stack_bytes == use->stack_bytes &&
+			       reported[i].spill_store_bytes == use->spill_store_bytes;
+	free(reported);
+	return same;
+}
+
 /* Compile "st" for sm_"sm" and check what ptxas reports of every kernel
  * of its plan, and that each launch fits the architecture.  Return 0; 1
  * when the launch checks refuse it (a legal schedule over the limits:
@@ -77,8 +97,12 @@ static int compile_and_check(test_fixture *f, sch_state *st, int sm, const char 
 	for (int i = 0; r == 0 && i < c.plan.nkernels; i++) {
 		const rt_kernel_usage *use = rt_cubin_kernel(&c.cubin, c.plan.kernels[i].name);
 		if (!use || use->registers <= 0) {
-			cr_log_error("%s (sm_%d): no ptxas report of kernel %s:\n%s", what, sm,
+			cr_log_error("%s (sm_%d): no usage of kernel %s:\n%s", what, sm,
 				c.plan.kernels[i].name, c.cubin.log);
+			r = -1;
+		} else if (!same_as_reported(&c.cubin, use)) {
+			cr_log_error("%s (sm_%d): the cubin and ptxas's report disagree on "
+				"kernel %s:\n%s", what, sm, use->name, c.cubin.log);
 			r = -1;
 		}
 	}
@@ -286,8 +310,18 @@ Test(cuda_sketch, tasks_describe_the_architecture)
 	cr_expect_eq(task.gpu.sm, RT_CUDA_DEFAULT_SM);
 	cr_expect_eq(task.gpu.max_threads, 1024);
 	cr_expect_eq(task.gpu.shared_bytes, 49152);
-	cr_expect_str_eq(task.target, "cuda -arch=sm_90 -device=sm_90 -units=0 -threads=1024 "
-		"-shared=49152");
+	rt_gpu_target device;
+	char why[512];
+	if (tune_cuda_device(&device, why, sizeof(why)) == 0 && device.sm == RT_CUDA_DEFAULT_SM) {
+		char units[64];
+		snprintf(units, sizeof(units), " -units=%d -threads=1024 -shared=49152",
+			device.sm_count);
+		cr_expect(strncmp(task.target, "cuda -arch=sm_90 -device=", 25) == 0 &&
+			strstr(task.target, units), "%s", task.target);
+	} else {
+		cr_expect_str_eq(task.target, "cuda -arch=sm_90 -device=sm_90 -units=0 "
+			"-threads=1024 -shared=49152");
+	}
 	tune_space *space = tune_space_new(&task);
 	cr_assert(space);
 	cr_expect_eq(tune_space_num_sketches(space), 4);
@@ -296,7 +330,6 @@ Test(cuda_sketch, tasks_describe_the_architecture)
 	cr_expect(strstr(tune_space_sketch_name(space, 2), "SSSRRSRS, shared+local"), "%s",
 		tune_space_sketch_name(space, 2));
 	tune_space_free(space);
-	char why[512];
 	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
 	if (rt_cuda_probe(why, sizeof(why)) == 0) {
 		cr_expect(m || strstr(err, "no CUDA device") || strstr(err, "but the device is"),
@@ -518,6 +551,54 @@ Test(ptxas, nvrtc_reports_shared_memory_and_barriers)
 	cr_expect_eq(k->barriers, 1, "%s", c.log);
 	cr_expect_gt(k->registers, 0);
 	rt_cubin_free(&c);
+}
+
+/* The usage read from the cubin is ptxas's, for sm_80 and sm_90 (the
+ * shared size of sm_90 cubins includes the driver's reserved 1 KiB), for
+ * a kernel with a stack frame too; a file that is not a cubin, or one
+ * cut short, is refused with a reason. */
+Test(ptxas, the_cubin_gives_what_ptxas_reports)
+{
+	need_nvrtc();
+	static const char source[] = "extern \"C\" __global__ void k(float *x, int n)\n{\n"
+		"\t__shared__ float s[3000];\n\tfloat a[64];\n"
+		"\tfor (int i = 0; i < 64; i++) a[i] = x[(i * n) % 4096];\n"
+		"\ts[threadIdx.x] = a[n & 63];\n\t__syncthreads();\n"
+		"\tx[threadIdx.x] = s[2999 - threadIdx.x];\n}\n"
+		"extern \"C\" __global__ void plain(float *x) { x[threadIdx.x] += 1; }\n";
+	static const int archs[] = { 80, 90 };
+	char err[4096];
+	for (int a = 0; a < 2; a++) {
+		rt_cubin c;
+		cr_assert_eq(rt_nvrtc_compile(source, "usage.cu", archs[a], &c, err,
+			sizeof(err)), 0, "%s", err);
+		rt_kernel_usage *reported = NULL;
+		cr_expect_eq(rt_ptxas_parse(c.log, &reported), 2, "%s", c.log);
+		cr_assert_eq(c.nkernels, 2);
+		for (int i = 0; i < 2; i++) {
+			const rt_kernel_usage *k = rt_cubin_kernel(&c, reported[i].name);
+			cr_assert(k, "sm_%d: %s", archs[a], reported[i].name);
+			cr_expect(same_as_reported(&c, k), "sm_%d, %s: %d registers, %d barriers, "
+				"%lld shared, %lld stack from the cubin; the log:\n%s", archs[a],
+				k->name, k->registers, k->barriers, (long long)k->shared_bytes,
+				(long long)k->stack_bytes, c.log);
+		}
+		const rt_kernel_usage *k = rt_cubin_kernel(&c, "k");
+		cr_expect_eq(k->shared_bytes, 12000);
+		cr_expect_eq(k->barriers, 1);
+		cr_expect_gt(k->stack_bytes, 0, "%s", c.log);
+		free(reported);
+		rt_kernel_usage *none = NULL;
+		cr_expect_eq(rt_cubin_usage("not a cubin", 11, &none, err, sizeof(err)), -1);
+		cr_expect(strstr(err, "not a 64-bit little-endian ELF file"), "%s", err);
+		cr_expect_null(none);
+		for (size_t cut = 64; cut < c.size; cut += c.size / 7) {
+			cr_expect_eq(rt_cubin_usage(c.image, cut, &none, err, sizeof(err)), -1,
+				"a cubin cut to %zu of %zu bytes", cut, c.size);
+			cr_expect_null(none);
+		}
+		rt_cubin_free(&c);
+	}
 }
 
 Test(launch_check, blocks_registers_and_shared_memory)

@@ -47,7 +47,7 @@ static bool print_kernel_usage(const cg_cuda_program *c, const cg_launch *l,
 	const rt_gpu_target *t)
 {
 	const rt_kernel_usage *use = rt_cubin_kernel(&c->cubin, l->name);
-	char why[512] = "ptxas did not report it";
+	char why[512] = "neither the cubin nor ptxas's report gives its resources";
 	printf("kernel %s: grid %lld x %lld x %lld, block %lld x %lld x %lld", l->name,
 		(long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2],
 		(long long)l->block[0], (long long)l->block[1], (long long)l->block[2]);
