@@ -16,6 +16,7 @@ typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
 
 #define NVRTC_SUCCESS 0
+#define NVRTC_ERROR_INVALID_OPTION 5
 
 /* The entry points, loaded once per process. */
 typedef struct nvrtc_api {
@@ -138,9 +139,9 @@ static int take_cubin(nvrtcProgram prog, rt_cubin *c, char *err, size_t len)
 
 /* Fill c->kernels from the cubin, with the spills ptxas reported in the
  * log (which the cubin does not record); from the log alone when the
- * cubin cannot be read.  NVRTC's log has been seen empty on a GPU machine
- * for some compiles of sources whose report it gives at other times, so
- * the cubin is what the launch checks rely on. */
+ * cubin cannot be read.  The cubin is what the launch checks rely on: a
+ * compile NVRTC takes from a cache has no report (seen on a GPU machine
+ * before compiles were made with --no-cache). */
 static void read_usage(rt_cubin *c)
 {
 	char err[256];
@@ -174,8 +175,10 @@ int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out
 		return fail(err, len, "nvrtcCreateProgram", r);
 	char arch[64];
 	snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d", sm);
-	const char *options[] = { arch, "--ptxas-options=-v" };
-	r = api.CompileProgram(prog, 2, options);
+	const char *options[] = { arch, "--ptxas-options=-v", "--no-cache" };
+	r = api.CompileProgram(prog, 3, options);
+	if (r == NVRTC_ERROR_INVALID_OPTION)
+		r = api.CompileProgram(prog, 2, options);
 	take_log(prog, out);
 	int status = 0;
 	if (r != NVRTC_SUCCESS) {

@@ -34,7 +34,10 @@ int rt_nvrtc_version(int *major, int *minor, char *err, size_t len);
 /* Compile "source" (called "file" in messages) for sm_"sm" with ptxas's
  * report on into "out" (freed with rt_cubin_free, also after a failure).
  * Refused when NVRTC cannot compile for sm_"sm" (the message lists what
- * it can). */
+ * it can).  NVRTC's cache is off (--no-cache, where NVRTC has it): the
+ * cache loads the CUDA driver and calls cuInit in the compiling process,
+ * and a child forked after that cannot use CUDA (cuInit fails with
+ * CUDA_ERROR_NOT_INITIALIZED), which is how the tuner's workers start. */
 int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out,
 	char *err, size_t len);
 void rt_cubin_free(rt_cubin *c);

@@ -21,6 +21,7 @@
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda_kernel.h"
+#include "ir/compare.h"
 #include "ir/loop.h"
 #include "runtime/cuda.h"
 #include "runtime/cuda_timing.h"
@@ -866,4 +867,42 @@ Test(cuda_device, cupti_times_every_kernel_of_a_run, .timeout = 300)
 	sch_state_free(st);
 	test_fixture_fini(&f);
 	rt_cuda_close(dev);
+}
+
+/* The tuner's path on a device: candidates compiled and checked with
+ * NVRTC in this process, then timed and checked in forked workers, which
+ * must still be able to initialize CUDA (nothing in the tuner's process
+ * may: the device is asked in a child too). */
+Test(cuda_device, the_tuner_measures_in_forked_workers, .timeout = 300)
+{
+	need_nvrtc();
+	rt_gpu_target device;
+	char err[1024];
+	if (tune_cuda_device(&device, err, sizeof(err)))
+		cr_skip_test("no CUDA device: %s", err);
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=96;N=80;K=64");
+	tune_task task;
+	cr_assert_eq(tune_task_init(&task, f.ctx, f.op, "cuda", err, sizeof(err)), 0, "%s", err);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	cr_assert_eq(tune_cuda_check(f.ctx, p, &task.gpu, err, sizeof(err)),
+		TUNE_CUDA_LAUNCHABLE, "%s", err);
+	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	tune_result r[2];
+	loop_prog *progs[2] = { p, p };
+	cr_assert_eq(tune_measure_batch(m, progs, 2, r, NULL), 0, "%s", r[0].msg);
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(r[i].error, TUNE_OK, "%s: %s", tune_error_name(r[i].error), r[i].msg);
+		cr_expect_gt(r[i].median_s, 0);
+	}
+	cr_expect(r[0].checked, "the first best is checked against the interpreter");
+	cr_expect_leq(r[0].rel_error, te_tolerance(TESSEL_F32), "%g", r[0].rel_error);
+	tune_measurer_free(m);
+	loop_prog_free(p);
+	sch_state_free(st);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
 }

@@ -346,6 +346,11 @@ else
 	expect 0 'kernel matmul: grid 1 x 1 x 1, block 63 x 1 x 1; [1-9][0-9]* registers, 0 bytes shared.*: fits sm_90' -- codegen "${small[@]}" --target cuda --cubin "$work/m.cubin"
 	if [ -s "$work/m.cubin" ]; then ok; else bad "codegen --cubin wrote no cubin"; fi
 	expect 0 'kernel softmax_4: .*: fits sm_80' -- codegen softmax --set shape=[4,6] --target cuda:sm_80 --cubin "$work/s.cubin"
+	# NVRTC compiles without loading the CUDA driver: its cache would call
+	# cuInit in the tuner, whose forked workers then cannot use CUDA
+	loads=$(LD_DEBUG=libs "$tessel" codegen "${small[@]}" --target cuda --cubin "$work/m2.cubin" 2>&1 |
+		grep -c 'find library=libcuda\.so' || true)
+	if [ "$loads" = 0 ]; then ok; else bad "NVRTC looked for libcuda.so.1 $loads times while compiling"; fi
 	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --cubin "$work/old.cubin"
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target cuda --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target cuda:sm_80 --count 6 --seed 2 --keep "$work/ff"
