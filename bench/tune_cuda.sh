@@ -45,8 +45,8 @@ tune_and_compare() {
 	echo "== $op $sizes"
 	start=$(date +%s)
 	timeout -k 10 -s INT "${TUNE_SECONDS:-86400}" "$tessel" tune "$op" --set "$sizes" \
-		--target cuda --trials "$n" --db "$db" 2>&1 | tee -a "$log" |
-		grep -E '^(trials|best|stopped|interrupted|tessel: error)' || true
+		--target cuda --trials "$n" --db "$db" --verbose 2>&1 | tee -a "$log" |
+		grep -E '^(trials|best|stopped|interrupted|tessel: error|tune: round)' || true
 	echo "tuning time: $(($(date +%s) - start)) s"
 	timeout -k 10 "${BENCH_SECONDS:-120}" "$tessel" bench "$op" --set "$sizes" \
 		--target cuda --db "$db" --compare "$vendor" --rounds "$rounds" --settle 0 || true
