@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/interp.h"
 #include "ir/te_impl.h"
 
 #define INTERP_MAX_ELEMS (INT64_C(1) << 31)  /* per stage and in all */
@@ -48,6 +49,10 @@ typedef struct interp {
 	const tessel_op *op;
 	tessel_ctx *ctx;
 	interp_value **buf;
+	uint8_t **known;          /* on demand (te_interp_points): per compute
+	                           * stage, which elements "buf" holds; NULL
+	                           * when every stage is evaluated in full */
+	int nscratch;             /* entries of each counter array, less one */
 	int64_t *scratch;
 	int64_t *axis;
 	int64_t *rax;
@@ -570,6 +575,7 @@ static int check_tensors(const tessel_op *op, tessel_tensor *const *inputs,
 /* ---- evaluating expressions ------------------------------------------- */
 
 static int eval(interp *in, const tessel_expr *e, interp_value *out);
+static int evaluate_element(interp *in, const tessel_stage *s, int64_t flat);
 
 /* Return the number of elements of the stage "s". */
 static int64_t stage_numel(const tessel_stage *s)
@@ -614,6 +620,9 @@ static int eval_access(interp *in, const tessel_expr *e, interp_value *out)
 			return access_out_of_bounds(in, e);
 		flat = flat * t->extent[d] + v.i;
 	}
+	if (in->known && in->known[t->index] && !in->known[t->index][flat] &&
+	    evaluate_element(in, t, flat) < 0)
+		return -1;
 	*out = convert(e->type.dtype, t->dtype, in->buf[t->index][flat]);
 	return 0;
 }
@@ -997,6 +1006,26 @@ static int eval_stage(interp *in, const tessel_stage *s)
 	return 0;
 }
 
+/* Evaluate the element "flat" (C order) of the compute stage "s" into its
+ * buffer and mark it known, keeping the point being evaluated (this is
+ * called from an access of another stage's body). */
+static int evaluate_element(interp *in, const tessel_stage *s, int64_t flat)
+{
+	int64_t saved[4 * (in->nscratch + 1)];
+	memcpy(saved, in->scratch, sizeof(saved));
+	for (int64_t d = s->ndim - 1, rest = flat; d >= 0; d--) {
+		in->axis[d] = rest % s->extent[d];
+		rest /= s->extent[d];
+	}
+	interp_value *v = &in->buf[s->index][flat];
+	int r = s->reduce == TESSEL_REDUCE_NONE ? eval_body(in, s, v) :
+		eval_reduction(in, s, v);
+	if (r == 0)
+		in->known[s->index][flat] = 1;
+	memcpy(in->scratch, saved, sizeof(saved));
+	return r;
+}
+
 /* Write the stage "s" into the tensor "t" of the same shape. */
 static void write_output(interp *in, const tessel_stage *s, tessel_tensor *t)
 {
@@ -1066,6 +1095,7 @@ static int interp_init(interp *in, const tessel_op *op,
 		if (s->nraxes > nscratch)
 			nscratch = s->nraxes;
 	}
+	in->nscratch = nscratch;
 	in->scratch = calloc(4 * (size_t)(nscratch + 1), sizeof(int64_t));
 	if (!in->scratch)
 		return te_error(op->ctx, TESSEL_ERR_LIMIT, op->loc,
@@ -1084,6 +1114,10 @@ static void interp_free(interp *in)
 		for (int i = 0; i < in->op->nstages; i++)
 			free(in->buf[i]);
 	free(in->buf);
+	if (in->known)
+		for (int i = 0; i < in->op->nstages; i++)
+			free(in->known[i]);
+	free(in->known);
 	free(in->scratch);
 }
 
@@ -1115,6 +1149,105 @@ int tessel_interp(const tessel_op *op, tessel_tensor *const *inputs,
 	int r = interp_init(&in, op, inputs);
 	if (r == 0)
 		r = interp_run(&in, outputs);
+	interp_free(&in);
+	return r;
+}
+
+int64_t te_interp_cost(const tessel_op *op)
+{
+	int64_t cost = 0;
+	for (int i = 0; op && i < op->nstages; i++) {
+		const tessel_stage *s = op->stages[i];
+		if (s->kind != TE_COMPUTE)
+			continue;
+		double n = (double)stage_numel(s);
+		for (int r = 0; r < s->nraxes; r++)
+			n *= (double)s->raxes[r]->extent->u.ival;
+		cost = n + (double)cost >= (double)INT64_MAX ? INT64_MAX : cost + (int64_t)n;
+	}
+	return cost;
+}
+
+int64_t te_interp_point_cost(const tessel_op *op)
+{
+	int64_t cost = 0;
+	for (int i = 0; op && i < op->nstages; i++) {
+		const tessel_stage *s = op->stages[i];
+		if (s->kind != TE_COMPUTE)
+			continue;
+		int64_t n = 1;
+		for (int r = 0; r < s->nraxes && n < (INT64_C(1) << 40); r++)
+			n *= s->raxes[r]->extent->u.ival;
+		cost += n;
+	}
+	return cost;
+}
+
+/* Make the "known" maps of "in": one per compute stage, all unknown. */
+static int alloc_known(interp *in)
+{
+	const tessel_op *op = in->op;
+	in->known = calloc((size_t)op->nstages + 1, sizeof(*in->known));
+	if (!in->known)
+		return te_error(op->ctx, TESSEL_ERR_LIMIT, op->loc, "out of memory");
+	for (int i = 0; i < op->nstages; i++) {
+		const tessel_stage *s = op->stages[i];
+		if (s->kind != TE_COMPUTE)
+			continue;
+		int64_t numel = stage_numel(s);
+		if (!(in->known[i] = calloc(numel > 0 ? (size_t)numel : 1, 1)))
+			return te_error(op->ctx, TESSEL_ERR_LIMIT, stage_loc(op, s),
+				"out of memory for '%s' (%" PRId64 " elements)", s->name, numel);
+	}
+	return 0;
+}
+
+/* Evaluate the listed elements of each output of "in" and write them to
+ * "outputs". */
+static int run_points(interp *in, tessel_tensor *const *outputs,
+	const int64_t *const *points, const int64_t *npoints)
+{
+	const tessel_op *op = in->op;
+	for (int o = 0; o < op->noutputs; o++) {
+		const tessel_stage *s = op->outputs[o];
+		int64_t numel = stage_numel(s);
+		for (int64_t k = 0; k < npoints[o]; k++) {
+			int64_t flat = points[o][k];
+			if (flat < 0 || flat >= numel)
+				return te_error(op->ctx, TESSEL_ERR_SHAPE, stage_loc(op, s),
+					"point %" PRId64 " of '%s' is outside its %" PRId64
+					" elements", flat, s->name, numel);
+			if (!in->known[s->index][flat] && evaluate_element(in, s, flat) < 0)
+				return -1;
+		}
+	}
+	for (int o = 0; o < op->noutputs; o++) {
+		const tessel_stage *s = op->outputs[o];
+		for (int64_t k = 0; k < npoints[o]; k++) {
+			interp_value v = in->buf[s->index][points[o][k]];
+			if (is_float(s->dtype))
+				tessel_tensor_set(outputs[o], points[o][k], v.f);
+			else
+				tessel_tensor_set_i64(outputs[o], points[o][k], v.i);
+		}
+	}
+	return 0;
+}
+
+int te_interp_points(const tessel_op *op, tessel_tensor *const *inputs,
+	tessel_tensor *const *outputs, const int64_t *const *points,
+	const int64_t *npoints)
+{
+	interp in = { .op = op };
+	if (!op)
+		return -1;
+	if (check_op(op) < 0 || check_tensors(op, inputs, outputs) < 0)
+		return -1;
+	int r = interp_init(&in, op, inputs);
+	if (r == 0)
+		r = alloc_known(&in);
+	if (r == 0)
+		r = run_points(&in, outputs, points, npoints);
 	interp_free(&in);
 	return r;
 }

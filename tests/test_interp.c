@@ -8,7 +8,11 @@
 
 #include "tessel/te.h"
 #include "tessel/tensor.h"
+#include "ir/compare.h"
+#include "ir/interp.h"
 #include "ir/te_impl.h"
+#include "tessel/ops.h"
+#include "tests/support.h"
 
 #define MAX_TENSORS 16
 
@@ -1022,4 +1026,131 @@ Test(interp, malformed_ir_is_refused_not_crashed_on)
 	y->axes[0]->extent->u.ival = 2;
 	cr_expect_eq(tessel_interp(c.op, c.in, c.out), 0);
 	case_close(&c);
+}
+
+/* ---- on demand (ir/interp.h) ------------------------------------------- */
+
+/* Return whether "a" and "b" are the same value (NaN equal to NaN). */
+static bool same_value(double a, double b)
+{
+	return a == b || (isnan(a) && isnan(b));
+}
+
+/* For every library op: the outputs on demand at every third element
+ * (and the last) are the full evaluation's, bit for bit, and the other
+ * elements are left as they were. */
+Test(interp_points, give_the_full_evaluation_at_the_chosen_elements)
+{
+	for (int i = 0; i < tessel_ops_count(); i++) {
+		const char *name = tessel_ops_name(i);
+		test_fixture f;
+		test_fixture_init(&f, name, test_library_spec(name));
+		test_fixture_clear_outputs(&f);
+		int64_t *points[16], npoints[16];
+		for (int o = 0; o < f.nout; o++) {
+			int64_t n = tessel_tensor_numel(f.expected[o]);
+			points[o] = malloc(sizeof(int64_t) * (size_t)(n / 3 + 2));
+			npoints[o] = 0;
+			for (int64_t k = 0; k < n; k += 3)
+				points[o][npoints[o]++] = k;
+			if ((n - 1) % 3)
+				points[o][npoints[o]++] = n - 1;
+		}
+		cr_assert_eq(te_interp_points(f.op, f.args, f.args + f.nin,
+			(const int64_t *const *)points, npoints), 0, "%s: %s", name,
+			tessel_ctx_error(f.ctx)->message);
+		for (int o = 0; o < f.nout; o++) {
+			for (int64_t k = 0; k < npoints[o]; k++) {
+				double got = tessel_tensor_get(f.args[f.nin + o], points[o][k]);
+				double want = tessel_tensor_get(f.expected[o], points[o][k]);
+				cr_assert(same_value(got, want), "%s: element %lld: %g, not %g", name,
+					(long long)points[o][k], got, want);
+			}
+			if (tessel_tensor_numel(f.expected[o]) > 2 &&
+			    tessel_dtype_is_float(f.expected[o]->dtype))
+				cr_expect(isnan(tessel_tensor_get(f.args[f.nin + o], 1)),
+					"%s: an element not asked for was written", name);
+			free(points[o]);
+		}
+		test_fixture_fini(&f);
+	}
+}
+
+Test(interp_points, a_point_outside_its_output_is_refused)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=4;N=5;K=6");
+	int64_t bad[] = { 3, 20 }, n = 2;
+	const int64_t *points[] = { bad };
+	cr_expect_eq(te_interp_points(f.op, f.args, f.args + f.nin, points, &n), -1);
+	cr_expect(strstr(tessel_ctx_error(f.ctx)->message, "point 20 of 'C' is outside its "
+		"20 elements"), "%s", tessel_ctx_error(f.ctx)->message);
+	cr_expect_eq(te_interp_cost(f.op), 4 * 5 * 6);
+	cr_expect_eq(te_interp_point_cost(f.op), 6);
+	test_fixture_fini(&f);
+}
+
+/* The chosen elements: sorted, distinct, inside the tensor, the same for
+ * a seed, and about half of them on a face (an index first or last). */
+Test(interp_points, chosen_elements_cover_the_faces)
+{
+	int64_t shape[] = { 64, 48, 30 }, points[4000], again[4000];
+	int64_t n = te_check_points(3, shape, 4000, 7, points);
+	cr_assert_gt(n, 3500);
+	cr_expect_eq(te_check_points(3, shape, 4000, 7, again), n);
+	cr_expect_eq(memcmp(points, again, sizeof(int64_t) * (size_t)n), 0);
+	int64_t on_face = 0;
+	for (int64_t k = 0; k < n; k++) {
+		cr_assert(points[k] >= 0 && points[k] < 64 * 48 * 30);
+		if (k)
+			cr_assert_gt(points[k], points[k - 1]);
+		int64_t i = points[k] / (48 * 30), j = points[k] / 30 % 48, l = points[k] % 30;
+		on_face += i == 0 || i == 63 || j == 0 || j == 47 || l == 0 || l == 29;
+	}
+	cr_expect_gt(on_face, n / 2, "%lld of %lld on a face", (long long)on_face, (long long)n);
+}
+
+/* A check of an op too costly to evaluate in full (here by a lowered
+ * threshold) holds the interpreter's values at the chosen elements, and
+ * its error compares those only. */
+Test(check_plan, an_op_too_costly_is_checked_at_chosen_elements, .timeout = 120)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	const char *keys[] = { "M", "N", "K" }, *values[] = { "48", "48", "32768" };
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3, keys, values);
+	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
+	int64_t sa[] = { 48, 32768 }, sb[] = { 32768, 48 }, sc[] = { 48, 48 };
+	tessel_tensor *in[] = { tessel_tensor_new(TESSEL_F32, 2, sa, NULL, 0),
+		tessel_tensor_new(TESSEL_F32, 2, sb, NULL, 0) };
+	tessel_tensor *ref = tessel_tensor_new(TESSEL_F32, 2, sc, NULL, 0);
+	tessel_tensor *got = tessel_tensor_new(TESSEL_F32, 2, sc, NULL, 0);
+	tessel_tensor_fill_random(in[0], 1);
+	tessel_tensor_fill_random(in[1], 2);
+	te_check_plan plan;
+	cr_assert_eq(te_check_reference(op, in, &ref, 1, 3, &plan), 0, "%s",
+		tessel_ctx_error(ctx)->message);
+	cr_assert(plan.points);
+	int64_t n = te_check_count(&plan, 0);
+	cr_expect(n > 500 && n <= 2048, "%lld elements", (long long)n);
+	for (int64_t k = 0; k < n; k += n / 16) {
+		int64_t at = plan.points[0][k], i = at / 48, j = at % 48;
+		double want = 0;
+		for (int64_t l = 0; l < 32768; l++)
+			want += tessel_tensor_get(in[0], i * 32768 + l) *
+				tessel_tensor_get(in[1], l * 48 + j);
+		cr_expect_leq(fabs(tessel_tensor_get(ref, at) - want), 1e-3 * (1 + fabs(want)));
+	}
+	for (int64_t k = 0; k < n; k++)
+		tessel_tensor_set(got, plan.points[0][k], tessel_tensor_get(ref, plan.points[0][k]));
+	cr_expect_leq(te_check_error(&plan, 0, got, ref), 0);
+	tessel_tensor_set(got, plan.points[0][n / 2], 1e6);
+	cr_expect_gt(te_check_error(&plan, 0, got, ref), 1);
+	te_check_plan_free(&plan);
+	cr_expect_null(plan.points);
+	tessel_tensor_free(in[0]);
+	tessel_tensor_free(in[1]);
+	tessel_tensor_free(ref);
+	tessel_tensor_free(got);
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
 }

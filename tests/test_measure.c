@@ -341,6 +341,28 @@ Test(measure, a_wrong_best_is_caught_and_not_kept)
 	fixture_fini(&f);
 }
 
+/* An op too costly to evaluate in full (here by a lowered threshold) is
+ * checked at chosen elements: the right program passes, the wrong one is
+ * caught. */
+Test(measure, a_large_op_is_checked_at_chosen_elements)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	o.check_full_cost = 1;
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { wrong_program(&f), program(&f, 0, false) };
+	tune_result out[2];
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	cr_expect_eq(out[0].error, TUNE_ERR_WRONG, "%s: %s", tune_error_name(out[0].error),
+		out[0].msg);
+	expect_ok_checked(&out[1]);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
 Test(measure, a_crash_is_classified_and_the_next_candidate_runs)
 {
 	fixture f;

@@ -56,6 +56,8 @@ struct tune_measurer {
 	tessel_tensor **inputs;    /* seeded random, nin */
 	tessel_tensor **ref;       /* the interpreter's outputs, nout */
 	bool have_ref;             /* "ref" computed */
+	te_check_plan plan;        /* the elements "ref" holds and checks
+	                            * compare */
 	tessel_tensor *got;        /* views of the shared outputs, nout */
 	size_t *out_bytes;         /* of each shared output */
 	void **args;               /* inputs, then shared outputs */
@@ -257,6 +259,7 @@ void tune_measurer_free(tune_measurer *m)
 		tessel_tensor_free(m->inputs[i]);
 	for (int i = 0; m->ref && i < m->nout; i++)
 		tessel_tensor_free(m->ref[i]);
+	te_check_plan_free(&m->plan);
 	for (int i = 0; m->got && i < m->nout; i++)
 		rt_shared_free(m->got[i].data, m->out_bytes[i]);
 	rt_shared_free(m->report, sizeof(*m->report));
@@ -648,12 +651,15 @@ static int run_undisturbed(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *
 
 /* ---- the check ------------------------------------------------------------ */
 
-/* Compute the interpreter's outputs of "m" on its inputs, once. */
+/* Compute the interpreter's outputs of "m" on its inputs, once: in full,
+ * or at the elements te_check_reference chooses for an op too costly. */
 static int ensure_reference(tune_measurer *m, char *err, size_t errlen)
 {
 	if (m->have_ref)
 		return 0;
-	if (tessel_interp(m->task->op, m->inputs, m->ref)) {
+	int r = te_check_reference(m->task->op, m->inputs, m->ref, m->o.check_full_cost,
+		m->o.seed, &m->plan);
+	if (r) {
 		snprintf(err, errlen, "the reference interpreter failed: %.200s",
 			tessel_ctx_error(m->task->ctx)->message);
 		return -1;
@@ -669,7 +675,7 @@ static void compare_outputs(const tune_measurer *m, tune_result *r)
 	r->checked = true;
 	r->rel_error = 0;
 	for (int i = 0; i < m->nout; i++) {
-		double e = te_rel_error(&m->got[i], m->ref[i]);
+		double e = te_check_error(&m->plan, i, &m->got[i], m->ref[i]);
 		double tol = te_tolerance(m->ref[i]->dtype);
 		if (!(e <= r->rel_error))
 			r->rel_error = e;

@@ -58,6 +58,10 @@ typedef struct tune_measure_opts {
 	                        * turn forward and backward, and the fastest
 	                        * pass is the result */
 	uint64_t seed;         /* of the random inputs */
+	int64_t check_full_cost; /* the check of a new best evaluates the op in
+	                        * full up to this cost (0:
+	                        * TE_CHECK_FULL_COST), else at chosen
+	                        * elements (te_check_reference) */
 } tune_measure_opts;
 
 /* Two passes: each candidate alone (crashes, hangs, a first time), then
