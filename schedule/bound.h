@@ -43,6 +43,14 @@ int sch_check_bound_nest(sch_state *st, int si, const int *leaves,
  * SCH_MAX_THREADS and SCH_MAX_SHARED_BYTES.  Return 0, or refuse with
  * "what" in front of the message. */
 int sch_check_shared(sch_state *st, const char *what);
+/* Forget the footprints of shared stages "st" remembers (when its op is
+ * replaced, and when it is freed). */
+void sch_shared_memo_clear(sch_state *st);
+/* For tests: compute again the footprint of every shared stage of "st"
+ * that the memo holds under what it depends on now, add their number to
+ * "*held", and return how many differ from the memo's (-1 when one
+ * cannot be computed). */
+int sch_shared_memo_check(sch_state *st, int *held);
 
 /* Return the root stage whose kernel holds the shared stage "si",
  * computed at a loop: its consumer when at the root, else the root stage

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/strbuf.h"
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
 #include "schedule/region.h"
@@ -55,9 +56,181 @@ static bool binds(const sch_stage *c, int kind)
 	return false;
 }
 
+static int64_t compute_shared_bytes(sch_state *st, int si);
+
+/* ---- remembered footprints ----------------------------------------------- */
+
+/* The footprint of a shared stage is a function of the stages that read
+ * it (transitively), the stages they and it are computed at, and its own
+ * placement and alignment, never of its own loops nor of stages outside
+ * those.  Primitives on a shared stage's loops (the cooperative fetch:
+ * splits, fuses, binds) or on another shared stage leave that text the
+ * same, so each guard after them would compute the same region with ISL
+ * again; the memo keeps each footprint under the exact text of what it
+ * depends on (compared whole, not by hash). */
+typedef struct memo_entry {
+	char *key;
+	size_t len;
+	int64_t bytes;
+} memo_entry;
+
+struct sch_shared_memo {
+	int n, cap;
+	memo_entry *entries;
+};
+
+void sch_shared_memo_clear(sch_state *st)
+{
+	sch_shared_memo *m = st->shared_memo;
+	if (!m)
+		return;
+	for (int i = 0; i < m->n; i++)
+		free(m->entries[i].key);
+	free(m->entries);
+	free(m);
+	st->shared_memo = NULL;
+}
+
+/* Mark in "in" the stages the footprint of "si" depends on: its readers,
+ * theirs, and the stages any of them is computed at, to a fixpoint. */
+static void dependencies(const sch_state *st, int si, bool *in)
+{
+	in[si] = true;
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (int k = 0; k < st->nstages; k++) {
+			if (in[k])
+				continue;
+			for (int r = 0; r < st->nstages && !in[k]; r++)
+				if (in[r] && (sch_reads(st, k, r) ||
+					(st->stages[r].attach == SCH_AT && st->stages[r].attach_stage == k) ||
+					(st->stages[r].attach == SCH_AFTER && st->stages[r].attach_stage == k)))
+					in[k] = grew = true;
+		}
+	}
+}
+
+/* Append the placement of stage "s" to "sb". */
+static void put_placement(te_strbuf *sb, const sch_stage *s)
+{
+	te_sb_printf(sb, "%p %d %d %d %d %d |", (const void *)s->te, (int)s->attach,
+		s->attach_stage, s->attach_iter, (int)s->scope, s->init_iter);
+	for (int d = 0; d < TESSEL_MAX_DIMS; d++)
+		te_sb_printf(sb, " %lld/%lld", (long long)s->align_factor[d],
+			(long long)s->align_offset[d]);
+}
+
+/* Append the loops of stage "s" to "sb". */
+static void put_loops(te_strbuf *sb, const sch_stage *s)
+{
+	te_sb_printf(sb, " leaves");
+	for (int p = 0; p < s->nleaves; p++)
+		te_sb_printf(sb, " %d", s->leaves[p]);
+	for (int i = 0; i < s->niters; i++) {
+		const sch_iter *t = &s->iters[i];
+		te_sb_printf(sb, "; %s %lld %d%d %d %d %d %d %d %d %d %lld %d %d %d %s %d", t->name,
+			(long long)t->extent, t->reduce, t->leaf, (int)t->origin, t->axis, t->parent,
+			t->split_outer, t->split_inner, t->outer, t->inner, (long long)t->factor,
+			t->fused_into, (int)t->kind, t->unroll_limit, t->prefetch,
+			t->prefetch_distance);
+	}
+}
+
+/* Write into "sb" the text of what the footprint of "si" depends on. */
+static void memo_key(const sch_state *st, int si, te_strbuf *sb)
+{
+	bool *in = calloc((size_t)st->nstages + 1, sizeof(bool));
+	if (!in)
+		return;
+	dependencies(st, si, in);
+	te_sb_printf(sb, "%p %d %d:", (const void *)st->op, st->nstages, si);
+	for (int k = 0; k < st->nstages; k++) {
+		if (!in[k])
+			continue;
+		te_sb_printf(sb, "\n%d ", k);
+		put_placement(sb, &st->stages[k]);
+		if (k != si)
+			put_loops(sb, &st->stages[k]);
+	}
+	free(in);
+}
+
+/* Return the remembered footprint under "key", or -1. */
+static int64_t memo_find(const sch_state *st, const char *key, size_t len)
+{
+	const sch_shared_memo *m = st->shared_memo;
+	for (int i = 0; m && i < m->n; i++)
+		if (m->entries[i].len == len && memcmp(m->entries[i].key, key, len) == 0)
+			return m->entries[i].bytes;
+	return -1;
+}
+
+/* Remember "bytes" under "key" (nothing when out of memory). */
+static void memo_add(sch_state *st, const char *key, size_t len, int64_t bytes)
+{
+	if (!st->shared_memo && !(st->shared_memo = calloc(1, sizeof(*st->shared_memo))))
+		return;
+	sch_shared_memo *m = st->shared_memo;
+	if (m->n == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 16;
+		memo_entry *e = realloc(m->entries, sizeof(*e) * (size_t)cap);
+		if (!e)
+			return;
+		m->entries = e;
+		m->cap = cap;
+	}
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return;
+	memcpy(copy, key, len + 1);
+	m->entries[m->n++] = (memo_entry){ copy, len, bytes };
+}
+
+int sch_shared_memo_check(sch_state *st, int *held)
+{
+	int differ = 0;
+	for (int si = 0; si < st->nstages; si++) {
+		if (st->stages[si].scope != LOOP_SHARED || st->stages[si].attach != SCH_AT)
+			continue;
+		te_strbuf key = { 0 };
+		memo_key(st, si, &key);
+		const char *text = te_sb_str(&key);
+		int64_t remembered = memo_find(st, text, strlen(text));
+		te_sb_free(&key);
+		if (remembered < 0)
+			continue;
+		(*held)++;
+		int64_t fresh = compute_shared_bytes(st, si);
+		if (fresh < 0)
+			return -1;
+		differ += fresh != remembered;
+	}
+	return differ;
+}
+
+/* ---- the rules ----------------------------------------------------------- */
+
 /* Return the bytes of the buffer of the shared stage "si" (its region,
- * padded by storage_align), or -1 with a refusal. */
+ * padded by storage_align), remembered or computed, or -1 with a
+ * refusal. */
 static int64_t shared_bytes(sch_state *st, int si)
+{
+	te_strbuf key = { 0 };
+	memo_key(st, si, &key);
+	const char *text = te_sb_str(&key);
+	size_t len = strlen(text);
+	int64_t bytes = len ? memo_find(st, text, len) : -1;
+	if (bytes < 0) {
+		bytes = compute_shared_bytes(st, si);
+		if (bytes >= 0 && len)
+			memo_add(st, text, len, bytes);
+	}
+	te_sb_free(&key);
+	return bytes;
+}
+
+/* Compute what shared_bytes returns. */
+static int64_t compute_shared_bytes(sch_state *st, int si)
 {
 	const sch_stage *s = &st->stages[si];
 	const sch_stage *c = &st->stages[s->attach_stage];

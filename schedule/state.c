@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/te_impl.h"
+#include "schedule/bound.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
 
@@ -92,6 +93,7 @@ static int old_index_by_name(const sch_state *st, const char *name)
 
 void sch_state_rebase(sch_state *st, tessel_op *op, const char *reset)
 {
+	sch_shared_memo_clear(st);
 	sch_stage *stages = calloc((size_t)op->nstages + 1, sizeof(sch_stage));
 	int n = 0, *old_to_new = calloc((size_t)st->nstages + 1, sizeof(int));
 	for (int i = 0; i < st->nstages; i++)
@@ -158,6 +160,7 @@ void sch_state_free(sch_state *st)
 	}
 	free(st->stages);
 	sch_trace_free(st->trace);
+	sch_shared_memo_clear(st);
 	tessel_op_release(st->op);
 	free(st);
 }

@@ -72,12 +72,16 @@ typedef struct sch_stage {
 
 typedef struct sch_trace sch_trace;
 
+typedef struct sch_shared_memo sch_shared_memo;
+
 typedef struct sch_state {
 	tessel_ctx *ctx;
 	tessel_op *op;            /* bound; retained */
 	int nstages;
 	sch_stage *stages;        /* the compute stages, in the op's order */
 	sch_trace *trace;
+	sch_shared_memo *shared_memo;  /* footprints of shared stages, by what
+	                           * they depend on (schedule/shared.c) */
 } sch_state;
 
 /* Return the default schedule of the bound op "op": one loop per axis,

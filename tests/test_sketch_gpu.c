@@ -19,6 +19,7 @@
 
 #include "codegen/opencl_kernel.h"
 #include "runtime/opencl.h"
+#include "schedule/bound.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
 #include "tessel/ops.h"
@@ -331,4 +332,51 @@ Test(sketch_gpu, private_arrays_past_the_limit_are_refused)
 	}
 	tessel_op_release(op);
 	tessel_ctx_free(ctx);
+}
+
+/* The footprints of shared stages remembered while a sample was made
+ * (schedule/shared.c) are what ISL computes again on the final state,
+ * over samples and mutations of every sketch of ops with shared stages,
+ * on a CUDA task (no device needed, so this runs in the sanitized build
+ * too). */
+Test(sketch_gpu, remembered_shared_footprints_are_computed_again_alike, .timeout = 600)
+{
+	static const struct { const char *name, *spec; } ops[] = {
+		{ "matmul", "M=64;N=48;K=32" },
+		{ "conv2d", "N=1;C=4;H=8;W=8;F=8;R=3;S=3;padding=1" },
+		{ "dense", "batch=8;in_features=32;out_features=16" },
+	};
+	int held = 0, checked = 0;
+	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
+		test_fixture t;
+		test_fixture_init(&t, ops[o].name, ops[o].spec);
+		tune_task task;
+		char err[512];
+		cr_assert_eq(tune_task_init(&task, t.ctx, t.op, "cuda:sm_90", err, sizeof(err)), 0,
+			"%s", err);
+		tune_space *space = tune_space_new(&task);
+		cr_assert(space);
+		uint64_t rng = 11 + o;
+		for (int k = 0; k < tune_space_num_sketches(space); k++)
+			for (int i = 0; i < 3; i++) {
+				sch_state *st = tune_space_sample(space, k, &rng);
+				sch_state *child = st ? tune_space_mutate(space, st->trace, &rng) : NULL;
+				sch_state *both[] = { st, child };
+				for (int b = 0; b < 2; b++) {
+					if (!both[b])
+						continue;
+					checked++;
+					cr_expect_eq(sch_shared_memo_check(both[b], &held), 0,
+						"%s, sketch %d, sample %d%s", ops[o].name, k, i,
+						b ? ", mutated" : "");
+				}
+				sch_state_free(child);
+				sch_state_free(st);
+			}
+		tune_space_free(space);
+		tune_task_clear(&task);
+		test_fixture_fini(&t);
+	}
+	cr_expect_gt(held, 20, "%d footprints held in %d states", held, checked);
+	cr_log_info("%d remembered footprints in %d states computed again alike", held, checked);
 }
