@@ -78,18 +78,14 @@ static int allocate(tessel_ctx *ctx, const loop_prog *p, cg_cuda_kernel *k)
 	return 0;
 }
 
-int cg_cuda_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cuda_device *dev,
-	cg_cuda_kernel *k)
+/* Check the launches of the compiled k->program on the device of "k",
+ * load it and allocate the parameters of "p"; on failure free "k". */
+static int load(tessel_ctx *ctx, const loop_prog *p, cg_cuda_kernel *k)
 {
-	memset(k, 0, sizeof(*k));
-	k->dev = dev;
-	const rt_gpu_target *t = rt_cuda_target(dev);
 	char err[1024];
-	int r = cg_cuda_compile(ctx, p, t->sm, &k->program);
-	if (r == 0)
-		r = cg_cuda_check_launch(ctx, &k->program, t);
+	int r = cg_cuda_check_launch(ctx, &k->program, rt_cuda_target(k->dev));
 	if (r == 0) {
-		k->module = rt_cuda_load(dev, k->program.cubin.image, err, sizeof(err));
+		k->module = rt_cuda_load(k->dev, k->program.cubin.image, err, sizeof(err));
 		if (!k->module)
 			r = device_error(ctx, err);
 	}
@@ -98,6 +94,34 @@ int cg_cuda_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cuda_device *de
 	if (r)
 		cg_cuda_kernel_free(k);
 	return r;
+}
+
+int cg_cuda_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cuda_device *dev,
+	cg_cuda_kernel *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->dev = dev;
+	if (cg_cuda_compile(ctx, p, rt_cuda_target(dev)->sm, &k->program)) {
+		cg_cuda_kernel_free(k);
+		return -1;
+	}
+	return load(ctx, p, k);
+}
+
+int cg_cuda_kernel_load(tessel_ctx *ctx, const cg_cuda_program *c, const loop_prog *p,
+	rt_cuda_device *dev, cg_cuda_kernel *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->dev = dev;
+	k->program = *c;
+	k->borrowed = true;
+	const rt_gpu_target *t = rt_cuda_target(dev);
+	if (c->cubin.sm != t->sm) {
+		cg_cuda_kernel_free(k);
+		return device_error(ctx, "the cubin is for another architecture than the "
+			"device's");
+	}
+	return load(ctx, p, k);
 }
 
 int cg_cuda_kernel_upload(tessel_ctx *ctx, cg_cuda_kernel *k, void *const *args)
@@ -179,6 +203,7 @@ void cg_cuda_kernel_free(cg_cuda_kernel *k)
 	free(k->bytes);
 	free(k->is_output);
 	rt_cuda_module_free(k->module);
-	cg_cuda_program_free(&k->program);
+	if (!k->borrowed)
+		cg_cuda_program_free(&k->program);
 	memset(k, 0, sizeof(*k));
 }

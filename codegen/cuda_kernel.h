@@ -39,6 +39,8 @@ int cg_cuda_check_launch(tessel_ctx *ctx, const cg_cuda_program *c,
 typedef struct cg_cuda_kernel {
 	rt_cuda_device *dev;        /* not owned */
 	cg_cuda_program program;
+	bool borrowed;              /* "program" is the caller's
+	                             * (cg_cuda_kernel_load) */
 	rt_cuda_module *module;
 	int nargs;                  /* the program's arguments */
 	int nparams;                /* arguments, then workspaces */
@@ -53,6 +55,11 @@ typedef struct cg_cuda_kernel {
  * is then empty. */
 int cg_cuda_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cuda_device *dev,
 	cg_cuda_kernel *k);
+/* Do what cg_cuda_kernel_build does with the program "c" that
+ * cg_cuda_compile made of "p" (borrowed: it must outlive "k"), compiling
+ * nothing: refused when "c" is for another architecture than "dev". */
+int cg_cuda_kernel_load(tessel_ctx *ctx, const cg_cuda_program *c, const loop_prog *p,
+	rt_cuda_device *dev, cg_cuda_kernel *k);
 /* Copy the inputs among "args" (one host pointer per argument of the
  * program, inputs then outputs) to the device. */
 int cg_cuda_kernel_upload(tessel_ctx *ctx, cg_cuda_kernel *k, void *const *args);

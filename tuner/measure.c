@@ -1,11 +1,11 @@
 /* Measuring candidates: a builder of pthreads, each with its own context,
  * compiling through the kernel cache with the compiler probed once (CPU),
  * checking each launch against the device's limits (OpenCL), or
- * compiling with NVRTC and checking ptxas's report (CUDA); a runner
- * forking a fresh worker per candidate (rt_run_isolated) that loads the
- * kernel (CPU), builds it with clBuildProgram (OpenCL,
- * tuner/runner_opencl.c) or with NVRTC on the device (CUDA,
- * tuner/runner_cuda.c), writes its outputs and timing to shared memory
+ * compiling with NVRTC and checking the cubin's resources (CUDA); a
+ * runner forking a fresh worker per candidate (rt_run_isolated) that
+ * loads the kernel (CPU), builds it with clBuildProgram (OpenCL,
+ * tuner/runner_opencl.c) or loads the builder's cubin on the device
+ * (CUDA, tuner/runner_cuda.c), writes its outputs and timing to shared memory
  * allocated once per measurer; on the CPU, a last pass timing the batch's
  * candidates together in one worker, in turns (tuner/round_robin.h); a
  * check of each new best against the interpreter.  What differs per
@@ -334,13 +334,22 @@ static bool args_match(const tune_measurer *m, const loop_prog *p, tune_result *
 
 /* ---- the builder ---------------------------------------------------------- */
 
+/* What the builder made of a candidate for its worker. */
+typedef struct built_kernel {
+	cg_cpu_kernel cpu;          /* CPU: the compiled shared object */
+	cg_cuda_program cuda;       /* CUDA: the cubin NVRTC made, checked
+	                             * launchable (the worker loads it, so
+	                             * that it measures what was checked and
+	                             * compiles nothing) */
+} built_kernel;
+
 /* A batch being built: the threads take candidates in turn. */
 typedef struct builder {
 	const tune_measurer *m;
 	loop_prog *const *progs;
 	int n;
 	tune_result *out;
-	cg_cpu_kernel *kernels;
+	built_kernel *kernels;
 	bool *built;
 	volatile const int *stop;
 	atomic_int next;
@@ -364,7 +373,7 @@ static const runner *runner_of(const tune_measurer *m);
 static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 {
 	if (cg_cpu_kernel_compile(ctx, b->progs[i], &b->m->task->cpu, &b->m->cc,
-		&b->kernels[i])) {
+		&b->kernels[i].cpu)) {
 		set_error(&b->out[i], TUNE_ERR_BUILD, "%s", tessel_ctx_error(ctx)->message);
 		tessel_ctx_clear_error(ctx);
 		return -1;
@@ -387,13 +396,13 @@ static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 }
 
 /* CUDA: compile with NVRTC for the task's architecture and refuse what
- * ptxas's report or the launches say cannot launch there (the worker
- * compiles again on the device's side of the fork). */
+ * the cubin's resources or the launches say cannot launch there; keep
+ * the cubin for the worker. */
 static int prepare_cuda(builder *b, tessel_ctx *ctx, int i)
 {
 	tune_result *r = &b->out[i];
-	if (tune_cuda_check(ctx, b->progs[i], &b->m->task->gpu, r->msg,
-		sizeof(r->msg)) == TUNE_CUDA_LAUNCHABLE)
+	if (tune_cuda_prepare(ctx, b->progs[i], &b->m->task->gpu, &b->kernels[i].cuda,
+		r->msg, sizeof(r->msg)) == TUNE_CUDA_LAUNCHABLE)
 		return 0;
 	tessel_ctx_clear_error(ctx);
 	r->error = TUNE_ERR_BUILD;
@@ -448,7 +457,7 @@ static int build_all(builder *b, int jobs)
 struct worker_job {
 	const tune_measurer *m;
 	const loop_prog *p;
-	cg_cpu_kernel *kernel;
+	built_kernel *kernel;
 	const rt_timer_opts *timer;
 };
 
@@ -486,7 +495,7 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 	rt_pool_bind(pool);
 	tessel_kernel_env env;
 	rt_pool_env(pool, &env);
-	kernel_call call = { job->kernel->fn, m->args, &env, 0 };
+	kernel_call call = { job->kernel->cpu.fn, m->args, &env, 0 };
 	int r = rt_time(call_kernel, &call, job->timer, &rep->timing);
 	rt_pool_free(pool);
 	if (call.status)
@@ -505,13 +514,13 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 static tune_error run_cpu(const worker_job *job, worker_report *rep)
 {
 	tessel_ctx *ctx = job->m->task->ctx;
-	if (cg_cpu_kernel_load(ctx, job->p, job->kernel)) {
+	if (cg_cpu_kernel_load(ctx, job->p, &job->kernel->cpu)) {
 		snprintf(rep->msg, sizeof(rep->msg), "%.255s", tessel_ctx_error(ctx)->message);
 		return TUNE_ERR_BUILD;
 	}
 	poison_outputs(job->m);
 	tune_error e = time_kernel(job, rep);
-	cg_cpu_kernel_close(job->kernel);
+	cg_cpu_kernel_close(&job->kernel->cpu);
 	return e;
 }
 
@@ -536,14 +545,15 @@ static tune_error run_opencl(const worker_job *job, worker_report *rep)
 	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
 }
 
-/* CUDA: open the device, compile and load, upload, poison the outputs on
- * the device, time, download into the shared outputs. */
+/* CUDA: open the device, load the builder's cubin, upload, poison the
+ * outputs on the device, time, download into the shared outputs. */
 static tune_error run_cuda(const worker_job *job, worker_report *rep)
 {
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
 	tune_gpu_run run = { job->p, m->args, job->timer, m->task->gpu.sm };
-	return gpu_error(tune_cuda_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
+	return gpu_error(tune_cuda_time(&run, &job->kernel->cuda, &rep->timing, rep->msg,
+		sizeof(rep->msg)));
 }
 
 /* The runners, one per target kind (rt_target_kind). */
@@ -592,7 +602,7 @@ static void take_report(const tune_measurer *m, rt_run_status st, const char *wh
 /* Run the compiled "k" of "p" in a fresh worker timed with "timer" and
  * fill "r".  Return 0, or -1 when no worker could be started (the reason
  * in "r"->msg). */
-static int run_one(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *k,
+static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	const rt_timer_opts *timer, tune_result *r)
 {
 	memset(m->report, 0, sizeof(*m->report));
@@ -625,7 +635,7 @@ bool tune_result_disturbed(const tune_result *r)
  * pause: keep the least disturbed measurement, or the error of a retry
  * that failed otherwise than by its time limit (a kernel that crashes
  * once is not kept for having run once).  Return 0, or -1 as run_one. */
-static int run_undisturbed(tune_measurer *m, const loop_prog *p, cg_cpu_kernel *k,
+static int run_undisturbed(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	tune_result *r)
 {
 	if (run_one(m, p, k, &m->alone_timer, r))
@@ -793,7 +803,7 @@ typedef struct together_job {
 static void run_candidate(void *arg, int i)
 {
 	together_job *j = arg;
-	cg_cpu_kernel *k = &j->b->kernels[j->which[i]];
+	cg_cpu_kernel *k = &j->b->kernels[j->which[i]].cpu;
 	j->status |= k->fn(j->m->args, &j->env);
 }
 
@@ -806,7 +816,7 @@ static int together_main(void *arg)
 	tessel_ctx *ctx = j->m->task->ctx;
 	int loaded = 0;
 	while (loaded < j->n && cg_cpu_kernel_load(ctx, j->b->progs[j->which[loaded]],
-		&j->b->kernels[j->which[loaded]]) == 0)
+		&j->b->kernels[j->which[loaded]].cpu) == 0)
 		loaded++;
 	rt_pool *pool = loaded == j->n ? rt_pool_new(j->m->threads) : NULL;
 	int r = 1;
@@ -819,7 +829,7 @@ static int together_main(void *arg)
 		r = j->status != 0;
 	}
 	for (int i = 0; i < loaded; i++)
-		cg_cpu_kernel_close(&j->b->kernels[j->which[i]]);
+		cg_cpu_kernel_close(&j->b->kernels[j->which[i]].cpu);
 	return r;
 }
 
@@ -946,6 +956,8 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
 	if (r)
 		snprintf(out[0].msg, sizeof(out[0].msg), "%s", msg);
+	for (int i = 0; b.kernels && i < n; i++)
+		cg_cuda_program_free(&b.kernels[i].cuda);
 	free(b.kernels);
 	free(b.built);
 	return r;

@@ -1,25 +1,36 @@
 #include "tuner/runner_cuda.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "codegen/cuda_kernel.h"
 #include "runtime/cuda.h"
 #include "runtime/gpu_target.h"
 
+tune_cuda_status tune_cuda_prepare(tessel_ctx *ctx, const loop_prog *p,
+	const tune_gpu_target *gpu, cg_cuda_program *c, char *msg, size_t len)
+{
+	rt_gpu_target arch;
+	memset(c, 0, sizeof(*c));
+	if (rt_gpu_target_for_sm(gpu->sm, &arch, msg, len))
+		return TUNE_CUDA_BUILD;
+	tune_cuda_status st = TUNE_CUDA_BUILD;
+	if (cg_cuda_compile(ctx, p, gpu->sm, c) == 0)
+		st = cg_cuda_check_launch(ctx, c, &arch) == 0 ? TUNE_CUDA_LAUNCHABLE :
+		     tessel_ctx_error(ctx)->kind == TESSEL_ERR_LIMIT ? TUNE_CUDA_REJECTED :
+		     TUNE_CUDA_BUILD;
+	if (st != TUNE_CUDA_LAUNCHABLE) {
+		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+		cg_cuda_program_free(c);
+	}
+	return st;
+}
+
 tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
 	const tune_gpu_target *gpu, char *msg, size_t len)
 {
-	rt_gpu_target arch;
-	if (rt_gpu_target_for_sm(gpu->sm, &arch, msg, len))
-		return TUNE_CUDA_BUILD;
 	cg_cuda_program c;
-	tune_cuda_status st = TUNE_CUDA_BUILD;
-	if (cg_cuda_compile(ctx, p, gpu->sm, &c) == 0)
-		st = cg_cuda_check_launch(ctx, &c, &arch) == 0 ? TUNE_CUDA_LAUNCHABLE :
-		     tessel_ctx_error(ctx)->kind == TESSEL_ERR_LIMIT ? TUNE_CUDA_REJECTED :
-		     TUNE_CUDA_BUILD;
-	if (st != TUNE_CUDA_LAUNCHABLE)
-		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+	tune_cuda_status st = tune_cuda_prepare(ctx, p, gpu, &c, msg, len);
 	cg_cuda_program_free(&c);
 	return st;
 }
@@ -60,8 +71,8 @@ static int time_on_device(tessel_ctx *ctx, void *k, const rt_timer_opts *o,
 	return r;
 }
 
-tune_gpu_status tune_cuda_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
-	size_t len)
+tune_gpu_status tune_cuda_time(const tune_gpu_run *r, const cg_cuda_program *compiled,
+	rt_timing *timing, char *msg, size_t len)
 {
 	msg[0] = '\0';
 	tessel_ctx *ctx = tessel_ctx_new();
@@ -77,7 +88,9 @@ tune_gpu_status tune_cuda_time(const tune_gpu_run *r, rt_timing *timing, char *m
 			r->sm, t->name, t->sm);
 	} else {
 		cg_cuda_kernel k;
-		if (cg_cuda_kernel_build(ctx, r->p, dev, &k)) {
+		if ((compiled && compiled->cubin.image
+			? cg_cuda_kernel_load(ctx, compiled, r->p, dev, &k)
+			: cg_cuda_kernel_build(ctx, r->p, dev, &k))) {
 			snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
 		} else {
 			tune_gpu_kernel g = { ctx, &k, k.nargs, k.bytes, k.is_output, fill,

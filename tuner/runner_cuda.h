@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "codegen/cuda_kernel.h"
 #include "ir/loop.h"
 #include "tuner/gpu_target.h"
 #include "tuner/runner_gpu.h"
@@ -32,14 +33,20 @@ typedef enum tune_cuda_status {
  * unless launchable; errors of "p" go to "ctx". */
 tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
 	const tune_gpu_target *gpu, char *msg, size_t len);
+/* The same, keeping the compiled program in "c" when the status is
+ * TUNE_CUDA_LAUNCHABLE (freed with cg_cuda_program_free; else empty):
+ * the measurer's builder passes it to the worker. */
+tune_cuda_status tune_cuda_prepare(tessel_ctx *ctx, const loop_prog *p,
+	const tune_gpu_target *gpu, cg_cuda_program *c, char *msg, size_t len);
 
 /* In the worker: open the first CUDA device (of architecture "r"->sm),
- * compile and load "r"->p, and time it (tune_gpu_time_built: upload,
+ * load "compiled" (tune_cuda_prepare's program of "r"->p; NULL or empty:
+ * compile "r"->p here), and time it (tune_gpu_time_built: upload,
  * poison the outputs, time, download) into "timing": the median over
  * runs of its kernels' durations from CUPTI (CUDA events where CUPTI
  * cannot be loaded), the L2 evicted before every run
  * (rt_cuda_time_runs).  Return the status, with the reason in "msg" of size "len". */
-tune_gpu_status tune_cuda_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
-	size_t len);
+tune_gpu_status tune_cuda_time(const tune_gpu_run *r, const cg_cuda_program *compiled,
+	rt_timing *timing, char *msg, size_t len);
 
 #endif
