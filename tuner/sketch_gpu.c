@@ -375,6 +375,7 @@ static int tile_accumulator(sch_state *st, int inner, const gpu_tile *t, uint64_
 		order[k++] = s3[d];
 	if (sk_reorder_iters(st, inner, order, k))
 		return -1;
+	unroll_all(st, inner, s1, ns);
 	unroll_all(st, inner, s3, ns);
 	*r0_inner = n.nreduce ? r0[n.nreduce - 1] : -1;
 	return 0;
@@ -417,6 +418,8 @@ static int tile_local_two(const tune_space *sp, sch_state *st, int outer, int in
 	    fuse_bind(st, outer, lv[0], nd, "blockIdx.x") ||
 	    bind_threads(st, outer, lv[2], nd, rng, &inner_thread))
 		return -1;
+	unroll_all(st, outer, lv[1], nd);
+	unroll_all(st, outer, lv[3], nd);
 	char q[QNAME];
 	sk_qname(st, outer, inner_thread, q);
 	if (sch_compute_at(st, st->stages[inner].name, q))

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One call of the device tool on a CUDA machine, from a bundle made by
+# scripts/gpu_bundle.sh: the CUDA tests, then tuning and the vendor
+# comparison (bench/tune_cuda.sh) within a budget of seconds, every log
+# and the record store packed into $OUT (the device tool's output folder,
+# at most 8 files come back).  Run from the repository root:
+#
+#   scripts/gpu_session.sh [BUNDLE]        default BUNDLE: gpu-bundle
+#   SESSION_SECONDS=420 CONV_LAYERS=2 scripts/gpu_session.sh
+#
+# SESSION_SECONDS (default 480) is the whole budget: the tests get at most
+# 120 s, the matmul 4096^3 then 40% of what is left, and the conv layers
+# (the first CONV_LAYERS of bench/resnet50_conv_layers, default 2, at each
+# batch of CONV_BATCHES, default "1 32") share the rest; each tuning ends
+# (SIGINT, what was measured kept) with 30 s left for its comparison.
+# DB (default $TMPDIR/tessel-cuda-session.db) resumes an earlier store.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=$(cd "${1:-gpu-bundle}" && pwd) || exit 2
+if [ ! -x "$bundle/bin/tessel" ]; then
+	echo "gpu_session: no bundle at $bundle (make one with scripts/gpu_bundle.sh)" >&2
+	exit 2
+fi
+# shellcheck source=scripts/gpu_env.sh
+. scripts/gpu_env.sh
+out=${OUT:-$bundle/logs}
+logs=$(mktemp -d)
+mkdir -p "$out"
+start=$SECONDS
+budget=${SESSION_SECONDS:-480}
+left() { echo $((budget - (SECONDS - start))); }
+
+# The tests read their data from the source directory they were built in.
+src=$(sed -n 's/^source dir compiled into the tests: //p' "$bundle/MANIFEST")
+if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then
+	mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
+fi
+{
+	head -3 "$bundle/MANIFEST"
+	echo "machine: $(uname -n), $(nproc) CPUs"
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 ||
+		echo "no nvidia-smi"
+} | tee "$logs/machine.txt"
+
+timeout -k 10 120 "$bundle/tests/test_cuda" --jobs "$(nproc)" --verbose >"$logs/test_cuda.log" 2>&1
+echo "test_cuda rc=$? $(grep -a 'Synthesis' "$logs/test_cuda.log" | tail -1)"
+grep -a -E '^\[(FAIL|SKIP)\]' "$logs/test_cuda.log" | head -20
+
+export DB=${DB:-${TMPDIR:-/tmp}/tessel-cuda-session.db} OUT=$logs ROUNDS=${ROUNDS:-3}
+export TRIALS=${TRIALS:-100000} BENCH_SECONDS=30
+layers=${CONV_LAYERS:-2}
+batches=${CONV_BATCHES:-1 32}
+nconv=$((layers * $(wc -w <<<"$batches")))
+tune=$(( ($(left) * 2 / 5) - 30 ))
+if [ "$tune" -gt 20 ]; then
+	BENCH_GROUPS=matmul TUNE_SECONDS=$tune bench/tune_cuda.sh "$bundle"
+fi
+if [ "$nconv" -gt 0 ]; then
+	tune=$(( $(left) / nconv - 30 ))
+	if [ "$tune" -gt 20 ]; then
+		BENCH_GROUPS=conv CONV_LAYERS=$layers CONV_BATCHES=$batches TUNE_SECONDS=$tune \
+			bench/tune_cuda.sh "$bundle"
+	fi
+fi
+
+cp "$DB" "$out/" 2>/dev/null
+tar czf "$out/logs.tgz" -C "$logs" .
+rm -rf "$logs"
+echo "session: $((SECONDS - start)) s of $budget"
