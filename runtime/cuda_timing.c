@@ -80,7 +80,7 @@ int rt_cuda_time_runs(rt_cuda_device *d, int (*enqueue)(void *arg), void *arg,
 	free(times);
 	if (status)
 		return RT_TIME_ERROR;
-	return runs >= o->min_repeats ? RT_TIME_OK : RT_TIME_TIMEOUT;
+	return rt_timer_enough(o, runs, total) ? RT_TIME_OK : RT_TIME_TIMEOUT;
 }
 
 const rt_timing *rt_cuda_timing_best(const rt_cuda_timing *t)

@@ -35,7 +35,7 @@ bool rt_timer_opts_valid(const rt_timer_opts *o)
 {
 	return o->warmup >= 0 && o->min_repeats >= 1 &&
 	       o->max_repeats >= o->min_repeats && o->min_total_s >= 0 &&
-	       o->timeout_s >= 0;
+	       o->timeout_s >= 0 && o->give_up_s >= 0;
 }
 
 /* Return the size of the flush buffer for "o": flush_bytes, or twice the
@@ -109,10 +109,21 @@ static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	return true;
 }
 
+/* Whether "o" gives up after "runs" runs of "total" seconds. */
+static bool gives_up(const rt_timer_opts *o, int runs, double total)
+{
+	return o->give_up_s > 0 && runs == 1 && total > o->give_up_s;
+}
+
 bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total)
 {
-	return runs < o->max_repeats &&
+	return runs < o->max_repeats && !gives_up(o, runs, total) &&
 	       (runs < o->min_repeats || total < o->min_total_s);
+}
+
+bool rt_timer_enough(const rt_timer_opts *o, int runs, double total)
+{
+	return runs >= o->min_repeats || gives_up(o, runs, total);
 }
 
 /* Time "fn"("arg"); see timer.h. */
@@ -155,5 +166,5 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 		out->cpu_wait = (double)(wait_to - wait_from) * 1e-9 / span;
 	free(flush);
 	free(times);
-	return runs >= o->min_repeats ? RT_TIME_OK : RT_TIME_TIMEOUT;
+	return rt_timer_enough(o, runs, total) ? RT_TIME_OK : RT_TIME_TIMEOUT;
 }

@@ -40,6 +40,11 @@ typedef struct rt_timer_opts {
 	/* Stop once this much wall time (warm-up and flushes included) has
 	 * passed; 0 means no limit (the default). */
 	double timeout_s;
+	/* Stop after the first timed run when it alone took longer than
+	 * this, and let that one run be the measurement; 0 means never (the
+	 * default).  A tuner gives up so on candidates far slower than its
+	 * best, whose exact time matters little. */
+	double give_up_s;
 } rt_timer_opts;
 
 enum {
@@ -69,9 +74,10 @@ bool rt_timing_disturbed(const rt_timing *t);
 rt_timer_opts rt_timer_opts_default(void);
 
 /* Time "fn"("arg") with the options "o" (NULL: the defaults) and store the
- * statistics of the timed runs in "out".  Return RT_TIME_OK;
- * RT_TIME_TIMEOUT when the timeout ended the measurement before
- * min_repeats runs ("out" then holds the runs made, perhaps none); or
+ * statistics of the timed runs in "out".  Return RT_TIME_OK (also after
+ * giving up on a slow first run, give_up_s); RT_TIME_TIMEOUT when the
+ * timeout ended the measurement before min_repeats runs ("out" then
+ * holds the runs made, perhaps none); or
  * RT_TIME_ERROR for invalid options (min_repeats < 1, max_repeats <
  * min_repeats, negative times) or when memory runs out. */
 int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
@@ -87,6 +93,9 @@ bool rt_timer_opts_valid(const rt_timer_opts *o);
  * times "times" (sorted in place) into "out". */
 bool rt_timer_expired(const rt_timer_opts *o, double start);
 bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total);
+/* Whether "runs" runs of "total" seconds are a measurement: min_repeats
+ * of them, or one slower than give_up_s. */
+bool rt_timer_enough(const rt_timer_opts *o, int runs, double total);
 void rt_timing_summarize(double *times, int n, rt_timing *out);
 
 /* Return the CLOCK_MONOTONIC time in seconds. */

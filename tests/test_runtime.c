@@ -777,6 +777,26 @@ Test(timer, timeout_stops_early)
 	cr_assert_geq(t.median_s, 0.02);
 }
 
+/* A first run slower than give_up_s is the whole measurement (and a
+ * success); a faster one is repeated as usual. */
+Test(timer, a_slow_first_run_is_given_up_on)
+{
+	fail_if_hung(30);
+	rt_timer_opts o = rt_timer_opts_default();
+	o.min_repeats = 10;
+	o.give_up_s = 0.005;
+	rt_timing t;
+	cr_assert_eq(rt_time(busy_20ms, NULL, &o, &t), RT_TIME_OK);
+	cr_expect_eq(t.runs, 1);
+	cr_expect_geq(t.median_s, 0.02);
+	cr_expect_eq(t.min_s, t.median_s);
+	o.give_up_s = 1;
+	cr_assert_eq(rt_time(busy_20ms, NULL, &o, &t), RT_TIME_OK);
+	cr_expect_geq(t.runs, 10);
+	o.give_up_s = -1;
+	cr_expect_eq(rt_time(busy_20ms, NULL, &o, &t), RT_TIME_ERROR);
+}
+
 #define READ_BYTES (4u << 20)
 
 typedef struct read_job {

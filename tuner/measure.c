@@ -607,7 +607,10 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 {
 	memset(m->report, 0, sizeof(*m->report));
 	m->report->timing.cpu_wait = NAN;
-	worker_job job = { m, p, k, timer };
+	rt_timer_opts t = *timer;
+	if (tune_task_is_gpu(m->task) && isfinite(m->best_s) && t.give_up_s == 0)
+		t.give_up_s = TUNE_GIVE_UP_FACTOR * m->best_s;
+	worker_job job = { m, p, k, &t };
 	char why[256];
 	rt_run_status st = rt_run_isolated(worker_main, &job,
 		m->o.timeout_s + WORKER_GRACE_S, why, sizeof(why));

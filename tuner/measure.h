@@ -64,6 +64,12 @@ typedef struct tune_measure_opts {
 	                        * elements (te_check_reference) */
 } tune_measure_opts;
 
+/* On GPUs, a candidate whose first timed run is this many times slower
+ * than the best so far is measured by that run alone (rt_timer_opts,
+ * give_up_s): a session on a lent GPU has minutes, and a sampled matmul
+ * 4096^3 can take half a second a run. */
+#define TUNE_GIVE_UP_FACTOR 10
+
 /* Two passes: each candidate alone (crashes, hangs, a first time), then
  * the batch together.  On the 2-vCPU build VM one kernel timed in
  * separate workers a few seconds apart varies by tens of percent; timed
