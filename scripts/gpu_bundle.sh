@@ -15,8 +15,18 @@ cd "$(dirname "$0")/.."
 bundle=${1:-gpu-bundle}
 builddir=build-gpu-bundle
 ./scripts/setup.sh "$builddir" -Dbuildtype=release >/dev/null
+# A record store an earlier GPU session brought back (session.db, see
+# scripts/gpu_session.sh) survives a rebuild of the bundle.
+kept=
+if [ -f "$bundle/session.db" ]; then
+	kept=$(mktemp)
+	cp "$bundle/session.db" "$kept"
+fi
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/tests" "$bundle/lib"
+if [ -n "$kept" ]; then
+	mv "$kept" "$bundle/session.db"
+fi
 cp "$builddir/tools/tessel" "$bundle/bin/"
 for t in "$builddir"/tests/test_*; do
 	[ -f "$t" ] && [ -x "$t" ] && cp "$t" "$bundle/tests/"

@@ -10,10 +10,13 @@
 #
 # SESSION_SECONDS (default 480) is the whole budget: the tests get at most
 # 120 s, the matmul 4096^3 then 40% of what is left, and the conv layers
-# (the first CONV_LAYERS of bench/resnet50_conv_layers, default 2, at each
+# (the first CONV_LAYERS of bench/resnet50_conv_layers, default 1, at each
 # batch of CONV_BATCHES, default "1 32") share the rest; each tuning ends
 # (SIGINT, what was measured kept) with 30 s left for its comparison.
-# DB (default $TMPDIR/tessel-cuda-session.db) resumes an earlier store.
+# The record store is BUNDLE/session.db when there is one (the store an
+# earlier session brought back, copied there before the call: tuning
+# resumes without measuring known programs again), and comes back as
+# $OUT/session.db.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=$(cd "${1:-gpu-bundle}" && pwd) || exit 2
@@ -46,9 +49,14 @@ timeout -k 10 120 "$bundle/tests/test_cuda" --jobs "$(nproc)" --verbose >"$logs/
 echo "test_cuda rc=$? $(grep -a 'Synthesis' "$logs/test_cuda.log" | tail -1)"
 grep -a -E '^\[(FAIL|SKIP)\]' "$logs/test_cuda.log" | head -20
 
-export DB=${DB:-${TMPDIR:-/tmp}/tessel-cuda-session.db} OUT=$logs ROUNDS=${ROUNDS:-3}
+export DB=${TMPDIR:-/tmp}/tessel-cuda-session.db OUT=$logs ROUNDS=${ROUNDS:-3}
+rm -f "$DB"
+if [ -f "$bundle/session.db" ]; then
+	cp "$bundle/session.db" "$DB"
+	echo "records: resuming $bundle/session.db"
+fi
 export TRIALS=${TRIALS:-100000} BENCH_SECONDS=30
-layers=${CONV_LAYERS:-2}
+layers=${CONV_LAYERS:-1}
 batches=${CONV_BATCHES:-1 32}
 nconv=$((layers * $(wc -w <<<"$batches")))
 tune=$(( ($(left) * 2 / 5) - 30 ))
@@ -63,7 +71,7 @@ if [ "$nconv" -gt 0 ]; then
 	fi
 fi
 
-cp "$DB" "$out/" 2>/dev/null
+cp "$DB" "$out/session.db" 2>/dev/null
 tar czf "$out/logs.tgz" -C "$logs" .
 rm -rf "$logs"
 echo "session: $((SECONDS - start)) s of $budget"

@@ -10,10 +10,12 @@
  * the number of random traces (0 skips them), TESSEL_FUZZ_SEED shifts
  * their seeds. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codegen/c_printer.h"
 #include "codegen/opencl_kernel.h"
@@ -28,6 +30,8 @@
 #include "tessel/ops.h"
 #include "tessel/te.h"
 #include "tests/support.h"
+#include "tuner/measure.h"
+#include "tuner/task.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -716,4 +720,46 @@ Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 30
 		"compute_at B_shared C.j\nsplit B_shared.ax0 8 -> B_shared.o B_shared.t\n"
 		"bind B_shared.t threadIdx.x\n"), 1e-5);
 	rt_cl_close(dev);
+}
+
+/* ---- the tuner's workers ---------------------------------------------------- */
+
+/* A device the measurer's worker cannot open is the machine's fault, not
+ * the candidate's: the batch fails with the reason and nothing is
+ * classified (a first device run recorded 64 candidates as build errors
+ * when CUDA could not initialize in the workers).  The OpenCL loader of
+ * the forked workers is pointed at an empty folder of vendors; the test
+ * process never opens OpenCL itself, so theirs starts fresh. */
+Test(opencl_tuner, a_device_the_worker_cannot_open_stops_the_batch, .timeout = 120,
+	.fini = test_scratch_remove)
+{
+	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
+		cr_skip_test("OpenCL tests skip in the sanitized build");
+	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
+	test_fixture f;
+	test_fixture_init(&f, "add", test_library_spec("add"));
+	tune_task task;
+	char err[512];
+	if (tune_task_init(&task, f.ctx, f.op, "opencl", err, sizeof(err))) {
+		test_fixture_fini(&f);
+		cr_skip_test("%s", err);
+	}
+	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	char vendors[512];
+	test_scratch_file(vendors, sizeof(vendors), "no-vendors");
+	cr_assert(mkdir(vendors, 0700) == 0 || errno == EEXIST);
+	setenv("OCL_ICD_VENDORS", vendors, 1);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	tune_result r;
+	cr_expect_eq(tune_measure_batch(m, &p, 1, &r, NULL), -1);
+	cr_expect(strstr(r.msg, "the worker could not open the device"), "%s", r.msg);
+	unsetenv("OCL_ICD_VENDORS");
+	loop_prog_free(p);
+	sch_state_free(st);
+	tune_measurer_free(m);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
 }

@@ -43,6 +43,7 @@ typedef struct worker_report {
 	tune_error error;
 	rt_timing timing;
 	char msg[256];
+	bool no_device;            /* the worker could not open the device */
 } worker_report;
 
 struct tune_measurer {
@@ -524,9 +525,11 @@ static tune_error run_cpu(const worker_job *job, worker_report *rep)
 	return e;
 }
 
-/* The error class of a GPU runner's status. */
-static tune_error gpu_error(tune_gpu_status st)
+/* The error class of a GPU runner's status; a device the worker could
+ * not open is marked in "rep" (tuning stops: no candidate is at fault). */
+static tune_error gpu_error(tune_gpu_status st, worker_report *rep)
 {
+	rep->no_device = st == TUNE_GPU_NO_DEVICE;
 	switch (st) {
 	case TUNE_GPU_OK: return TUNE_OK;
 	case TUNE_GPU_BUILD: return TUNE_ERR_BUILD;
@@ -542,7 +545,8 @@ static tune_error run_opencl(const worker_job *job, worker_report *rep)
 	const tune_measurer *m = job->m;
 	poison_outputs(m);
 	tune_gpu_run run = { job->p, m->args, job->timer, 0 };
-	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)));
+	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)),
+		rep);
 }
 
 /* CUDA: open the device, load the builder's cubin, upload, poison the
@@ -553,7 +557,7 @@ static tune_error run_cuda(const worker_job *job, worker_report *rep)
 	poison_outputs(m);
 	tune_gpu_run run = { job->p, m->args, job->timer, m->task->gpu.sm };
 	return gpu_error(tune_cuda_time(&run, &job->kernel->cuda, &rep->timing, rep->msg,
-		sizeof(rep->msg)));
+		sizeof(rep->msg)), rep);
 }
 
 /* The runners, one per target kind (rt_target_kind). */
@@ -600,8 +604,8 @@ static void take_report(const tune_measurer *m, rt_run_status st, const char *wh
 }
 
 /* Run the compiled "k" of "p" in a fresh worker timed with "timer" and
- * fill "r".  Return 0, or -1 when no worker could be started (the reason
- * in "r"->msg). */
+ * fill "r".  Return 0, or -1 when no worker could be started or the
+ * worker could not open the device (the reason in "r"->msg). */
 static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	const rt_timer_opts *timer, tune_result *r)
 {
@@ -616,6 +620,11 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 		m->o.timeout_s + WORKER_GRACE_S, why, sizeof(why));
 	if (st == RT_RUN_ERROR) {
 		snprintf(r->msg, sizeof(r->msg), "%s", why);
+		return -1;
+	}
+	if (m->report->no_device) {
+		snprintf(r->msg, sizeof(r->msg), "the worker could not open the device: %.200s",
+			m->report->msg);
 		return -1;
 	}
 	take_report(m, st, why, r);

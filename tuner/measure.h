@@ -141,7 +141,8 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
  * as the caller set it); one whose arguments are not the op's inputs and
  * outputs (dtype, shape, dense strides) is TUNE_ERR_BUILD.  Return 0, or
  * -1 when the measurer itself failed (no candidate's fault: out of
- * memory, fork failed), with a message in out[0].msg.  Each candidate
+ * memory, fork failed, a GPU its worker could not open), with a message
+ * in out[0].msg.  Each candidate
  * is timed in "passes" passes (tune_measure_opts).  Those that run
  * candidates alone take the batch in turn forward and backward so that a
  * slow phase of the machine does not fall on the same candidates twice;

@@ -79,13 +79,14 @@ tune_gpu_status tune_cuda_time(const tune_gpu_run *r, const cg_cuda_program *com
 	rt_cuda_device *dev = ctx ? rt_cuda_open(0, msg, len) : NULL;
 	if (!dev) {
 		tessel_ctx_free(ctx);
-		return TUNE_GPU_BUILD;
+		return ctx ? TUNE_GPU_NO_DEVICE : TUNE_GPU_RUNTIME;
 	}
 	const rt_gpu_target *t = rt_cuda_target(dev);
 	tune_gpu_status st = TUNE_GPU_BUILD;
 	if (r->sm && t->sm != r->sm) {
 		snprintf(msg, len, "the task is for sm_%d but the device is %s (sm_%d)",
 			r->sm, t->name, t->sm);
+		st = TUNE_GPU_NO_DEVICE;
 	} else {
 		cg_cuda_kernel k;
 		if ((compiled && compiled->cubin.image

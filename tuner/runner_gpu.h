@@ -25,8 +25,10 @@ typedef struct tune_gpu_run {
 
 typedef enum tune_gpu_status {
 	TUNE_GPU_OK,
-	TUNE_GPU_BUILD,     /* no device (or not the task's), or its compiler
-	                     * refused the program */
+	TUNE_GPU_BUILD,     /* the device's compiler refused the program */
+	TUNE_GPU_NO_DEVICE, /* the worker could not open the device (or it is
+	                     * not the task's): the machine's fault, not the
+	                     * candidate's */
 	TUNE_GPU_RUNTIME,   /* a launch or a copy failed */
 	TUNE_GPU_TIMEOUT    /* the timer ran past its limit */
 } tune_gpu_status;

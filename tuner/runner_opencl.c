@@ -108,7 +108,7 @@ tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char 
 	rt_cl_device *dev = ctx ? rt_cl_open(msg, len) : NULL;
 	if (!dev) {
 		tessel_ctx_free(ctx);
-		return TUNE_GPU_BUILD;
+		return ctx ? TUNE_GPU_NO_DEVICE : TUNE_GPU_RUNTIME;
 	}
 	cg_opencl_kernel k;
 	tune_gpu_status st = TUNE_GPU_BUILD;
