@@ -35,7 +35,7 @@ conv_trials=${CONV_TRIALS:-$trials}
 rounds=${ROUNDS:-5}
 log=${OUT:-${TMPDIR:-/tmp}}/tune_bench.log   # the tuners' whole output
 
-gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1) || true
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), ${gpu:-no nvidia-smi}"
 echo "# records: $db, $trials trials a workload ($conv_trials for conv)"
 

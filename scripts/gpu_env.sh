@@ -8,8 +8,10 @@
 libs=$bundle/lib
 for name in libnvrtc.so.13 libcupti.so.13 libcublas.so.13 libcudnn.so.9; do
 	found=$(find "${CUDA_HOME:-/usr/local/cuda}/" /usr/local/cuda*/ /opt/*/.venv/lib/ \
-		/usr/lib/x86_64-linux-gnu/ -maxdepth 6 -name "$name" 2>/dev/null | head -1)
-	[ -n "$found" ] && libs=$libs:$(dirname "$found")
+		/usr/lib/x86_64-linux-gnu/ -maxdepth 6 -name "$name" 2>/dev/null | head -1) || true
+	if [ -n "$found" ]; then
+		libs=$libs:$(dirname "$found")
+	fi
 done
 for lib in libstdc++.so.6 libgcc_s.so.1 libgomp.so.1; do
 	if [ -e "$bundle/lib/fallback/$lib" ] && ! ldconfig -p | grep -q "$lib "; then
