@@ -28,8 +28,10 @@
  *
  * Statements: a loop that never runs (constant extent <= 0) is removed; a
  * loop of one iteration becomes its body with the variable replaced by
- * the loop's min, unless it is bound to a GPU block or thread index (the
- * launch shape is the printer's business); a serial, parallel, vectorized
+ * the loop's min; bound to a GPU block or thread index, it stays (the
+ * launch shape is the printer's business) but its body has the variable
+ * replaced all the same (a GPU kernel's local array indexed by a thread
+ * index the compiler cannot see is 0 goes to local memory); a serial, parallel, vectorized
  * or unrolled loop with constant bounds whose body is a lone `if` is
  * narrowed to the values its comparisons of the variable with constants
  * allow; an `if` whose condition is decided becomes the branch taken;
@@ -1186,8 +1188,12 @@ static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
 		s->u.for_.body = simplify_stmt(S, s->u.for_.body);
 		return s->u.for_.body ? s : NULL;
 	}
-	if (ext->kind == LX_INT && ext->u.ival == 1 && removable_when_single(s->u.for_.kind))
-		return inline_single_iteration(S, s, id);
+	if (ext->kind == LX_INT && ext->u.ival == 1) {
+		if (removable_when_single(s->u.for_.kind))
+			return inline_single_iteration(S, s, id);
+		s->u.for_.body = inline_single_iteration(S, s, id);
+		return s->u.for_.body ? s : NULL;
+	}
 	S->ranges[id] = loop_var_range(S, s->u.for_.min, ext);
 	s->u.for_.body = simplify_stmt(S, s->u.for_.body);
 	S->ranges[id] = unknown_range();
