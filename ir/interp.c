@@ -1138,8 +1138,15 @@ static int interp_run(interp *in, tessel_tensor *const *outputs)
 /* Evaluate the bound op "op" on "inputs" into "outputs" (see tessel/te.h).
  * Inputs are read first and outputs written only after every stage
  * succeeded: outputs may alias inputs, and on error they are untouched. */
-int tessel_interp(const tessel_op *op, tessel_tensor *const *inputs,
-	tessel_tensor *const *outputs)
+static int run_points(interp *in, tessel_tensor *const *outputs,
+	const int64_t *const *points, const int64_t *npoints);
+static int alloc_known(interp *in);
+
+/* Check "op" and its tensors, then evaluate it in full ("points" NULL)
+ * or at the "points" of each output. */
+static int evaluate(const tessel_op *op, tessel_tensor *const *inputs,
+	tessel_tensor *const *outputs, const int64_t *const *points,
+	const int64_t *npoints)
 {
 	interp in = { .op = op };
 	if (!op)
@@ -1147,40 +1154,52 @@ int tessel_interp(const tessel_op *op, tessel_tensor *const *inputs,
 	if (check_op(op) < 0 || check_tensors(op, inputs, outputs) < 0)
 		return -1;
 	int r = interp_init(&in, op, inputs);
+	if (r == 0 && points)
+		r = alloc_known(&in);
 	if (r == 0)
-		r = interp_run(&in, outputs);
+		r = points ? run_points(&in, outputs, points, npoints) : interp_run(&in, outputs);
 	interp_free(&in);
 	return r;
 }
 
+int tessel_interp(const tessel_op *op, tessel_tensor *const *inputs,
+	tessel_tensor *const *outputs)
+{
+	return evaluate(op, inputs, outputs, NULL, NULL);
+}
+
+/* Return the points of the reductions of "s" (1 without), as a double
+ * so that large products saturate rather than wrap. */
+static double reduction_points(const tessel_stage *s)
+{
+	double n = 1;
+	for (int r = 0; r < s->nraxes; r++)
+		n *= (double)s->raxes[r]->extent->u.ival;
+	return n;
+}
+
+/* Return "n" as an int64_t, INT64_MAX when it is larger. */
+static int64_t saturate(double n)
+{
+	return n >= (double)INT64_MAX ? INT64_MAX : (int64_t)n;
+}
+
 int64_t te_interp_cost(const tessel_op *op)
 {
-	int64_t cost = 0;
-	for (int i = 0; op && i < op->nstages; i++) {
-		const tessel_stage *s = op->stages[i];
-		if (s->kind != TE_COMPUTE)
-			continue;
-		double n = (double)stage_numel(s);
-		for (int r = 0; r < s->nraxes; r++)
-			n *= (double)s->raxes[r]->extent->u.ival;
-		cost = n + (double)cost >= (double)INT64_MAX ? INT64_MAX : cost + (int64_t)n;
-	}
-	return cost;
+	double cost = 0;
+	for (int i = 0; op && i < op->nstages; i++)
+		if (op->stages[i]->kind == TE_COMPUTE)
+			cost += (double)stage_numel(op->stages[i]) * reduction_points(op->stages[i]);
+	return saturate(cost);
 }
 
 int64_t te_interp_point_cost(const tessel_op *op)
 {
-	int64_t cost = 0;
-	for (int i = 0; op && i < op->nstages; i++) {
-		const tessel_stage *s = op->stages[i];
-		if (s->kind != TE_COMPUTE)
-			continue;
-		int64_t n = 1;
-		for (int r = 0; r < s->nraxes && n < (INT64_C(1) << 40); r++)
-			n *= s->raxes[r]->extent->u.ival;
-		cost += n;
-	}
-	return cost;
+	double cost = 0;
+	for (int i = 0; op && i < op->nstages; i++)
+		if (op->stages[i]->kind == TE_COMPUTE)
+			cost += reduction_points(op->stages[i]);
+	return saturate(cost);
 }
 
 /* Make the "known" maps of "in": one per compute stage, all unknown. */
@@ -1238,16 +1257,5 @@ int te_interp_points(const tessel_op *op, tessel_tensor *const *inputs,
 	tessel_tensor *const *outputs, const int64_t *const *points,
 	const int64_t *npoints)
 {
-	interp in = { .op = op };
-	if (!op)
-		return -1;
-	if (check_op(op) < 0 || check_tensors(op, inputs, outputs) < 0)
-		return -1;
-	int r = interp_init(&in, op, inputs);
-	if (r == 0)
-		r = alloc_known(&in);
-	if (r == 0)
-		r = run_points(&in, outputs, points, npoints);
-	interp_free(&in);
-	return r;
+	return evaluate(op, inputs, outputs, points, npoints);
 }

@@ -341,6 +341,20 @@ Test(measure, a_wrong_best_is_caught_and_not_kept)
 	fixture_fini(&f);
 }
 
+/* Measure "bad" (taken) then the default program of "f" in one batch
+ * with the options "o" into "out"; the second must pass its check. */
+static void measure_bad_then_good(fixture *f, const tune_measure_opts *o, loop_prog *bad,
+	tune_result out[2])
+{
+	tune_measurer *m = new_measurer(f, o);
+	loop_prog *progs[] = { bad, program(f, 0, false) };
+	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	expect_ok_checked(&out[1]);
+	loop_prog_free(progs[0]);
+	loop_prog_free(progs[1]);
+	tune_measurer_free(m);
+}
+
 /* An op too costly to evaluate in full (here by a lowered threshold) is
  * checked at chosen elements: the right program passes, the wrong one is
  * caught. */
@@ -350,16 +364,10 @@ Test(measure, a_large_op_is_checked_at_chosen_elements)
 	fixture_init(&f, "32");
 	tune_measure_opts o = quick_opts();
 	o.check_full_cost = 1;
-	tune_measurer *m = new_measurer(&f, &o);
-	loop_prog *progs[] = { wrong_program(&f), program(&f, 0, false) };
 	tune_result out[2];
-	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	measure_bad_then_good(&f, &o, wrong_program(&f), out);
 	cr_expect_eq(out[0].error, TUNE_ERR_WRONG, "%s: %s", tune_error_name(out[0].error),
 		out[0].msg);
-	expect_ok_checked(&out[1]);
-	loop_prog_free(progs[0]);
-	loop_prog_free(progs[1]);
-	tune_measurer_free(m);
 	fixture_fini(&f);
 }
 
@@ -368,19 +376,13 @@ Test(measure, a_crash_is_classified_and_the_next_candidate_runs)
 	fixture f;
 	fixture_init(&f, "32");
 	tune_measure_opts o = quick_opts();
-	tune_measurer *m = new_measurer(&f, &o);
-	loop_prog *progs[] = { crashing_program(&f), program(&f, 0, false) };
 	tune_result out[2];
-	cr_assert_eq(tune_measure_batch(m, progs, 2, out, NULL), 0, "%s", out[0].msg);
+	measure_bad_then_good(&f, &o, crashing_program(&f), out);
 	cr_expect_eq(out[0].error, TUNE_ERR_CRASH, "%s: %s", tune_error_name(out[0].error),
 		out[0].msg);
 	cr_expect(strstr(out[0].msg, "signal"), "%s", out[0].msg);
 	cr_expect(isnan(out[0].median_s));
 	cr_expect_not(out[0].checked);
-	expect_ok_checked(&out[1]);
-	loop_prog_free(progs[0]);
-	loop_prog_free(progs[1]);
-	tune_measurer_free(m);
 	fixture_fini(&f);
 }
 
