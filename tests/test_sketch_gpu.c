@@ -344,7 +344,6 @@ Test(sketch_gpu, remembered_shared_footprints_are_computed_again_alike, .timeout
 	static const struct { const char *name, *spec; } ops[] = {
 		{ "matmul", "M=64;N=48;K=32" },
 		{ "conv2d", "N=1;C=4;H=8;W=8;F=8;R=3;S=3;padding=1" },
-		{ "dense", "batch=8;in_features=32;out_features=16" },
 	};
 	int held = 0, checked = 0;
 	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
@@ -377,6 +376,6 @@ Test(sketch_gpu, remembered_shared_footprints_are_computed_again_alike, .timeout
 		tune_task_clear(&task);
 		test_fixture_fini(&t);
 	}
-	cr_expect_gt(held, 20, "%d footprints held in %d states", held, checked);
+	cr_expect_gt(held, 12, "%d footprints held in %d states", held, checked);
 	cr_log_info("%d remembered footprints in %d states computed again alike", held, checked);
 }
