@@ -251,9 +251,7 @@ int rt_cubin_usage(const void *image, size_t size, rt_kernel_usage **kernels, ch
 {
 	elf_file f = { image, size, 0, NULL };
 	*kernels = NULL;
-	int n = read_sections(&f, err, len);
-	if (n == 0)
-		n = list_kernels(&f, kernels, err, len);
+	int n = read_sections(&f, err, len) ? -1 : list_kernels(&f, kernels, err, len);
 	if (n >= 0 && read_usage(&f, *kernels, n, err, len))
 		n = -1;
 	if (n < 0) {

@@ -110,11 +110,12 @@ static void dependencies(const sch_state *st, int si, bool *in)
 	}
 }
 
-/* Append the placement of stage "s" to "sb". */
+/* Append the placement of stage "s" to "sb" (which op stage it is goes
+ * without saying: the memo is cleared whenever the op is replaced). */
 static void put_placement(te_strbuf *sb, const sch_stage *s)
 {
-	te_sb_printf(sb, "%p %d %d %d %d %d |", (const void *)s->te, (int)s->attach,
-		s->attach_stage, s->attach_iter, (int)s->scope, s->init_iter);
+	te_sb_printf(sb, "%d %d %d %d %d |", (int)s->attach, s->attach_stage,
+		s->attach_iter, (int)s->scope, s->init_iter);
 	for (int d = 0; d < TESSEL_MAX_DIMS; d++)
 		te_sb_printf(sb, " %lld/%lld", (long long)s->align_factor[d],
 			(long long)s->align_offset[d]);
@@ -143,7 +144,7 @@ static void memo_key(const sch_state *st, int si, te_strbuf *sb)
 	if (!in)
 		return;
 	dependencies(st, si, in);
-	te_sb_printf(sb, "%p %d %d:", (const void *)st->op, st->nstages, si);
+	te_sb_printf(sb, "%d:", si);
 	for (int k = 0; k < st->nstages; k++) {
 		if (!in[k])
 			continue;
@@ -186,6 +187,15 @@ static void memo_add(sch_state *st, const char *key, size_t len, int64_t bytes)
 	m->entries[m->n++] = (memo_entry){ copy, len, bytes };
 }
 
+/* Return the footprint of "si" remembered under what it depends on now
+ * (its key, left in "key"), or -1. */
+static int64_t remembered(const sch_state *st, int si, te_strbuf *key)
+{
+	memo_key(st, si, key);
+	const char *text = te_sb_str(key);
+	return text[0] ? memo_find(st, text, strlen(text)) : -1;
+}
+
 int sch_shared_memo_check(sch_state *st, int *held)
 {
 	int differ = 0;
@@ -193,17 +203,15 @@ int sch_shared_memo_check(sch_state *st, int *held)
 		if (st->stages[si].scope != LOOP_SHARED || st->stages[si].attach != SCH_AT)
 			continue;
 		te_strbuf key = { 0 };
-		memo_key(st, si, &key);
-		const char *text = te_sb_str(&key);
-		int64_t remembered = memo_find(st, text, strlen(text));
+		int64_t bytes = remembered(st, si, &key);
 		te_sb_free(&key);
-		if (remembered < 0)
+		if (bytes < 0)
 			continue;
 		(*held)++;
 		int64_t fresh = compute_shared_bytes(st, si);
 		if (fresh < 0)
 			return -1;
-		differ += fresh != remembered;
+		differ += fresh != bytes;
 	}
 	return differ;
 }
@@ -216,15 +224,10 @@ int sch_shared_memo_check(sch_state *st, int *held)
 static int64_t shared_bytes(sch_state *st, int si)
 {
 	te_strbuf key = { 0 };
-	memo_key(st, si, &key);
+	int64_t bytes = remembered(st, si, &key);
 	const char *text = te_sb_str(&key);
-	size_t len = strlen(text);
-	int64_t bytes = len ? memo_find(st, text, len) : -1;
-	if (bytes < 0) {
-		bytes = compute_shared_bytes(st, si);
-		if (bytes >= 0 && len)
-			memo_add(st, text, len, bytes);
-	}
+	if (bytes < 0 && (bytes = compute_shared_bytes(st, si)) >= 0 && text[0])
+		memo_add(st, text, strlen(text), bytes);
 	te_sb_free(&key);
 	return bytes;
 }

@@ -1,6 +1,6 @@
 /* The CUDA half of the measurer (tuner/runner_cuda.c): a candidate is
  * compiled by NVRTC for the task's architecture and rejected before
- * measurement when ptxas's report or its launches say it cannot launch
+ * measurement when the cubin's resources or its launches say it cannot launch
  * there (no device needed); the run itself happens in the measurer's
  * isolated worker process, on the first CUDA device.  The measurer
  * (tuner/measure.c) keeps what every target shares: the seeded inputs,
@@ -27,7 +27,7 @@ typedef enum tune_cuda_status {
 /* Print "p" as CUDA C, compile it with NVRTC for the architecture sm_NN
  * of "gpu" (gpu->sm) and check every kernel of its plan against that
  * architecture's limits in NVIDIA's table (cg_cuda_check_launch:
- * ptxas's registers and shared memory, block and grid sizes).  The CUDA
+ * the cubin's registers and shared memory, block and grid sizes).  The CUDA
  * runner calls it before it measures a candidate and measures only the
  * launchable.  Return the status, with the reason in "msg" of size "len"
  * unless launchable; errors of "p" go to "ctx". */
