@@ -870,9 +870,10 @@ Test(cuda_device, cupti_times_every_kernel_of_a_run, .timeout = 300)
 }
 
 /* The tuner's path on a device: candidates compiled and checked with
- * NVRTC in this process, then timed and checked in forked workers, which
- * must still be able to initialize CUDA (nothing in the tuner's process
- * may: the device is asked in a child too). */
+ * NVRTC in this process, then timed and checked in a forked worker,
+ * which must still be able to initialize CUDA (nothing in the tuner's
+ * process may: the device is asked in a child too).  One worker serves
+ * the batch, its context open from one candidate to the next. */
 Test(cuda_device, the_tuner_measures_in_forked_workers, .timeout = 300)
 {
 	need_nvrtc();
@@ -900,6 +901,8 @@ Test(cuda_device, the_tuner_measures_in_forked_workers, .timeout = 300)
 	}
 	cr_expect(r[0].checked, "the first best is checked against the interpreter");
 	cr_expect_leq(r[0].rel_error, te_tolerance(TESSEL_F32), "%g", r[0].rel_error);
+	cr_expect_eq(tune_measurer_workers_started(m), 1,
+		"%d workers for a batch of 2 candidates", tune_measurer_workers_started(m));
 	tune_measurer_free(m);
 	loop_prog_free(p);
 	sch_state_free(st);

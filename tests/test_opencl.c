@@ -763,3 +763,56 @@ Test(opencl_tuner, a_device_the_worker_cannot_open_stops_the_batch, .timeout = 1
 	tune_task_clear(&task);
 	test_fixture_fini(&f);
 }
+
+/* Opening the device costs more than timing most candidates (PoCL, a
+ * CUDA context), so one worker serves a batch: it is forked after the
+ * batch is built, sees every candidate, and keeps the device open
+ * between them.  Each batch gets its own, and a failure still ends it
+ * (tests/test_runtime.c, "worker"). */
+Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
+{
+	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
+		cr_skip_test("OpenCL tests skip in the sanitized build");
+	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
+	test_fixture f;
+	test_fixture_init(&f, "matmul", test_library_spec("matmul"));
+	tune_task task;
+	char err[512];
+	if (tune_task_init(&task, f.ctx, f.op, "opencl", err, sizeof(err))) {
+		test_fixture_fini(&f);
+		cr_skip_test("%s", err);
+	}
+	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	static const int threads[] = { 32, 64, 128 };
+	enum { N = sizeof(threads) / sizeof(threads[0]) };
+	sch_state *st[N];
+	loop_prog *p[N];
+	for (int i = 0; i < N; i++) {
+		st[i] = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_gpu_default(st[i], threads[i]), 0);
+		p[i] = sch_program(st[i]);
+		cr_assert(p[i]);
+	}
+	tune_result r[N];
+	for (int batch = 1; batch <= 2; batch++) {
+		cr_assert_eq(tune_measure_batch(m, p, N, r, NULL), 0, "%s", r[0].msg);
+		for (int i = 0; i < N; i++) {
+			cr_expect_eq(r[i].error, TUNE_OK, "batch %d, %d threads: %s", batch,
+				threads[i], r[i].msg);
+			cr_expect_gt(r[i].median_s, 0);
+			cr_expect_geq(r[i].attempts, TUNE_DEFAULT_PASSES);
+		}
+		cr_expect(r[0].checked, "the first candidate is the best so far and checked");
+		cr_expect_eq(tune_measurer_workers_started(m), batch,
+			"%d workers for %d batches of %d candidates in %d passes",
+			tune_measurer_workers_started(m), batch, N, TUNE_DEFAULT_PASSES);
+	}
+	for (int i = 0; i < N; i++) {
+		loop_prog_free(p[i]);
+		sch_state_free(st[i]);
+	}
+	tune_measurer_free(m);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
+}

@@ -1295,3 +1295,111 @@ Test(isolate, a_failure_status_is_reported)
 	cr_expect_eq(rt_run_isolated(fail, NULL, 10, err, sizeof(err)), RT_RUN_FAILED);
 	cr_expect(strstr(err, "exit status 3"), "%s", err);
 }
+
+/* ---- the worker that stays ---------------------------------------------- */
+
+/* A job of the test worker, and what it leaves in shared memory. */
+typedef struct worker_jobs {
+	enum { JOB_OK, JOB_CRASH, JOB_HANG, JOB_FAIL } next;
+	pid_t pid;      /* of the process that ran the last job */
+	int jobs;       /* jobs that process has run */
+} worker_jobs;
+
+static int serve_test_job(void *arg)
+{
+	worker_jobs *j = arg;
+	static int served;  /* the worker's own count */
+	served++;
+	j->pid = getpid();
+	j->jobs = served;
+	switch (j->next) {
+	case JOB_CRASH: return crash(NULL);
+	case JOB_HANG: return hang(NULL);
+	case JOB_FAIL: return fail(NULL);
+	default: return 0;
+	}
+}
+
+/* Run one job of kind "next" in "w"; return its status. */
+static rt_run_status run_test_job(rt_worker *w, worker_jobs *j, int next, char *err,
+	size_t len)
+{
+	j->next = next;
+	return rt_worker_run(w, 0.5, err, len);
+}
+
+Test(worker, jobs_run_one_after_another_in_one_process)
+{
+	worker_jobs *j = rt_shared_alloc(sizeof(*j));
+	rt_worker *w = rt_worker_new(serve_test_job, j);
+	cr_assert(j && w);
+	char err[256] = "";
+	pid_t first = 0;
+	for (int k = 1; k <= 3; k++) {
+		cr_assert_eq(run_test_job(w, j, JOB_OK, err, sizeof(err)), RT_RUN_OK, "%s", err);
+		cr_expect_eq(j->jobs, k, "job %d ran in a process that has served %d", k, j->jobs);
+		if (k == 1)
+			first = j->pid;
+		cr_expect_eq(j->pid, first);
+	}
+	cr_expect_neq(first, getpid());
+	cr_expect_eq(rt_worker_starts(w), 1);
+	rt_worker_free(w);
+	cr_expect_eq(kill(first, 0), -1, "the worker outlived rt_worker_free");
+	rt_shared_free(j, sizeof(*j));
+}
+
+/* A crash, a hang or a failure ends the worker with its class; the next
+ * job runs in a new one. */
+Test(worker, a_job_that_ends_the_worker_is_classified_and_it_is_replaced)
+{
+	static const struct { int kind; rt_run_status st; const char *why; } cases[] = {
+		{ JOB_CRASH, RT_RUN_CRASHED, "signal 11" },
+		{ JOB_HANG, RT_RUN_TIMEOUT, "killed" },
+		{ JOB_FAIL, RT_RUN_FAILED, "exit status 3" },
+	};
+	worker_jobs *j = rt_shared_alloc(sizeof(*j));
+	rt_worker *w = rt_worker_new(serve_test_job, j);
+	cr_assert(j && w);
+	char err[256];
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		cr_assert_eq(run_test_job(w, j, JOB_OK, err, sizeof(err)), RT_RUN_OK, "%s", err);
+		pid_t before = j->pid;
+		err[0] = '\0';
+		cr_expect_eq(run_test_job(w, j, cases[c].kind, err, sizeof(err)), cases[c].st,
+			"case %zu: %s", c, err);
+		cr_expect(strstr(err, cases[c].why), "case %zu: %s", c, err);
+		cr_expect_eq(kill(before, 0), -1, "case %zu: the ended worker was not reaped", c);
+		cr_assert_eq(run_test_job(w, j, JOB_OK, err, sizeof(err)), RT_RUN_OK, "%s", err);
+		cr_expect_neq(j->pid, before);
+		cr_expect_eq(j->jobs, 1);
+	}
+	cr_expect_eq(rt_worker_starts(w), 4);
+	rt_worker_free(w);
+	rt_shared_free(j, sizeof(*j));
+}
+
+/* A worker killed between jobs (by the OOM killer, say) is replaced
+ * without the parent dying of SIGPIPE. */
+Test(worker, a_worker_killed_while_idle_is_replaced)
+{
+	worker_jobs *j = rt_shared_alloc(sizeof(*j));
+	rt_worker *w = rt_worker_new(serve_test_job, j);
+	cr_assert(j && w);
+	char err[256] = "";
+	cr_assert_eq(run_test_job(w, j, JOB_OK, err, sizeof(err)), RT_RUN_OK, "%s", err);
+	pid_t first = j->pid;
+	kill(first, SIGKILL);
+	nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+	cr_expect_eq(run_test_job(w, j, JOB_OK, err, sizeof(err)), RT_RUN_OK, "%s", err);
+	cr_expect_neq(j->pid, first);
+	cr_expect_eq(rt_worker_starts(w), 2);
+	rt_worker_free(w);
+	rt_shared_free(j, sizeof(*j));
+}
+
+Test(worker, freeing_a_worker_that_never_ran_is_a_noop)
+{
+	rt_worker_free(rt_worker_new(serve_test_job, NULL));
+	rt_worker_free(NULL);
+}

@@ -2,10 +2,12 @@
  * compiling through the kernel cache with the compiler probed once (CPU),
  * checking each launch against the device's limits (OpenCL), or
  * compiling with NVRTC and checking the cubin's resources (CUDA); a
- * runner forking a fresh worker per candidate (rt_run_isolated) that
- * loads the kernel (CPU), builds it with clBuildProgram (OpenCL,
- * tuner/runner_opencl.c) or loads the builder's cubin on the device
- * (CUDA, tuner/runner_cuda.c), writes its outputs and timing to shared memory
+ * runner forking a fresh worker per candidate on the CPU (rt_run_isolated)
+ * that loads the kernel, and on a GPU one worker per batch (rt_worker)
+ * that opens the device on its first candidate, keeps it open, and for
+ * each builds the kernel with clBuildProgram (OpenCL,
+ * tuner/runner_opencl.c) or loads the builder's cubin (CUDA,
+ * tuner/runner_cuda.c); a worker writes its outputs and timing to shared memory
  * allocated once per measurer; on the CPU, a last pass timing the batch's
  * candidates together in one worker, in turns (tuner/round_robin.h); a
  * check of each new best against the interpreter.  What differs per
@@ -46,6 +48,27 @@ typedef struct worker_report {
 	bool no_device;            /* the worker could not open the device */
 } worker_report;
 
+typedef struct built_kernel built_kernel;
+
+/* What the worker of one candidate runs, in shared memory: written by the
+ * measurer before each job, so that a worker serving a batch reads it
+ * there (its pointers are to the batch, which the worker was forked
+ * after). */
+typedef struct worker_job {
+	const loop_prog *p;
+	built_kernel *kernel;
+	rt_timer_opts timer;
+} worker_job;
+
+/* What a GPU worker holds open between the jobs of a batch, set in the
+ * worker's copy of the measurer only: the measurer itself never opens a
+ * device (a process that has initialized CUDA cannot fork workers that
+ * use it). */
+typedef struct worker_device {
+	tune_opencl_session *opencl;
+	tune_cuda_session *cuda;
+} worker_device;
+
 struct tune_measurer {
 	const tune_task *task;
 	tune_measure_opts o;
@@ -63,6 +86,11 @@ struct tune_measurer {
 	size_t *out_bytes;         /* of each shared output */
 	void **args;               /* inputs, then shared outputs */
 	worker_report *report;     /* shared */
+	worker_job *job;           /* shared */
+	rt_worker *worker;         /* the batch's, on the GPU: one worker
+	                            * serves the candidates of a batch */
+	worker_device held;        /* in a GPU worker only */
+	int workers_started;
 	double best_s;             /* of the best checked (or set) so far */
 	char cc_version[256];
 	cg_compile_opts cc;
@@ -243,7 +271,9 @@ tune_measurer *tune_measurer_new(const tune_task *task, const tune_measure_opts 
 	m->out_bytes = calloc((size_t)m->nout + 1, sizeof(*m->out_bytes));
 	m->args = calloc((size_t)(m->nin + m->nout) + 1, sizeof(*m->args));
 	m->report = rt_shared_alloc(sizeof(*m->report));
-	if (!m->inputs || !m->ref || !m->got || !m->out_bytes || !m->args || !m->report)
+	m->job = rt_shared_alloc(sizeof(*m->job));
+	if (!m->inputs || !m->ref || !m->got || !m->out_bytes || !m->args || !m->report ||
+		!m->job)
 		snprintf(err, errlen, "out of memory");
 	else if (make_inputs(m, err, errlen) == 0 && make_outputs(m, err, errlen) == 0 &&
 		 (tune_task_is_gpu(task) || probe_compiler(m, err, errlen) == 0))
@@ -264,12 +294,18 @@ void tune_measurer_free(tune_measurer *m)
 	for (int i = 0; m->got && i < m->nout; i++)
 		rt_shared_free(m->got[i].data, m->out_bytes[i]);
 	rt_shared_free(m->report, sizeof(*m->report));
+	rt_shared_free(m->job, sizeof(*m->job));
 	free(m->inputs);
 	free(m->ref);
 	free(m->got);
 	free(m->out_bytes);
 	free(m->args);
 	free(m);
+}
+
+int tune_measurer_workers_started(const tune_measurer *m)
+{
+	return m->workers_started;
 }
 
 void tune_measurer_set_best(tune_measurer *m, double seconds)
@@ -336,13 +372,13 @@ static bool args_match(const tune_measurer *m, const loop_prog *p, tune_result *
 /* ---- the builder ---------------------------------------------------------- */
 
 /* What the builder made of a candidate for its worker. */
-typedef struct built_kernel {
+struct built_kernel {
 	cg_cpu_kernel cpu;          /* CPU: the compiled shared object */
 	cg_cuda_program cuda;       /* CUDA: the cubin NVRTC made, checked
 	                             * launchable (the worker loads it, so
 	                             * that it measures what was checked and
 	                             * compiles nothing) */
-} built_kernel;
+};
 
 /* A batch being built: the threads take candidates in turn. */
 typedef struct builder {
@@ -358,14 +394,17 @@ typedef struct builder {
 } builder;
 
 /* The target-specific half of measuring (see "runners"). */
-typedef struct worker_job worker_job;
 typedef struct runner {
 	/* In a builder thread, with "ctx" for errors: make candidate "i"
 	 * of "b" ready to run; return 0, or -1 with its error set. */
 	int (*prepare)(builder *b, tessel_ctx *ctx, int i);
-	/* In the worker: run and time "job", outputs into shared memory;
-	 * return the error class with the reason in "rep". */
-	tune_error (*run)(const worker_job *job, worker_report *rep);
+	/* In the worker (its copy of "m"): run and time m->job, outputs
+	 * into shared memory; return the error class with the reason in
+	 * "rep". */
+	tune_error (*run)(tune_measurer *m, worker_report *rep);
+	/* Whether one worker serves the candidates of a batch, holding its
+	 * device open between them (GPU), rather than one per candidate. */
+	bool serves_batch;
 } runner;
 
 static const runner *runner_of(const tune_measurer *m);
@@ -454,14 +493,6 @@ static int build_all(builder *b, int jobs)
 
 /* ---- the runner ----------------------------------------------------------- */
 
-/* What the worker of one candidate needs. */
-struct worker_job {
-	const tune_measurer *m;
-	const loop_prog *p;
-	built_kernel *kernel;
-	const rt_timer_opts *timer;
-};
-
 typedef struct kernel_call {
 	tessel_kernel_fn fn;
 	void *const *args;
@@ -483,11 +514,11 @@ static void poison_outputs(const tune_measurer *m)
 		memset(m->got[i].data, 0xff, m->out_bytes[i]);
 }
 
-/* Time the loaded kernel of "job" on a pool of the measurer's threads;
+/* Time the loaded kernel of m->job on a pool of the measurer's threads;
  * return the error class, with the reason in "rep". */
-static tune_error time_kernel(const worker_job *job, worker_report *rep)
+static tune_error time_kernel(const tune_measurer *m, worker_report *rep)
 {
-	const tune_measurer *m = job->m;
+	const worker_job *job = m->job;
 	rt_pool *pool = rt_pool_new(m->threads);
 	if (!pool) {
 		snprintf(rep->msg, sizeof(rep->msg), "cannot start %d threads", m->threads);
@@ -497,13 +528,13 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 	tessel_kernel_env env;
 	rt_pool_env(pool, &env);
 	kernel_call call = { job->kernel->cpu.fn, m->args, &env, 0 };
-	int r = rt_time(call_kernel, &call, job->timer, &rep->timing);
+	int r = rt_time(call_kernel, &call, &job->timer, &rep->timing);
 	rt_pool_free(pool);
 	if (call.status)
 		snprintf(rep->msg, sizeof(rep->msg), "the kernel returned an error (out of memory?)");
 	else if (r == RT_TIME_TIMEOUT)
 		snprintf(rep->msg, sizeof(rep->msg), "%d of %d timed runs within %g s",
-			rep->timing.runs, job->timer->min_repeats, job->timer->timeout_s);
+			rep->timing.runs, job->timer.min_repeats, job->timer.timeout_s);
 	else if (r != RT_TIME_OK)
 		snprintf(rep->msg, sizeof(rep->msg), "the timer failed (out of memory?)");
 	return call.status ? TUNE_ERR_RUNTIME :
@@ -512,15 +543,16 @@ static tune_error time_kernel(const worker_job *job, worker_report *rep)
 }
 
 /* CPU: load the compiled kernel, poison the outputs, time. */
-static tune_error run_cpu(const worker_job *job, worker_report *rep)
+static tune_error run_cpu(tune_measurer *m, worker_report *rep)
 {
-	tessel_ctx *ctx = job->m->task->ctx;
+	const worker_job *job = m->job;
+	tessel_ctx *ctx = m->task->ctx;
 	if (cg_cpu_kernel_load(ctx, job->p, &job->kernel->cpu)) {
 		snprintf(rep->msg, sizeof(rep->msg), "%.255s", tessel_ctx_error(ctx)->message);
 		return TUNE_ERR_BUILD;
 	}
-	poison_outputs(job->m);
-	tune_error e = time_kernel(job, rep);
+	poison_outputs(m);
+	tune_error e = time_kernel(m, rep);
 	cg_cpu_kernel_close(&job->kernel->cpu);
 	return e;
 }
@@ -538,33 +570,44 @@ static tune_error gpu_error(tune_gpu_status st, worker_report *rep)
 	}
 }
 
-/* OpenCL: build, upload, poison the outputs on the device, time,
- * download into the shared outputs. */
-static tune_error run_opencl(const worker_job *job, worker_report *rep)
+/* OpenCL: open the device on the worker's first job, build, upload,
+ * poison the outputs on the device, time, download into the shared
+ * outputs. */
+static tune_error run_opencl(tune_measurer *m, worker_report *rep)
 {
-	const tune_measurer *m = job->m;
+	const worker_job *job = m->job;
 	poison_outputs(m);
-	tune_gpu_run run = { job->p, m->args, job->timer, 0 };
-	return gpu_error(tune_opencl_time(&run, &rep->timing, rep->msg, sizeof(rep->msg)),
-		rep);
+	tune_gpu_status st = m->held.opencl ? TUNE_GPU_OK :
+		tune_opencl_session_open(&m->held.opencl, rep->msg, sizeof(rep->msg));
+	tune_gpu_run run = { job->p, m->args, &job->timer, 0 };
+	if (st == TUNE_GPU_OK)
+		st = tune_opencl_session_time(m->held.opencl, &run, &rep->timing, rep->msg,
+			sizeof(rep->msg));
+	return gpu_error(st, rep);
 }
 
-/* CUDA: open the device, load the builder's cubin, upload, poison the
- * outputs on the device, time, download into the shared outputs. */
-static tune_error run_cuda(const worker_job *job, worker_report *rep)
+/* CUDA: open the device on the worker's first job, load the builder's
+ * cubin, upload, poison the outputs on the device, time, download into
+ * the shared outputs. */
+static tune_error run_cuda(tune_measurer *m, worker_report *rep)
 {
-	const tune_measurer *m = job->m;
+	const worker_job *job = m->job;
 	poison_outputs(m);
-	tune_gpu_run run = { job->p, m->args, job->timer, m->task->gpu.sm };
-	return gpu_error(tune_cuda_time(&run, &job->kernel->cuda, &rep->timing, rep->msg,
-		sizeof(rep->msg)), rep);
+	tune_gpu_status st = m->held.cuda ? TUNE_GPU_OK :
+		tune_cuda_session_open(m->task->gpu.sm, &m->held.cuda, rep->msg,
+			sizeof(rep->msg));
+	tune_gpu_run run = { job->p, m->args, &job->timer, m->task->gpu.sm };
+	if (st == TUNE_GPU_OK)
+		st = tune_cuda_session_time(m->held.cuda, &run, &job->kernel->cuda,
+			&rep->timing, rep->msg, sizeof(rep->msg));
+	return gpu_error(st, rep);
 }
 
 /* The runners, one per target kind (rt_target_kind). */
 static const runner runners[] = {
-	[RT_TARGET_CPU] = { prepare_cpu, run_cpu },
-	[RT_TARGET_OPENCL] = { prepare_opencl, run_opencl },
-	[RT_TARGET_CUDA] = { prepare_cuda, run_cuda },
+	[RT_TARGET_CPU] = { prepare_cpu, run_cpu, false },
+	[RT_TARGET_OPENCL] = { prepare_opencl, run_opencl, true },
+	[RT_TARGET_CUDA] = { prepare_cuda, run_cuda, true },
 };
 
 static const runner *runner_of(const tune_measurer *m)
@@ -572,13 +615,15 @@ static const runner *runner_of(const tune_measurer *m)
 	return &runners[m->task->kind];
 }
 
-/* The worker process: run the candidate with its target's runner; report
- * in shared memory.  Exit 0 when the kernel ran in time. */
+/* The worker process: run the candidate of m->job with its target's
+ * runner; report in shared memory.  Return 0 when the kernel ran in
+ * time; a worker serving a batch ends after any other candidate, since
+ * a failure may have left its device unusable. */
 static int worker_main(void *arg)
 {
-	worker_job *job = arg;
-	worker_report *rep = job->m->report;
-	rep->error = runner_of(job->m)->run(job, rep);
+	tune_measurer *m = arg;
+	worker_report *rep = m->report;
+	rep->error = runner_of(m)->run(m, rep);
 	return rep->error != TUNE_OK;
 }
 
@@ -603,7 +648,8 @@ static void take_report(const tune_measurer *m, rt_run_status st, const char *wh
 	r->cpu_wait = rep->timing.cpu_wait;
 }
 
-/* Run the compiled "k" of "p" in a fresh worker timed with "timer" and
+/* Run the compiled "k" of "p" timed with "timer", in the batch's worker
+ * where the runner keeps one (m->worker) and else in a fresh one, and
  * fill "r".  Return 0, or -1 when no worker could be started or the
  * worker could not open the device (the reason in "r"->msg). */
 static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
@@ -614,10 +660,18 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	rt_timer_opts t = *timer;
 	if (tune_task_is_gpu(m->task) && isfinite(m->best_s) && t.give_up_s == 0)
 		t.give_up_s = TUNE_GIVE_UP_FACTOR * m->best_s;
-	worker_job job = { m, p, k, &t };
+	*m->job = (worker_job){ p, k, t };
 	char why[256];
-	rt_run_status st = rt_run_isolated(worker_main, &job,
-		m->o.timeout_s + WORKER_GRACE_S, why, sizeof(why));
+	double limit_s = m->o.timeout_s + WORKER_GRACE_S;
+	rt_run_status st;
+	if (m->worker) {
+		int before = rt_worker_starts(m->worker);
+		st = rt_worker_run(m->worker, limit_s, why, sizeof(why));
+		m->workers_started += rt_worker_starts(m->worker) - before;
+	} else {
+		st = rt_run_isolated(worker_main, m, limit_s, why, sizeof(why));
+		m->workers_started += st != RT_RUN_ERROR;
+	}
 	if (st == RT_RUN_ERROR) {
 		snprintf(r->msg, sizeof(r->msg), "%s", why);
 		return -1;
@@ -883,6 +937,7 @@ static int run_together(tune_measurer *m, builder *b, char *msg, size_t len)
 	char why[256];
 	rt_run_status st = rt_run_isolated(together_main, &job,
 		job.budget_s + 2 * longest + 2 * WORKER_GRACE_S, why, sizeof(why));
+	m->workers_started += st != RT_RUN_ERROR;
 	for (int k = 0; st != RT_RUN_ERROR && k < n; k++) {
 		tune_result *r = &b->out[which[k]];
 		rt_timing t;
@@ -962,10 +1017,15 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	}
 	char msg[sizeof(out->msg)] = "out of memory";
 	int r = -1;
-	if (b.kernels && b.built && build_all(&b, todo < m->build_jobs ? todo : m->build_jobs) == 0)
+	bool worker_ok = !runner_of(m)->serves_batch ||
+		(m->worker = rt_worker_new(worker_main, m)) != NULL;
+	if (b.kernels && b.built && worker_ok &&
+		build_all(&b, todo < m->build_jobs ? todo : m->build_jobs) == 0)
 		r = run_all(m, &b, msg, sizeof(msg));
-	else if (b.kernels && b.built)
+	else if (b.kernels && b.built && worker_ok)
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
+	rt_worker_free(m->worker);
+	m->worker = NULL;
 	if (r)
 		snprintf(out[0].msg, sizeof(out[0].msg), "%s", msg);
 	for (int i = 0; b.kernels && i < n; i++)

@@ -5,7 +5,9 @@
  * until a minimum time, median; optionally flushing caches), and keeps
  * its outputs.  A candidate that fails to build, crashes, hangs or
  * computes a wrong result gets an error class and tuning goes on: the
- * worker that died is replaced.
+ * worker that died is replaced.  On the CPU each run forks a worker; on
+ * a GPU one worker serves the candidates of a batch, opening the device
+ * once, and is replaced after any candidate that fails (rt_worker).
  *
  * Every candidate that becomes the best so far (faster than every checked
  * candidate of this measurer, and than the time given to
@@ -98,7 +100,7 @@ typedef struct tune_result {
 	                        * CPU while it was timed (summed over its
 	                        * threads), over the time it was timed; NAN
 	                        * when unknown (not a CPU task, no schedstat) */
-	int attempts;          /* workers run for it: one a pass, more when
+	int attempts;          /* runs in a worker: one a pass, more when
 	                        * a measurement was disturbed or it was run
 	                        * again for its check */
 	int retakes;           /* measurements taken again because they were
@@ -136,7 +138,7 @@ void tune_measurer_free(tune_measurer *m);
 void tune_measurer_set_best(tune_measurer *m, double seconds);
 
 /* Build the "n" programs "progs" in parallel, then run and time each in an
- * isolated worker, checking every one that becomes the best; fill
+ * isolated worker (the batch's, on a GPU), checking every one that becomes the best; fill
  * "out"[i] for progs[i].  A NULL program is skipped (its result is left
  * as the caller set it); one whose arguments are not the op's inputs and
  * outputs (dtype, shape, dense strides) is TUNE_ERR_BUILD.  Return 0, or
@@ -159,5 +161,8 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
  * to build keep that error). */
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	tune_result *out, volatile const int *stop);
+
+/* The worker processes "m" has forked so far. */
+int tune_measurer_workers_started(const tune_measurer *m);
 
 #endif

@@ -1,6 +1,7 @@
 #include "tuner/runner_cuda.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cuda_kernel.h"
@@ -71,36 +72,60 @@ static int time_on_device(tessel_ctx *ctx, void *k, const rt_timer_opts *o,
 	return r;
 }
 
-tune_gpu_status tune_cuda_time(const tune_gpu_run *r, const cg_cuda_program *compiled,
-	rt_timing *timing, char *msg, size_t len)
+struct tune_cuda_session {
+	tessel_ctx *ctx;
+	rt_cuda_device *dev;
+};
+
+tune_gpu_status tune_cuda_session_open(int sm, tune_cuda_session **out, char *msg,
+	size_t len)
 {
 	msg[0] = '\0';
-	tessel_ctx *ctx = tessel_ctx_new();
-	rt_cuda_device *dev = ctx ? rt_cuda_open(0, msg, len) : NULL;
-	if (!dev) {
-		tessel_ctx_free(ctx);
-		return ctx ? TUNE_GPU_NO_DEVICE : TUNE_GPU_RUNTIME;
+	*out = NULL;
+	tune_cuda_session *s = calloc(1, sizeof(*s));
+	if (!s || !(s->ctx = tessel_ctx_new())) {
+		free(s);
+		snprintf(msg, len, "out of memory");
+		return TUNE_GPU_RUNTIME;
 	}
-	const rt_gpu_target *t = rt_cuda_target(dev);
+	s->dev = rt_cuda_open(0, msg, len);
+	const rt_gpu_target *t = s->dev ? rt_cuda_target(s->dev) : NULL;
+	if (t && sm && t->sm != sm)
+		snprintf(msg, len, "the task is for sm_%d but the device is %s (sm_%d)", sm,
+			t->name, t->sm);
+	else if (t) {
+		*out = s;
+		return TUNE_GPU_OK;
+	}
+	tune_cuda_session_close(s);
+	return TUNE_GPU_NO_DEVICE;
+}
+
+tune_gpu_status tune_cuda_session_time(tune_cuda_session *s, const tune_gpu_run *r,
+	const cg_cuda_program *compiled, rt_timing *timing, char *msg, size_t len)
+{
+	msg[0] = '\0';
+	tessel_ctx_clear_error(s->ctx);
+	cg_cuda_kernel k;
 	tune_gpu_status st = TUNE_GPU_BUILD;
-	if (r->sm && t->sm != r->sm) {
-		snprintf(msg, len, "the task is for sm_%d but the device is %s (sm_%d)",
-			r->sm, t->name, t->sm);
-		st = TUNE_GPU_NO_DEVICE;
+	if ((compiled && compiled->cubin.image
+		? cg_cuda_kernel_load(s->ctx, compiled, r->p, s->dev, &k)
+		: cg_cuda_kernel_build(s->ctx, r->p, s->dev, &k))) {
+		snprintf(msg, len, "%s", tessel_ctx_error(s->ctx)->message);
 	} else {
-		cg_cuda_kernel k;
-		if ((compiled && compiled->cubin.image
-			? cg_cuda_kernel_load(ctx, compiled, r->p, dev, &k)
-			: cg_cuda_kernel_build(ctx, r->p, dev, &k))) {
-			snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
-		} else {
-			tune_gpu_kernel g = { ctx, &k, k.nargs, k.bytes, k.is_output, fill,
-				upload, launch, download, time_on_device };
-			st = tune_gpu_time_built(&g, r, timing, msg, len);
-		}
-		cg_cuda_kernel_free(&k);
+		tune_gpu_kernel g = { s->ctx, &k, k.nargs, k.bytes, k.is_output, fill,
+			upload, launch, download, time_on_device };
+		st = tune_gpu_time_built(&g, r, timing, msg, len);
 	}
-	rt_cuda_close(dev);
-	tessel_ctx_free(ctx);
+	cg_cuda_kernel_free(&k);
 	return st;
+}
+
+void tune_cuda_session_close(tune_cuda_session *s)
+{
+	if (!s)
+		return;
+	rt_cuda_close(s->dev);
+	tessel_ctx_free(s->ctx);
+	free(s);
 }

@@ -39,14 +39,31 @@ tune_cuda_status tune_cuda_check(tessel_ctx *ctx, const loop_prog *p,
 tune_cuda_status tune_cuda_prepare(tessel_ctx *ctx, const loop_prog *p,
 	const tune_gpu_target *gpu, cg_cuda_program *c, char *msg, size_t len);
 
-/* In the worker: open the first CUDA device (of architecture "r"->sm),
- * load "compiled" (tune_cuda_prepare's program of "r"->p; NULL or empty:
- * compile "r"->p here), and time it (tune_gpu_time_built: upload,
- * poison the outputs, time, download) into "timing": the median over
- * runs of its kernels' durations from CUPTI (CUDA events where CUPTI
- * cannot be loaded), the L2 evicted before every run
- * (rt_cuda_time_runs).  Return the status, with the reason in "msg" of size "len". */
-tune_gpu_status tune_cuda_time(const tune_gpu_run *r, const cg_cuda_program *compiled,
-	rt_timing *timing, char *msg, size_t len);
+/* The first CUDA device, held open by the measurer's worker over the
+ * candidates of a batch: creating a context takes longer than timing
+ * most candidates. */
+typedef struct tune_cuda_session tune_cuda_session;
+
+/* In the worker: open the first CUDA device into "*out", refusing one
+ * that is not of architecture sm_"sm" (0: any).  Return TUNE_GPU_OK, or
+ * TUNE_GPU_NO_DEVICE (TUNE_GPU_RUNTIME when out of memory) with the
+ * reason in "msg" of size "len" and "*out" NULL. */
+tune_gpu_status tune_cuda_session_open(int sm, tune_cuda_session **out, char *msg,
+	size_t len);
+
+/* In the worker: load "compiled" (tune_cuda_prepare's program of "r"->p;
+ * NULL or empty: compile "r"->p here) on the device of "s", and time it
+ * (tune_gpu_time_built: upload, poison the outputs, time, download)
+ * into "timing": the median over runs of its kernels' durations from
+ * CUPTI (CUDA events where CUPTI cannot be loaded), the L2 evicted
+ * before every run (rt_cuda_time_runs); then unload it.  Return the
+ * status, with the reason in "msg" of size "len".  After anything but
+ * TUNE_GPU_OK the context may be unusable (a faulting kernel poisons
+ * it): close the session. */
+tune_gpu_status tune_cuda_session_time(tune_cuda_session *s, const tune_gpu_run *r,
+	const cg_cuda_program *compiled, rt_timing *timing, char *msg, size_t len);
+
+/* Close the device and free "s"; NULL is a no-op. */
+void tune_cuda_session_close(tune_cuda_session *s);
 
 #endif

@@ -100,27 +100,52 @@ static int download(tessel_ctx *ctx, void *k, void *const *args)
 	return cg_opencl_kernel_download(ctx, k, args);
 }
 
-tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
-	size_t len)
+struct tune_opencl_session {
+	tessel_ctx *ctx;
+	rt_cl_device *dev;
+};
+
+tune_gpu_status tune_opencl_session_open(tune_opencl_session **out, char *msg, size_t len)
 {
 	msg[0] = '\0';
-	tessel_ctx *ctx = tessel_ctx_new();
-	rt_cl_device *dev = ctx ? rt_cl_open(msg, len) : NULL;
-	if (!dev) {
-		tessel_ctx_free(ctx);
-		return ctx ? TUNE_GPU_NO_DEVICE : TUNE_GPU_RUNTIME;
+	*out = NULL;
+	tune_opencl_session *s = calloc(1, sizeof(*s));
+	if (!s || !(s->ctx = tessel_ctx_new())) {
+		free(s);
+		snprintf(msg, len, "out of memory");
+		return TUNE_GPU_RUNTIME;
 	}
+	if (!(s->dev = rt_cl_open(msg, len))) {
+		tune_opencl_session_close(s);
+		return TUNE_GPU_NO_DEVICE;
+	}
+	*out = s;
+	return TUNE_GPU_OK;
+}
+
+tune_gpu_status tune_opencl_session_time(tune_opencl_session *s, const tune_gpu_run *r,
+	rt_timing *timing, char *msg, size_t len)
+{
+	msg[0] = '\0';
+	tessel_ctx_clear_error(s->ctx);
 	cg_opencl_kernel k;
 	tune_gpu_status st = TUNE_GPU_BUILD;
-	if (cg_opencl_kernel_build(ctx, r->p, dev, &k)) {
-		snprintf(msg, len, "%s", tessel_ctx_error(ctx)->message);
+	if (cg_opencl_kernel_build(s->ctx, r->p, s->dev, &k)) {
+		snprintf(msg, len, "%s", tessel_ctx_error(s->ctx)->message);
 	} else {
-		tune_gpu_kernel g = { ctx, &k, k.nargs, k.bytes, k.is_output, fill, upload,
+		tune_gpu_kernel g = { s->ctx, &k, k.nargs, k.bytes, k.is_output, fill, upload,
 			launch, download, NULL };
 		st = tune_gpu_time_built(&g, r, timing, msg, len);
 	}
 	cg_opencl_kernel_free(&k);
-	rt_cl_close(dev);
-	tessel_ctx_free(ctx);
 	return st;
+}
+
+void tune_opencl_session_close(tune_opencl_session *s)
+{
+	if (!s)
+		return;
+	rt_cl_close(s->dev);
+	tessel_ctx_free(s->ctx);
+	free(s);
 }

@@ -30,11 +30,24 @@
 int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
 	size_t len);
 
-/* In the worker: open the device, build "r"->p with clBuildProgram, and
+/* The OpenCL device, held open by the measurer's worker over the
+ * candidates of a batch. */
+typedef struct tune_opencl_session tune_opencl_session;
+
+/* In the worker: open the device into "*out".  Return TUNE_GPU_OK, or
+ * TUNE_GPU_NO_DEVICE (TUNE_GPU_RUNTIME when out of memory) with the
+ * reason in "msg" of size "len" and "*out" NULL. */
+tune_gpu_status tune_opencl_session_open(tune_opencl_session **out, char *msg, size_t len);
+
+/* In the worker: build "r"->p with clBuildProgram on the device of "s",
  * time it (tune_gpu_time_built: upload, poison the outputs, time to
- * clFinish, download) into "timing".  Return the status, with the reason
- * in "msg" of size "len". */
-tune_gpu_status tune_opencl_time(const tune_gpu_run *r, rt_timing *timing, char *msg,
-	size_t len);
+ * clFinish, download) into "timing", and release it.  Return the
+ * status, with the reason in "msg" of size "len"; after anything but
+ * TUNE_GPU_OK, close the session. */
+tune_gpu_status tune_opencl_session_time(tune_opencl_session *s, const tune_gpu_run *r,
+	rt_timing *timing, char *msg, size_t len);
+
+/* Close the device and free "s"; NULL is a no-op. */
+void tune_opencl_session_close(tune_opencl_session *s);
 
 #endif

@@ -849,6 +849,7 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	for (int i = 0; i < picked; i++)
 		progs[i] = pool[i].prog;
 	double scale = NAN;
+	int workers = tune_measurer_workers_started(s->measurer);
 	if (measure_with_control(s, progs, picked, res, &scale) ||
 	    confirm_bests(s, progs, res, picked))
 		return fail(s, "measuring: %s", res[0].msg);
@@ -860,10 +861,11 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	if (r)
 		return r;
 	retrain(s);
-	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s "
-		"(the machine at %.3f of the control's time), recorded and trained in "
-		"%.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1, scale,
-		rt_now_s() - t2);
+	workers = tune_measurer_workers_started(s->measurer) - workers;
+	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s by %d "
+		"worker%s (the machine at %.3f of the control's time), recorded and trained "
+		"in %.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1, workers,
+		workers == 1 ? "" : "s", scale, rt_now_s() - t2);
 	report_progress(s, false);
 	return 0;
 }
