@@ -1852,7 +1852,10 @@ int64_t cg_print_shared_decls(cg_printer *pr, const loop_stmt *s)
 			const cg_buffer_info *info = cg_buffer(pr, b);
 			int64_t n = cg_buffer_elems(b);
 			n = n > 0 ? n : 1;
-			cg_line(pr, "%s %s %s[%lld];\n", pr->d->scope_qualifier[LOOP_SHARED],
+			cg_line(pr, "%s%s%s %s %s[%lld];\n",
+				pr->d->scope_qualifier[LOOP_SHARED],
+				pr->d->shared_align ? " " : "",
+				pr->d->shared_align ? pr->d->shared_align : "",
 				pr->d->storage_type[b->dtype], info ? info->name : b->name,
 				(long long)n);
 			bytes = n * (int64_t)tessel_dtype_size(b->dtype);

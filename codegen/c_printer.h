@@ -137,6 +137,11 @@ typedef struct cg_dialect {
 	const char *value_type[TESSEL_DTYPE_COUNT];
 	/* Qualifier of pointers and arrays of each loop_scope, or "". */
 	const char *scope_qualifier[3];
+	/* What aligns a shared array to 16 bytes, after its qualifier, so
+	 * that the device compiler can prove four consecutive floats of it
+	 * one 128-bit load (a register tile fed from shared memory then
+	 * takes a quarter of the load instructions); NULL for none. */
+	const char *shared_align;
 	const char *restrict_kw;
 	/* What comes before a GPU kernel's name ("__kernel void"), NULL for
 	 * CPU C. */

@@ -7,7 +7,8 @@
  * provides to device code (expf and its siblings, memcpy).
  *
  * Shared buffers (cache_read into "shared") are __shared__ arrays
- * declared at the kernel's scope, with __syncthreads() where
+ * declared at the kernel's scope, aligned to 16 bytes (so that NVVM
+ * loads a register tile's four consecutive floats at once), with __syncthreads() where
  * ir/loop_barriers.c puts barriers; every other allocation below the root
  * (a stage computed inside a loop) is a private array of the thread that
  * computes it, as in OpenCL C.  f16 and bf16 are stored as bits and
@@ -76,6 +77,7 @@ const cg_dialect cg_dialect_cuda_c = {
 	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
 		"float", "double" },
 	.scope_qualifier = { "", "__shared__", "" },
+	.shared_align = "__align__(16)",
 	.restrict_kw = "__restrict__",
 	.kernel_qualifier = "extern \"C\" __global__ void",
 	.helper_qualifier = "static __device__ inline",

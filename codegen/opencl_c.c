@@ -5,7 +5,8 @@
  * (OpenCL C 1.2, with cl_khr_fp64 for double).
  *
  * Buffers: shared buffers are __local arrays declared at the kernel's
- * scope (the shared printer's cg_print_shared_decls), filled by the
+ * scope (the shared printer's cg_print_shared_decls), aligned to 16
+ * bytes, filled by the
  * threads of the block together, with the barriers of ir/loop_barriers.c
  * (barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)); every other
  * allocation below the root (a stage computed inside a loop) is a private
@@ -71,6 +72,7 @@ const cg_dialect cg_dialect_opencl_c = {
 	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
 		"float", "double" },
 	.scope_qualifier = { "__global", "__local", "__private" },
+	.shared_align = "__attribute__((aligned(16)))",
 	.restrict_kw = "restrict",
 	.kernel_qualifier = "__kernel void",
 	.helper_qualifier = "static inline",

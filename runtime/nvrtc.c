@@ -30,6 +30,8 @@ typedef struct nvrtc_api {
 	nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
 	nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
 	nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+	nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*GetPTX)(nvrtcProgram, char *);
 	nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
 	nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
 	/* Since CUDA 11.2; NULL before. */
@@ -52,8 +54,8 @@ static void load_api(void)
 	rt_lib_symbol fns[] = {
 #define FN(n) { (void **)&api.n, "nvrtc" #n }
 		FN(GetErrorString), FN(Version), FN(CreateProgram), FN(DestroyProgram),
-		FN(CompileProgram), FN(GetCUBINSize), FN(GetCUBIN), FN(GetProgramLogSize),
-		FN(GetProgramLog),
+		FN(CompileProgram), FN(GetCUBINSize), FN(GetCUBIN), FN(GetPTXSize),
+		FN(GetPTX), FN(GetProgramLogSize), FN(GetProgramLog),
 #undef FN
 	};
 	if (rt_cuda_lib_resolve(lib, "the NVRTC library", fns,
@@ -162,6 +164,39 @@ static void read_usage(rt_cubin *c)
 	free(reported);
 }
 
+/* Compile "prog" for "arch" (a --gpu-architecture option) with ptxas's
+ * report when "report", and NVRTC's cache off where NVRTC has one;
+ * return NVRTC's result. */
+static nvrtcResult compile(nvrtcProgram prog, const char *arch, bool report)
+{
+	const char *options[3] = { arch, "--no-cache", "--ptxas-options=-v" };
+	int n = report ? 3 : 2;
+	nvrtcResult r = api.CompileProgram(prog, n, options);
+	if (r == NVRTC_ERROR_INVALID_OPTION) {
+		options[1] = options[2];
+		r = api.CompileProgram(prog, n - 1, options);
+	}
+	return r;
+}
+
+/* Put NVRTC's failure "r" of compiling "prog" into "err", with its log
+ * ("log" when given, else read here); return -1. */
+static int compile_failed(nvrtcProgram prog, nvrtcResult r, const char *log, char *err,
+	size_t len)
+{
+	rt_cubin c = { 0 };
+	if (!log) {
+		take_log(prog, &c);
+		log = c.log;
+	}
+	fail(err, len, "nvrtcCompileProgram", r);
+	size_t used = strlen(err);
+	if (used + 1 < len)
+		snprintf(err + used, len - used, "\n%s", log ? log : "");
+	free(c.log);
+	return -1;
+}
+
 int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out,
 	char *err, size_t len)
 {
@@ -175,23 +210,44 @@ int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out
 		return fail(err, len, "nvrtcCreateProgram", r);
 	char arch[64];
 	snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d", sm);
-	const char *options[] = { arch, "--ptxas-options=-v", "--no-cache" };
-	r = api.CompileProgram(prog, 3, options);
-	if (r == NVRTC_ERROR_INVALID_OPTION)
-		r = api.CompileProgram(prog, 2, options);
+	r = compile(prog, arch, true);
 	take_log(prog, out);
-	int status = 0;
-	if (r != NVRTC_SUCCESS) {
-		status = fail(err, len, "nvrtcCompileProgram", r);
-		size_t used = strlen(err);
-		if (used + 1 < len)
-			snprintf(err + used, len - used, "\n%s", out->log);
-	} else {
-		status = take_cubin(prog, out, err, len);
-	}
+	int status = r != NVRTC_SUCCESS ? compile_failed(prog, r, out->log, err, len)
+		: take_cubin(prog, out, err, len);
 	api.DestroyProgram(&prog);
 	if (status == 0)
 		read_usage(out);
+	return status;
+}
+
+int rt_nvrtc_ptx(const char *source, const char *file, int sm, char **ptx, char *err,
+	size_t len)
+{
+	*ptx = NULL;
+	if (loaded(err, len) || check_arch(sm, err, len))
+		return -1;
+	nvrtcProgram prog = NULL;
+	nvrtcResult r = api.CreateProgram(&prog, source, file, 0, NULL, NULL);
+	if (r != NVRTC_SUCCESS)
+		return fail(err, len, "nvrtcCreateProgram", r);
+	char arch[64];
+	snprintf(arch, sizeof(arch), "--gpu-architecture=compute_%d", sm);
+	r = compile(prog, arch, false);
+	int status = 0;
+	size_t size = 0;
+	if (r != NVRTC_SUCCESS)
+		status = compile_failed(prog, r, NULL, err, len);
+	else if ((r = api.GetPTXSize(prog, &size)) != NVRTC_SUCCESS)
+		status = fail(err, len, "nvrtcGetPTXSize", r);
+	else if (!(*ptx = calloc(size + 1, 1)))
+		status = -1, snprintf(err, len, "out of memory for %zu bytes of PTX", size);
+	else if ((r = api.GetPTX(prog, *ptx)) != NVRTC_SUCCESS)
+		status = fail(err, len, "nvrtcGetPTX", r);
+	api.DestroyProgram(&prog);
+	if (status) {
+		free(*ptx);
+		*ptx = NULL;
+	}
 	return status;
 }
 

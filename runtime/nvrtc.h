@@ -42,6 +42,13 @@ int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out
 	char *err, size_t len);
 void rt_cubin_free(rt_cubin *c);
 
+/* Compile "source" to PTX for the virtual architecture compute_"sm" into
+ * "*ptx" (malloc'ed, NUL-terminated; NULL on failure): what NVVM made of
+ * the source before ptxas (which loads are vectorized, what the index
+ * arithmetic became).  Errors as rt_nvrtc_compile. */
+int rt_nvrtc_ptx(const char *source, const char *file, int sm, char **ptx, char *err,
+	size_t len);
+
 /* Return what the kernel "name" of "c" uses, or NULL when neither the
  * cubin nor ptxas's report gives it. */
 const rt_kernel_usage *rt_cubin_kernel(const rt_cubin *c, const char *name);

@@ -436,6 +436,47 @@ Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 	free(text);
 }
 
+/* Shared arrays are aligned to 16 bytes, so that NVVM proves four
+ * consecutive floats of a tile one load: the 8 x 8 register tile of
+ * tests/sched/shared_register_tile_matmul reads its 16 operands a step
+ * from shared memory as ld.shared.v4.f32 only (32 a tile of k, where
+ * scalar loads took 128), for sm_90 and sm_80. */
+Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
+{
+	need_nvrtc();
+	char *text = test_read_file(TESSEL_SOURCE_DIR
+		"/tests/sched/shared_register_tile_matmul.trace");
+	cr_assert(text);
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=256;N=256;K=64");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f.ctx)->message);
+	const int sms[2] = { 90, 80 };
+	for (int i = 0; i < 2; i++) {
+		cg_target target = cg_target_cuda(sms[i]);
+		char *source = cg_print_c(p, &target, f.ctx), *ptx = NULL, err[4096];
+		cr_assert(source, "%s", tessel_ctx_error(f.ctx)->message);
+		cr_assert_eq(rt_nvrtc_ptx(source, "test.cu", sms[i], &ptx, err, sizeof(err)), 0,
+			"%s", err);
+		int vector = 0, scalar = 0;
+		for (const char *at = ptx; (at = strstr(at, "ld.shared.")); at++)
+			vector += strncmp(at, "ld.shared.v4.f32", 16) == 0,
+			scalar += strncmp(at, "ld.shared.f32", 13) == 0;
+		cr_expect_eq(vector, 32, "sm_%d: %d ld.shared.v4.f32", sms[i], vector);
+		cr_expect_eq(scalar, 0, "sm_%d: %d scalar ld.shared.f32", sms[i], scalar);
+		free(ptx);
+		free(source);
+	}
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+	free(text);
+}
+
 Test(cuda_nvrtc, f16_and_bf16_compile)
 {
 	need_nvrtc();

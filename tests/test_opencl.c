@@ -491,7 +491,8 @@ Test(opencl_shared, tiled_matmul_source_plan_and_device)
 	char *src;
 	cg_gpu_plan plan;
 	loop_prog *p = print_opencl(&f, st, &src, &plan);
-	cr_expect(strstr(src, "\t__local float A_shared[69];\n\t__local float B_shared[48];\n"),
+	cr_expect(strstr(src, "\t__local __attribute__((aligned(16))) float A_shared[69];\n"
+		"\t__local __attribute__((aligned(16))) float B_shared[48];\n"),
 		"%s", src);
 	cr_expect(strstr(src, "barrier(CLK_LOCAL_MEM_FENCE"), "%s", src);
 	cr_expect(strstr(src, "A_shared[(ty * 8 + fi) / 6 * 9 + (ty * 8 + fi) % 6]"), "%s", src);
@@ -557,7 +558,8 @@ Test(opencl_shared, register_tile_fed_by_shared_tiles)
 	char *src;
 	cg_gpu_plan plan;
 	loop_prog *p = print_opencl(&f, st, &src, &plan);
-	cr_expect(strstr(src, "\t__local float A_shared[96];\n\t__local float B_shared[96];\n"),
+	cr_expect(strstr(src, "\t__local __attribute__((aligned(16))) float A_shared[96];\n"
+		"\t__local __attribute__((aligned(16))) float B_shared[96];\n"),
 		"%s", src);
 	cr_expect(strstr(src, "int64_t tx = (int64_t)get_local_id(0);"), "%s", src);
 	cr_expect(strstr(src, "int64_t fi = (int64_t)get_local_id(0);"), "%s", src);
@@ -803,7 +805,8 @@ Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 			cr_expect_gt(r[i].median_s, 0);
 			cr_expect_geq(r[i].attempts, TUNE_DEFAULT_PASSES);
 		}
-		cr_expect(r[0].checked, "the first candidate is the best so far and checked");
+		if (batch == 1)
+			cr_expect(r[0].checked, "the first candidate is the best so far and checked");
 		cr_expect_eq(tune_measurer_workers_started(m), batch,
 			"%d workers for %d batches of %d candidates in %d passes",
 			tune_measurer_workers_started(m), batch, N, TUNE_DEFAULT_PASSES);

@@ -14,7 +14,7 @@
 
 static const char codegen_help[] =
 	"usage: tessel codegen SPEC --set NAME=VALUE,... [--sched TRACE] [--target TARGET]\n"
-	"                      [--cubin FILE]\n"
+	"                      [--cubin FILE] [--ptx FILE]\n"
 	"\n"
 	"Print the self-contained source generated for an op under its default\n"
 	"schedule or the trace file TRACE. TARGET is \"cpu\" (this machine; the\n"
@@ -28,17 +28,24 @@ static const char codegen_help[] =
 	"cubin FILE instead, and print for each kernel its launch and what ptxas\n"
 	"reports it uses (registers, shared memory, stack, spills), and whether\n"
 	"it can launch within the limits of the architecture; exit 1 when one\n"
-	"cannot. No GPU is needed.\n";
+	"cannot. No GPU is needed.\n"
+	"\n"
+	"With --ptx FILE (CUDA only), compile the source with NVRTC into the PTX\n"
+	"FILE for the architecture's virtual one (compute_NN) instead: what the\n"
+	"device compiler made of it before ptxas, e.g. which loads became\n"
+	"ld.shared.v4.f32. With both, both are written.\n";
 
-/* Write the "size" bytes of "data" into the file "path". */
-static int write_file(const char *path, const void *data, size_t size)
+/* Write the "size" bytes of "data" into the file "path" given by the
+ * option "option". */
+static int write_file(const char *option, const char *path, const void *data,
+	size_t size)
 {
 	FILE *f = fopen(path, "wb");
 	if (!f)
-		return cli_fail("--cubin: cannot write %s", path);
+		return cli_fail("%s: cannot write %s", option, path);
 	bool ok = fwrite(data, 1, size, f) == size;
 	ok &= fclose(f) == 0;
-	return ok ? 0 : cli_fail("--cubin: cannot write %s", path);
+	return ok ? 0 : cli_fail("%s: cannot write %s", option, path);
 }
 
 /* Print the launch of "l" and what it uses from "c", and whether it
@@ -65,23 +72,36 @@ static bool print_kernel_usage(const cg_cuda_program *c, const cg_launch *l,
 	return fits;
 }
 
+/* Read the architecture of the CUDA target "target" into "t"; 0, or
+ * -1 after saying why. */
+static int cuda_arch(const char *target, rt_gpu_target *t)
+{
+	int sm = 0;
+	char err[512];
+	if (rt_cuda_target_parse(target, &sm, err, sizeof(err)) ||
+	    rt_gpu_target_for_sm(sm ? sm : RT_CUDA_DEFAULT_SM, t, err, sizeof(err))) {
+		cli_fail("--target: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Compile "p" for the CUDA target "target" into the cubin "path" and
  * print what its kernels use. */
 static int compile_cubin(tessel_ctx *ctx, const loop_prog *p, const char *target,
 	const char *path)
 {
-	int sm = 0, major = 0, minor = 0;
+	int major = 0, minor = 0;
 	char err[512];
 	rt_gpu_target t;
-	if (rt_cuda_target_parse(target, &sm, err, sizeof(err)) ||
-	    rt_gpu_target_for_sm(sm ? sm : RT_CUDA_DEFAULT_SM, &t, err, sizeof(err)))
-		return cli_fail("--target: %s", err);
+	if (cuda_arch(target, &t))
+		return 1;
 	cg_cuda_program c;
 	if (cg_cuda_compile(ctx, p, t.sm, &c)) {
 		cg_cuda_program_free(&c);
 		return cli_fail_ctx(ctx);
 	}
-	int status = write_file(path, c.cubin.image, c.cubin.size);
+	int status = write_file("--cubin", path, c.cubin.image, c.cubin.size);
 	rt_nvrtc_version(&major, &minor, err, sizeof(err));
 	if (status == 0)
 		printf("cubin: %s (%s, %zu bytes, NVRTC %d.%d)\n", path, t.name,
@@ -90,6 +110,30 @@ static int compile_cubin(tessel_ctx *ctx, const loop_prog *p, const char *target
 		if (!print_kernel_usage(&c, &c.plan.kernels[i], &t))
 			status = 1;
 	cg_cuda_program_free(&c);
+	return status;
+}
+
+/* Compile "p" for the CUDA target "target" into the PTX file "path". */
+static int compile_ptx(tessel_ctx *ctx, const loop_prog *p, const char *target,
+	const char *path)
+{
+	int major = 0, minor = 0;
+	char err[4096];
+	rt_gpu_target t;
+	if (cuda_arch(target, &t))
+		return 1;
+	cg_target ct = cg_target_cuda(t.sm);
+	char *source = cg_print_c(p, &ct, ctx), *ptx = NULL;
+	if (!source)
+		return cli_fail_ctx(ctx);
+	int status = rt_nvrtc_ptx(source, "tessel.cu", t.sm, &ptx, err, sizeof(err))
+		? cli_fail("--ptx: %s", err) : write_file("--ptx", path, ptx, strlen(ptx));
+	rt_nvrtc_version(&major, &minor, err, sizeof(err));
+	if (status == 0)
+		printf("ptx: %s (compute_%d, %zu bytes, NVRTC %d.%d)\n", path, t.sm,
+			strlen(ptx), major, minor);
+	free(ptx);
+	free(source);
 	return status;
 }
 
@@ -104,7 +148,7 @@ static cg_target dialect_target(rt_target_kind kind, const rt_cpu_target *cpu)
 }
 
 static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
-	const char *target, const char *cubin)
+	const char *target, const char *cubin, const char *ptx)
 {
 	rt_cpu_target cpu;
 	rt_target_kind kind;
@@ -115,6 +159,8 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 		return cli_fail("--target: %s", err);
 	if (cubin && kind != RT_TARGET_CUDA)
 		return cli_fail("codegen: --cubin needs --target cuda or cuda:sm_NN");
+	if (ptx && kind != RT_TARGET_CUDA)
+		return cli_fail("codegen: --ptx needs --target cuda or cuda:sm_NN");
 	bool gpu = kind != RT_TARGET_CPU;
 	sch_state *st = gpu ? cli_load_gpu_schedule(ctx, op, sched)
 		: cli_load_schedule(ctx, op, sched);
@@ -123,8 +169,10 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 		sch_state_free(st);
 		return cli_fail_ctx(ctx);
 	}
-	if (p && cubin) {
-		int status = compile_cubin(ctx, p, target, cubin);
+	if (p && (cubin || ptx)) {
+		int status = cubin ? compile_cubin(ctx, p, target, cubin) : 0;
+		if (ptx && compile_ptx(ctx, p, target, ptx))
+			status = 1;
 		loop_prog_free(p);
 		sch_state_free(st);
 		return status;
@@ -147,7 +195,7 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 int cmd_codegen(int argc, char **argv)
 {
 	cli_set set = { 0 };
-	const char *spec = NULL, *sched = NULL, *target = NULL, *cubin = NULL;
+	const char *spec = NULL, *sched = NULL, *target = NULL, *cubin = NULL, *ptx = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
@@ -163,6 +211,8 @@ int cmd_codegen(int argc, char **argv)
 			target = v;
 		} else if ((v = cli_option(argc, argv, &i, "--cubin", &missing))) {
 			cubin = v;
+		} else if ((v = cli_option(argc, argv, &i, "--ptx", &missing))) {
+			ptx = v;
 		} else if (missing || argv[i][0] == '-' || spec) {
 			cli_set_free(&set);
 			return cli_fail("codegen: unexpected argument '%s' (see tessel codegen --help)",
@@ -175,7 +225,7 @@ int cmd_codegen(int argc, char **argv)
 		return cli_fail("codegen: missing SPEC (see tessel codegen --help)");
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_op *op = cli_load_op(ctx, spec, &set, true);
-	int status = op ? print_source(ctx, op, sched, target, cubin) : 1;
+	int status = op ? print_source(ctx, op, sched, target, cubin, ptx) : 1;
 	tessel_op_release(op);
 	cli_set_free(&set);
 	tessel_ctx_free(ctx);

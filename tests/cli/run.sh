@@ -293,7 +293,7 @@ expect 0 'get_local_id\(1\)' -- codegen "${small[@]}" --target opencl --sched "$
 expect 0 '__kernel void softmax_1\(' -- codegen softmax --set shape=[4,6] --target opencl
 expect 1 'loop bound to blockIdx.x cannot run on the CPU' -- codegen "${small[@]}" --sched "$work/bound.trace"
 expect 1 'badbind.trace:1:1: error: step 1 \(bind\): bind C.k blockIdx.x: C.k is a reduction loop; only threadIdx can bind one' -- lower "${small[@]}" --sched "$work/badbind.trace"
-expect 0 '__local float A_shared\[' -- codegen "${small[@]}" --target opencl --sched "$work/shared.trace"
+expect 0 '__local __attribute__\(\(aligned\(16\)\)\) float A_shared\[' -- codegen "${small[@]}" --target opencl --sched "$work/shared.trace"
 expect 0 'barrier\(CLK_LOCAL_MEM_FENCE' -- codegen "${small[@]}" --target opencl --sched "$work/crossthread.trace"
 expect 1 'target: opencl takes no options yet' -- codegen "${small[@]}" --target "opencl -device=2"
 expect 1 "unknown target kind 'gpu' \(expected cpu, opencl or cuda\)" -- run "${small[@]}" --target gpu
@@ -338,6 +338,7 @@ expect 1 'unknown CUDA architecture sm_1000 \(known: .*sm_90' -- codegen "${smal
 expect 1 "'foo' is not an architecture sm_NN" -- codegen "${small[@]}" --target cuda:foo
 expect 1 'cuda takes no options' -- run "${small[@]}" --target "cuda -arch=sm_90"
 expect 1 'codegen: --cubin needs --target cuda' -- codegen "${small[@]}" --cubin "$work/m.cubin"
+expect 1 'codegen: --ptx needs --target cuda' -- codegen "${small[@]}" --target opencl --ptx "$work/m.ptx"
 expect 1 "'sm_7' is not an architecture sm_NN" -- fuzz-sched "${small[@]}" --target cuda:sm_7 --count 1 --seed 1
 probe=$(timeout 60 "$tessel" codegen "${small[@]}" --target cuda --cubin "$work/probe.cubin" 2>&1)
 if grep -q 'NVRTC not found' <<<"$probe"; then
@@ -352,6 +353,11 @@ else
 		grep -c 'find library=libcuda\.so' || true)
 	if [ "$loads" = 0 ]; then ok; else bad "NVRTC looked for libcuda.so.1 $loads times while compiling"; fi
 	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --cubin "$work/old.cubin"
+	# the PTX of a register tile fed from 16-byte aligned shared tiles
+	# loads four floats at once
+	expect 0 'ptx: .*tile.ptx \(compute_80, [0-9]+ bytes' -- codegen examples/ops.te:matmul --set M=256,N=256,K=64 --sched tests/sched/shared_register_tile_matmul.trace --target cuda:sm_80 --ptx "$work/tile.ptx"
+	if grep -q 'ld\.shared\.v4\.f32' "$work/tile.ptx" && ! grep -q 'ld\.shared\.f32' "$work/tile.ptx"; then ok; else bad "the register tile's shared loads are not ld.shared.v4.f32"; fi
+	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --ptx "$work/old.ptx"
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target cuda --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target cuda:sm_80 --count 6 --seed 2 --keep "$work/ff"
 fi
