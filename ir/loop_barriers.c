@@ -12,7 +12,11 @@
  *   barrier read or wrote it, before a statement that reads it when an
  *   earlier one wrote it, and at its top when a loop of the kernel
  *   encloses it (so the next iteration's writes wait for this one's
- *   reads), one barrier where two would follow each other.  Every thread
+ *   reads), one barrier where two would follow each other; none before a
+ *   shared allocation that reads the buffer only after a barrier of its
+ *   own, and none at the top of a nested shared allocation after a
+ *   barrier of the enclosing body (a tile of B nested in a tile of A:
+ *   one barrier before both refills, one after).  Every thread
  *   of a block must reach every barrier (OpenCL
  *   1.2, 6.12.8; CUDA's __syncthreads): a barrier under a thread loop
  *   shorter than the block along its index (the printers guard it), a
@@ -164,7 +168,8 @@ static void gather_launch(const loop_stmt *s, int64_t *launch)
 }
 
 /* Drop the barrier that "s", a fenced shared allocation, starts with:
- * the caller has one just before it. */
+ * the caller has one before it, and nothing between can touch the
+ * buffer "s" allocates. */
 static void drop_leading_barrier(loop_stmt *s)
 {
 	if (s->kind != LS_ALLOC || s->u.alloc.buf->scope != LOOP_SHARED)
@@ -178,8 +183,55 @@ static void drop_leading_barrier(loop_stmt *s)
 		body->u.seq.items[i] = body->u.seq.items[i + 1];
 }
 
+/* Return whether "s" allocates a buffer whose maker placed its barriers. */
+static bool is_fenced(const loop_stmt *s)
+{
+	return s->kind == LS_ALLOC && s->u.alloc.buf->fenced;
+}
+
+/* Return whether the sequence "s" holds a barrier. */
+static bool has_barrier(const loop_stmt *s)
+{
+	for (int i = 0; i < s->u.seq.n; i++)
+		if (s->u.seq.items[i]->kind == LS_BARRIER)
+			return true;
+	return false;
+}
+
+/* What comes first in a statement, along the path every thread takes
+ * through it: a barrier, a read of a buffer, or neither. */
+typedef enum first_seen { SEEN_NEITHER, SEEN_BARRIER, SEEN_READ } first_seen;
+
+/* Return what "s" meets first of a barrier and a read of "b": looking
+ * into sequences and allocations (whose statements every thread runs in
+ * order), not into loops and conditions, which count as reads when they
+ * read "b" anywhere. */
+static first_seen first_of_barrier_or_read(const loop_stmt *s, const loop_buffer *b)
+{
+	if (s->kind == LS_BARRIER)
+		return SEEN_BARRIER;
+	if (s->kind == LS_ALLOC)
+		return first_of_barrier_or_read(s->u.alloc.body, b);
+	if (s->kind == LS_SEQ) {
+		for (int i = 0; i < s->u.seq.n; i++) {
+			first_seen f = first_of_barrier_or_read(s->u.seq.items[i], b);
+			if (f != SEEN_NEITHER)
+				return f;
+		}
+		return SEEN_NEITHER;
+	}
+	bool r = false, wr = false;
+	accesses(s, b, &r, &wr);
+	return r ? SEEN_READ : SEEN_NEITHER;
+}
+
 /* Return the body "body" of the allocation of the shared buffer "b" with
- * its barriers. */
+ * its barriers.  Where a statement that reads "b" is itself a shared
+ * allocation with a barrier before its first read of "b" (the tile of B
+ * nested in the tile of A, filled before the barrier both are read
+ * after), no barrier goes before it; and a nested allocation's leading
+ * barrier is dropped after an earlier one in "body" (one barrier per
+ * refill of both tiles, not three). */
 static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
 	const char *divergent, bool repeated)
 {
@@ -201,15 +253,19 @@ static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
 					"no barrier can separate them", b->name);
 			w->failed = true;
 		}
-		if ((wr && (read || wrote)) || (r && wrote)) {
+		if (has_barrier(out) && !is_fenced(items[i]))
+			drop_leading_barrier(items[i]);
+		bool fenced_inside = r && !wr && items[i]->kind == LS_ALLOC &&
+			items[i]->u.alloc.buf->scope == LOOP_SHARED &&
+			first_of_barrier_or_read(items[i], b) == SEEN_BARRIER;
+		if ((wr && (read || wrote)) || (r && wrote && !fenced_inside)) {
 			ls_seq_append(w->p, out, ls_barrier(w->p));
 			fenced = true;
 			read = wrote = false;
-		}
-		if (items[i]->kind == LS_BARRIER)
-			read = wrote = false;
-		if (out->u.seq.n && out->u.seq.items[out->u.seq.n - 1]->kind == LS_BARRIER)
 			drop_leading_barrier(items[i]);
+		}
+		if (items[i]->kind == LS_BARRIER || fenced_inside)
+			read = wrote = false;
 		ls_seq_append(w->p, out, items[i]);
 		read |= r;
 		wrote |= wr;

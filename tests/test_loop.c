@@ -341,6 +341,82 @@ Test(loop_barriers, after_the_writes_and_before_each_refill)
 	loop_prog_free(p);
 }
 
+/* Two tiles refilled per step of ko, the tile of B nested in the tile
+ * of A, as lowering nests the shared stages of a matmul: "early" reads
+ * the tile of A while filling the tile of B (before any barrier inside
+ * it), else both are read only after the fills. */
+static loop_prog *build_two_tiles(bool early)
+{
+	loop_prog *p = loop_prog_new("two");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(24), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(24), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 1, SHAPE(4), true);
+	loop_buffer *SA = loop_buffer_new(p, "SA", TESSEL_F32, 1, SHAPE(4), LOOP_SHARED);
+	loop_buffer *SB = loop_buffer_new(p, "SB", TESSEL_F32, 1, SHAPE(4), LOOP_SHARED);
+	loop_var *ko = loop_var_new(p, "ko"), *t = loop_var_new(p, "t");
+	loop_var *s = loop_var_new(p, "s"), *u = loop_var_new(p, "u");
+	loop_expr *src_t = lx_add(p, lx_mul(p, V(p, ko), I(p, 4)), V(p, t));
+	loop_expr *src_s = lx_add(p, lx_mul(p, V(p, ko), I(p, 4)), V(p, s));
+	loop_stmt *fill_a = loop(p, t, 0, 4, LOOP_THREAD_X, STORE(p, SA, LOAD(p, A, src_t), V(p, t)));
+	loop_expr *b_value = LOAD(p, B, src_s);
+	if (early)
+		b_value = add_v(p, b_value, LOAD(p, SA, lx_sub(p, I(p, 3), V(p, s))));
+	loop_stmt *fill_b = loop(p, s, 0, 4, LOOP_THREAD_X, STORE(p, SB, b_value, V(p, s)));
+	loop_stmt *use = loop(p, u, 0, 4, LOOP_THREAD_X, STORE(p, C, add_v(p, LOAD(p, C, V(p, u)),
+		add_v(p, LOAD(p, SA, lx_sub(p, I(p, 3), V(p, u))), LOAD(p, SB, V(p, u)))), V(p, u)));
+	p->body = loop(p, ko, 0, 6, LOOP_SERIAL,
+		ls_alloc(p, SA, SEQ(p, fill_a, ls_alloc(p, SB, SEQ(p, fill_b, use)))));
+	return p;
+}
+
+/* One barrier before both refills and one after them, not three: the
+ * refill of the tile of A already waits for the last step's reads of the
+ * tile of B, and the barrier after the tile of B is filled also follows
+ * the fill of A.  When the fill of B reads the tile of A, a barrier
+ * must come between the two fills. */
+Test(loop_barriers, nested_tiles_share_their_barriers)
+{
+	static const char *const want[2] = {
+		"    alloc SA: f32[4] shared {\n"
+		"      barrier\n"
+		"      for t in 0..4 threadIdx.x {\n"
+		"        SA[t] = A[ko * 4 + t]\n"
+		"      }\n"
+		"      alloc SB: f32[4] shared {\n"
+		"        for s in 0..4 threadIdx.x {\n"
+		"          SB[s] = B[ko * 4 + s]\n"
+		"        }\n"
+		"        barrier\n"
+		"        for u in 0..4 threadIdx.x {\n",
+		"    alloc SA: f32[4] shared {\n"
+		"      barrier\n"
+		"      for t in 0..4 threadIdx.x {\n"
+		"        SA[t] = A[ko * 4 + t]\n"
+		"      }\n"
+		"      barrier\n"
+		"      alloc SB: f32[4] shared {\n"
+		"        for s in 0..4 threadIdx.x {\n"
+		"          SB[s] = B[ko * 4 + s] + SA[3 - s]\n"
+		"        }\n"
+		"        barrier\n"
+		"        for u in 0..4 threadIdx.x {\n",
+	};
+	for (int early = 0; early < 2; early++) {
+		loop_prog *p = build_two_tiles(early);
+		tessel_ctx *ctx = tessel_ctx_new();
+		cr_assert_eq(loop_insert_barriers(ctx, p), 0, "%s", tessel_ctx_error(ctx)->message);
+		char *text = print_program(p);
+		cr_expect(strstr(text, want[early]), "early %d:\n%s", early, text);
+		int barriers = 0;
+		for (const char *at = text; (at = strstr(at, "barrier")); at++)
+			barriers++;
+		cr_expect_eq(barriers, 2 + early, "early %d:\n%s", early, text);
+		free(text);
+		tessel_ctx_free(ctx);
+		loop_prog_free(p);
+	}
+}
+
 Test(loop_barriers, refused_where_threads_diverge)
 {
 	tessel_ctx *ctx = tessel_ctx_new();
