@@ -82,6 +82,8 @@ typedef struct cg_launch {
 	int64_t grid[3];     /* blocks along x, y, z */
 	int64_t block[3];    /* threads per block along x, y, z */
 	int64_t shared_bytes; /* of the shared buffers of a block */
+	int min_blocks;      /* of the kernel's block loops (min_blocks_per_sm),
+	                      * 0 when none */
 } cg_launch;
 
 typedef struct cg_gpu_plan {
@@ -143,6 +145,11 @@ typedef struct cg_dialect {
 	 * takes a quarter of the load instructions); NULL for none. */
 	const char *shared_align;
 	const char *restrict_kw;
+	/* The attribute a kernel whose blocks should fit a multiprocessor
+	 * N at a time declares after its qualifier, with its threads per
+	 * block and N ("__launch_bounds__", printed as
+	 * "__launch_bounds__(256, 2)"); NULL where the dialect has none. */
+	const char *launch_bounds;
 	/* What comes before a GPU kernel's name ("__kernel void"), NULL for
 	 * CPU C. */
 	const char *kernel_qualifier;

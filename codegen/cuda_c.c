@@ -80,6 +80,7 @@ const cg_dialect cg_dialect_cuda_c = {
 	.shared_align = "__align__(16)",
 	.restrict_kw = "__restrict__",
 	.kernel_qualifier = "extern \"C\" __global__ void",
+	.launch_bounds = "__launch_bounds__",
 	.helper_qualifier = "static __device__ inline",
 	.loop_index = {
 		[LOOP_BLOCK_X] = "blockIdx.x", [LOOP_BLOCK_Y] = "blockIdx.y",

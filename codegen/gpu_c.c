@@ -58,10 +58,13 @@ static bool is_bound(loop_kind k)
 }
 
 /* Raise "launch" to the extents of the loops bound in "s". */
-static void gather_launch(cg_printer *pr, const loop_stmt *s, int64_t *launch)
+static void gather_launch(cg_printer *pr, const loop_stmt *s, int64_t *launch,
+	int *min_blocks)
 {
 	switch (s->kind) {
 	case LS_FOR:
+		if (s->u.for_.min_blocks > *min_blocks)
+			*min_blocks = s->u.for_.min_blocks;
 		if (is_bound(s->u.for_.kind)) {
 			const loop_expr *e = s->u.for_.extent;
 			if (e->kind != LX_INT || e->u.ival < 1) {
@@ -72,19 +75,19 @@ static void gather_launch(cg_printer *pr, const loop_stmt *s, int64_t *launch)
 			if (e->u.ival > launch[s->u.for_.kind])
 				launch[s->u.for_.kind] = e->u.ival;
 		}
-		gather_launch(pr, s->u.for_.body, launch);
+		gather_launch(pr, s->u.for_.body, launch, min_blocks);
 		break;
 	case LS_SEQ:
 		for (int i = 0; i < s->u.seq.n; i++)
-			gather_launch(pr, s->u.seq.items[i], launch);
+			gather_launch(pr, s->u.seq.items[i], launch, min_blocks);
 		break;
 	case LS_IF:
-		gather_launch(pr, s->u.if_.then_, launch);
+		gather_launch(pr, s->u.if_.then_, launch, min_blocks);
 		if (s->u.if_.else_)
-			gather_launch(pr, s->u.if_.else_, launch);
+			gather_launch(pr, s->u.if_.else_, launch, min_blocks);
 		break;
 	case LS_ALLOC:
-		gather_launch(pr, s->u.alloc.body, launch);
+		gather_launch(pr, s->u.alloc.body, launch, min_blocks);
 		break;
 	default:
 		break;
@@ -168,7 +171,11 @@ static void print_kernel(cg_printer *pr, const gpu_parts *parts, int k,
 		(long long)launch->grid[0], (long long)launch->grid[1],
 		(long long)launch->grid[2], (long long)launch->block[0],
 		(long long)launch->block[1], (long long)launch->block[2]);
-	cg_line(pr, "%s %s(", pr->d->kernel_qualifier, launch->name);
+	cg_line(pr, "%s ", pr->d->kernel_qualifier);
+	if (launch->min_blocks && pr->d->launch_bounds)
+		cg_put(pr, "%s(%lld, %d) ", pr->d->launch_bounds, (long long)(launch->block[0] *
+			launch->block[1] * launch->block[2]), launch->min_blocks);
+	cg_put(pr, "%s(", launch->name);
 	for (int i = 0; i < p->nargs; i++)
 		print_param(pr, p->args[i], i == 0);
 	for (int i = 0; i < parts->nworkspaces; i++)
@@ -190,7 +197,8 @@ static void plan_kernel(cg_printer *pr, const gpu_parts *parts, int k,
 {
 	for (int i = 0; i < LOOP_KIND_COUNT; i++)
 		pr->launch[i] = 1;
-	gather_launch(pr, parts->kernel[k], pr->launch);
+	launch->min_blocks = 0;
+	gather_launch(pr, parts->kernel[k], pr->launch, &launch->min_blocks);
 	if (parts->nkernels == 1)
 		snprintf(launch->name, sizeof(launch->name), "%s", pr->kernel);
 	else

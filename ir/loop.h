@@ -96,6 +96,11 @@ struct loop_stmt {
 			loop_expr *min, *extent;
 			loop_kind kind;
 			int unroll_limit;    /* auto-unroll annotation, 0 when none */
+			/* on a loop bound to a block index: blocks of its
+			 * kernel that should fit a multiprocessor at once
+			 * (CUDA's __launch_bounds__ minimum, which caps the
+			 * registers per thread), 0 when none */
+			int min_blocks;
 			/* prefetch annotation (schedule/prefetch.c), until
 			 * loop_expand_prefetch turns it into LS_PREFETCH
 			 * statements: each iteration fetches what iteration

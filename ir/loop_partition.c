@@ -480,6 +480,7 @@ static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
 		P->subst[w->id] = NULL;
 		loop_stmt *f = ls_for(p, nw, min, ext, s->u.for_.kind, body);
 		f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+		f->u.for_.min_blocks = s->u.for_.min_blocks;
 		f->u.for_.prefetch = s->u.for_.prefetch;
 		f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
 		return f;
@@ -547,6 +548,7 @@ static loop_stmt *loop_over(partitioner *P, loop_stmt *s, loop_expr *min, loop_e
 {
 	loop_stmt *f = ls_for(P->p, var, min, lx_sub(P->p, end, min), s->u.for_.kind, body);
 	f->u.for_.unroll_limit = s->u.for_.unroll_limit;
+	f->u.for_.min_blocks = s->u.for_.min_blocks;
 	f->u.for_.prefetch = s->u.for_.prefetch;
 	f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
 	return f;

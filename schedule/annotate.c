@@ -1,25 +1,55 @@
 /* annotate: attach a key = value annotation to a loop.
  *
- * Known keys: auto_unroll_max_step (unroll loops below this one whose
- * total trip count is at most the value; 0 turns it off).
- * requires: a live loop; a known key; a value in its range */
+ * Known keys:
+ *   auto_unroll_max_step  unroll loops below this one whose total trip
+ *                         count is at most the value (0..4096; 0 turns
+ *                         it off);
+ *   min_blocks_per_sm     on a loop bound to a block index: the blocks of
+ *                         its kernel that should fit one multiprocessor
+ *                         at once (0..32; 0 turns it off).  CUDA prints
+ *                         it as __launch_bounds__(threads, value), which
+ *                         caps each thread's registers so that they do
+ *                         (ptxas spills past the cap); OpenCL has no
+ *                         such bound and ignores it.
+ * requires: a live loop; a known key; a value in its range; for
+ *   min_blocks_per_sm, the loop already bound to blockIdx */
 #include <string.h>
 
 #include "schedule/primitives.h"
 #include "schedule/trace.h"
+
+/* The most blocks a multiprocessor of any architecture tessel knows
+ * holds at once. */
+#define MAX_BLOCKS_PER_SM 32
+
+static bool is_block_loop(loop_kind k)
+{
+	return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
+}
 
 int sch_annotate(sch_state *st, const char *loop, const char *key, int64_t value)
 {
 	int si, it;
 	if (sch_find_loop(st, loop, &si, &it))
 		return -1;
-	if (strcmp(key, "auto_unroll_max_step") != 0)
+	sch_iter *t = &st->stages[si].iters[it];
+	if (strcmp(key, "auto_unroll_max_step") == 0) {
+		if (value < 0 || value > 4096)
+			return sch_refuse(st, "annotate %s: auto_unroll_max_step must be in "
+				"0..4096, not %lld", loop, (long long)value);
+		t->unroll_limit = (int)value;
+	} else if (strcmp(key, "min_blocks_per_sm") == 0) {
+		if (value < 0 || value > MAX_BLOCKS_PER_SM)
+			return sch_refuse(st, "annotate %s: min_blocks_per_sm must be in "
+				"0..%d, not %lld", loop, MAX_BLOCKS_PER_SM, (long long)value);
+		if (!is_block_loop(t->kind))
+			return sch_refuse(st, "annotate %s: min_blocks_per_sm needs a loop "
+				"bound to blockIdx", loop);
+		t->min_blocks = (int)value;
+	} else {
 		return sch_refuse(st, "annotate %s: unknown annotation '%s' (known: "
-			"auto_unroll_max_step)", loop, key);
-	if (value < 0 || value > 4096)
-		return sch_refuse(st, "annotate %s: auto_unroll_max_step must be in "
-			"0..4096, not %lld", loop, (long long)value);
-	st->stages[si].iters[it].unroll_limit = (int)value;
+			"auto_unroll_max_step, min_blocks_per_sm)", loop, key);
+	}
 	sch_step step;
 	sch_step_init(&step, "annotate");
 	sch_step_arg(&step, "%s", loop);

@@ -33,7 +33,7 @@ int sch_unroll(sch_state *st, const char *loop);
  * vthread (schedule/bind.c has the rules). */
 int sch_bind(sch_state *st, const char *loop, const char *axis);
 /* Attach the annotation "key" = "value" to "loop"; known keys:
- * auto_unroll_max_step. */
+ * auto_unroll_max_step, min_blocks_per_sm (schedule/annotate.c). */
 int sch_annotate(sch_state *st, const char *loop, const char *key,
 	int64_t value);
 /* At each iteration of "loop", prefetch what the iteration "distance"

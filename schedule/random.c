@@ -267,13 +267,25 @@ static int try_bind(sch_state *st, int s, uint64_t *rng)
 	return sch_bind(st, loop, axes[below(rng, sizeof(axes) / sizeof(*axes))]);
 }
 
+/* min_blocks_per_sm 1 to 4 on a random loop of stage "s" (refused
+ * unless it is bound to a block index). */
+static int try_min_blocks(sch_state *st, int s, uint64_t *rng)
+{
+	char loop[160];
+	if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)
+		return -1;
+	return sch_annotate(st, loop, "min_blocks_per_sm", 1 + (int64_t)below(rng, 4));
+}
+
 int sch_random_gpu_step(sch_state *st, uint64_t *rng)
 {
-	int64_t which = below(rng, 12);
+	int64_t which = below(rng, 13);
 	if (which < 4)
 		return try_bind(st, (int)below(rng, st->nstages), rng);
 	if (which == 4)
 		return try_storage_align(st, (int)below(rng, st->nstages), rng);
+	if (which == 5)
+		return try_min_blocks(st, (int)below(rng, st->nstages), rng);
 	return sch_random_step(st, rng);
 }
 

@@ -43,6 +43,7 @@ typedef struct sch_iter {
 	int fused_into;           /* an iter fused away: the fused iter, else -1 */
 	loop_kind kind;
 	int unroll_limit;         /* annotate auto_unroll_max_step */
+	int min_blocks;           /* annotate min_blocks_per_sm */
 	char prefetch[SCH_NAME_MAX];  /* the input it prefetches, or "" */
 	int prefetch_distance;    /* iterations ahead (schedule/prefetch.c) */
 } sch_iter;

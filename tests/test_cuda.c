@@ -30,6 +30,7 @@
 #include "runtime/nvrtc.h"
 #include "runtime/target.h"
 #include "schedule/gpu_default.h"
+#include "schedule/primitives.h"
 #include "schedule/random.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
@@ -475,6 +476,111 @@ Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 	sch_state_free(st);
 	test_fixture_fini(&f);
 	free(text);
+}
+
+/* min_blocks_per_sm on the block loop of the register-tile matmul:
+ * the kernel declares __launch_bounds__(256, 2), and ptxas keeps each
+ * thread within the 128 registers that two blocks of 256 threads leave
+ * (65536 a multiprocessor), for sm_90 and sm_80. */
+Test(cuda_nvrtc, min_blocks_per_sm_bounds_the_registers)
+{
+	need_nvrtc();
+	char *text = test_read_file(TESSEL_SOURCE_DIR
+		"/tests/sched/shared_register_tile_matmul.trace");
+	cr_assert(text);
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=256;N=256;K=64");
+	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
+	cr_assert_eq(sch_annotate(st, "C.io", "min_blocks_per_sm", 2), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f.ctx)->message);
+	const int sms[2] = { 90, 80 };
+	for (int i = 0; i < 2; i++) {
+		cg_cuda_program c;
+		cr_assert_eq(cg_cuda_compile(f.ctx, p, sms[i], &c), 0, "%s",
+			tessel_ctx_error(f.ctx)->message);
+		cr_expect(strstr(c.source, "__global__ void __launch_bounds__(256, 2) matmul("),
+			"%s", c.source);
+		cr_expect_eq(c.plan.kernels[0].min_blocks, 2);
+		const rt_kernel_usage *use = rt_cubin_kernel(&c.cubin, "matmul");
+		cr_assert(use, "%s", c.cubin.log);
+		cr_expect_leq(use->registers, 128, "sm_%d: %d registers", sms[i], use->registers);
+		cg_cuda_program_free(&c);
+	}
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+	free(text);
+}
+
+/* Return the min_blocks_per_sm a trace text asks for, 0 when none. */
+static int min_blocks_of(const char *trace)
+{
+	const char *at = strstr(trace, "min_blocks_per_sm ");
+	return at ? atoi(at + strlen("min_blocks_per_sm ")) : 0;
+}
+
+/* The CUDA search draws min_blocks_per_sm for some tiled samples of a
+ * large matmul, where it caps the registers (two or four blocks of 128
+ * to 512 threads), and every one of them compiles and fits; mutation
+ * changes it; OpenCL, which has no such bound, never draws it. */
+Test(cuda_sketch, min_blocks_per_sm_is_drawn_and_mutated_on_cuda_only, .timeout = 300)
+{
+	need_nvrtc();
+	const char *targets[2] = { "cuda:sm_90", "opencl" };
+	for (int g = 0; g < 2; g++) {
+		test_fixture f;
+		tune_task task;
+		char err[512];
+		test_fixture_init(&f, "matmul", "M=512;N=512;K=512");
+		if (tune_task_init(&task, f.ctx, f.op, targets[g], err, sizeof(err))) {
+			cr_assert_eq(g, 1, "%s", err);
+			test_fixture_fini(&f);
+			continue;
+		}
+		tune_space *space = tune_space_new(&task);
+		uint64_t rng = 5;
+		int drawn = 0, mutated = 0;
+		for (int k = 0; k < tune_space_num_sketches(space); k++)
+			for (int j = 0; j < 6; j++) {
+				sch_state *st = tune_space_sample(space, k, &rng);
+				if (!st)
+					continue;
+				char *trace = sch_trace_to_text(st->trace);
+				bool has = strstr(trace, "min_blocks_per_sm") != NULL;
+				drawn += has;
+				if (has && g == 0 && drawn <= 2) {
+					loop_prog *p = sch_program(st);
+					char msg[512];
+					cr_expect(p && tune_cuda_check(f.ctx, p, &task.gpu, msg,
+						sizeof(msg)) != TUNE_CUDA_BUILD, "%s\n%s", msg, trace);
+					loop_prog_free(p);
+				}
+				for (int m = 0; has && !mutated && m < 20; m++) {
+					sch_state *child = tune_space_mutate(space, st->trace, &rng);
+					char *ct = child ? sch_trace_to_text(child->trace) : NULL;
+					mutated += ct && min_blocks_of(ct) != min_blocks_of(trace);
+					free(ct);
+					sch_state_free(child);
+				}
+				free(trace);
+				sch_state_free(st);
+			}
+		if (g == 0) {
+			cr_expect_gt(drawn, 0, "no CUDA sample asks for blocks per multiprocessor");
+			cr_expect_gt(mutated, 0);
+		} else {
+			cr_expect_eq(drawn, 0, "%d OpenCL samples ask for blocks per multiprocessor",
+				drawn);
+		}
+		tune_space_free(space);
+		tune_task_clear(&task);
+		test_fixture_fini(&f);
+	}
 }
 
 Test(cuda_nvrtc, f16_and_bf16_compile)

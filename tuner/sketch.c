@@ -350,6 +350,7 @@ tune_space *tune_space_new(const tune_task *task)
 		sp->gpu = true;
 		sp->max_threads = task->gpu.max_threads > 0 ? task->gpu.max_threads : 1;
 		sp->shared_bytes = task->gpu.shared_bytes;
+		sp->launch_bounds = task->kind == RT_TARGET_CUDA;
 		sk_gpu_add_sketches(sp);
 		return sp;
 	}
@@ -1205,7 +1206,8 @@ static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 
 /* Change one decision of step "step" of "st" (replayed up to it): a tile
  * factor (a multiple of "multiple" when it was one: the vector width of
- * a loop the trace vectorizes), an unroll limit, a prefetch distance, a
+ * a loop the trace vectorizes), an unroll limit, the blocks a kernel asks
+ * to fit a multiprocessor (0, 2 or 4), a prefetch distance, a
  * compute location.  Return 0, or -1 when the step has no decision that
  * can change. */
 static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t multiple)
@@ -1216,6 +1218,15 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t mul
 		return -1;
 	const sch_decision *pick = &d[sk_below(rng, nd)];
 	char *arg = step->args[pick->arg];
+	if (strcmp(step->prim, "annotate") == 0 &&
+	    strcmp(step->args[1], "min_blocks_per_sm") == 0) {
+		static const int64_t min_blocks_steps[3] = { 0, 2, 4 };
+		int64_t v = min_blocks_steps[sk_below(rng, 3)];
+		if (v == pick->value)
+			return -1;
+		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
+		return 0;
+	}
 	if (strcmp(step->prim, "annotate") == 0 || strcmp(step->prim, "prefetch") == 0) {
 		bool unroll = step->prim[0] == 'a';
 		int64_t v = unroll ? unroll_steps[sk_below(rng, UNROLL_CHOICES)] :

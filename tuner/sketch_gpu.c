@@ -197,6 +197,43 @@ static int64_t bound_extent(const sch_stage *s, loop_kind kind)
 	return 1;
 }
 
+/* The blocks per multiprocessor a kernel may ask for (min_blocks_per_sm),
+ * and the threads those blocks may hold together at most: asking for
+ * fewer than 256 threads caps nothing (255 registers a thread fit), for
+ * more than 1024 leaves a thread under 64 registers. */
+static const int64_t min_blocks_choices[] = { 2, 4 };
+#define MIN_BLOCKS_THREADS_MIN 256
+#define MIN_BLOCKS_THREADS_MAX 1024
+
+/* On CUDA, half of the time, annotate the block loop of the tiled stage
+ * "s" with min_blocks_per_sm drawn from min_blocks_choices where it
+ * caps the registers of its block's threads (the register tile's
+ * accumulators against the blocks that hide each other's waits; the
+ * tuner measures which wins).  A refusal is fine. */
+static void maybe_min_blocks(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	int64_t threads = bound_extent(ss, LOOP_THREAD_X) * bound_extent(ss, LOOP_THREAD_Y) *
+		bound_extent(ss, LOOP_THREAD_Z);
+	int64_t fits[2];
+	int n = 0;
+	for (size_t i = 0; i < sizeof(min_blocks_choices) / sizeof(*min_blocks_choices); i++) {
+		int64_t all = min_blocks_choices[i] * threads;
+		if (all > MIN_BLOCKS_THREADS_MIN && all <= MIN_BLOCKS_THREADS_MAX)
+			fits[n++] = min_blocks_choices[i];
+	}
+	if (!sp->launch_bounds || n == 0 || !sk_chance(rng, 50))
+		return;
+	for (int p = 0; p < ss->nleaves; p++)
+		if (ss->iters[ss->leaves[p]].kind == LOOP_BLOCK_X) {
+			char q[QNAME];
+			sk_qname(st, s, ss->leaves[p], q);
+			if (sch_annotate(st, q, "min_blocks_per_sm", fits[sk_below(rng, n)]))
+				tessel_ctx_clear_error(st->ctx);
+			return;
+		}
+}
+
 /* Unroll the loops "iters" of "s" longer than 1 (a refusal is fine). */
 static void unroll_all(sch_state *st, int s, const int *iters, int n)
 {
@@ -333,6 +370,7 @@ static int tile_shared(const tune_space *sp, sch_state *st, int s, uint64_t *rng
 	    bind_threads(st, s, lv[2], nd, rng, &inner_thread))
 		return -1;
 	unroll_all(st, s, lv[3], nd);
+	maybe_min_blocks(sp, st, s, rng);
 	char name[SCH_NAME_MAX];
 	snprintf(name, sizeof(name), "%s", st->stages[s].name);
 	return stage_inputs_shared(st, name, rv[0][nr - 1], name, rng);
@@ -420,6 +458,7 @@ static int tile_local_two(const tune_space *sp, sch_state *st, int outer, int in
 		return -1;
 	unroll_all(st, outer, lv[1], nd);
 	unroll_all(st, outer, lv[3], nd);
+	maybe_min_blocks(sp, st, outer, rng);
 	char q[QNAME];
 	sk_qname(st, outer, inner_thread, q);
 	if (sch_compute_at(st, st->stages[inner].name, q))

@@ -72,6 +72,8 @@ struct tune_space {
 	bool gpu;                 /* the task's target runs bound loops */
 	int64_t max_threads;      /* GPU: per block */
 	int64_t shared_bytes;     /* GPU: per block */
+	bool launch_bounds;       /* CUDA: kernels may declare the blocks
+	                           * that should fit a multiprocessor */
 };
 
 /* The live spatial and reduction iters of a stage, in nest order. */
