@@ -197,20 +197,34 @@ static int compile_failed(nvrtcProgram prog, nvrtcResult r, const char *log, cha
 	return -1;
 }
 
+/* Load NVRTC, check "sm", create the program of "source" in "*prog" and
+ * compile it for --gpu-architecture="prefix"_"sm" ("sm": a cubin;
+ * "compute": PTX) with ptxas's report when "report".  Return 0 with the
+ * compile's result in "*r" (destroy "*prog" after), or -1 with the error
+ * in "err" when nothing was compiled. */
+static int create_and_compile(const char *source, const char *file, const char *prefix,
+	int sm, bool report, nvrtcProgram *prog, nvrtcResult *r, char *err, size_t len)
+{
+	if (loaded(err, len) || check_arch(sm, err, len))
+		return -1;
+	nvrtcResult c = api.CreateProgram(prog, source, file, 0, NULL, NULL);
+	if (c != NVRTC_SUCCESS)
+		return fail(err, len, "nvrtcCreateProgram", c);
+	char arch[64];
+	snprintf(arch, sizeof(arch), "--gpu-architecture=%s_%d", prefix, sm);
+	*r = compile(*prog, arch, report);
+	return 0;
+}
+
 int rt_nvrtc_compile(const char *source, const char *file, int sm, rt_cubin *out,
 	char *err, size_t len)
 {
 	memset(out, 0, sizeof(*out));
 	out->sm = sm;
-	if (loaded(err, len) || check_arch(sm, err, len))
-		return -1;
 	nvrtcProgram prog = NULL;
-	nvrtcResult r = api.CreateProgram(&prog, source, file, 0, NULL, NULL);
-	if (r != NVRTC_SUCCESS)
-		return fail(err, len, "nvrtcCreateProgram", r);
-	char arch[64];
-	snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d", sm);
-	r = compile(prog, arch, true);
+	nvrtcResult r;
+	if (create_and_compile(source, file, "sm", sm, true, &prog, &r, err, len))
+		return -1;
 	take_log(prog, out);
 	int status = r != NVRTC_SUCCESS ? compile_failed(prog, r, out->log, err, len)
 		: take_cubin(prog, out, err, len);
@@ -224,15 +238,10 @@ int rt_nvrtc_ptx(const char *source, const char *file, int sm, char **ptx, char 
 	size_t len)
 {
 	*ptx = NULL;
-	if (loaded(err, len) || check_arch(sm, err, len))
-		return -1;
 	nvrtcProgram prog = NULL;
-	nvrtcResult r = api.CreateProgram(&prog, source, file, 0, NULL, NULL);
-	if (r != NVRTC_SUCCESS)
-		return fail(err, len, "nvrtcCreateProgram", r);
-	char arch[64];
-	snprintf(arch, sizeof(arch), "--gpu-architecture=compute_%d", sm);
-	r = compile(prog, arch, false);
+	nvrtcResult r;
+	if (create_and_compile(source, file, "compute", sm, false, &prog, &r, err, len))
+		return -1;
 	int status = 0;
 	size_t size = 0;
 	if (r != NVRTC_SUCCESS)

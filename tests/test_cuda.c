@@ -401,21 +401,35 @@ Test(cuda_sketch, a_candidate_past_the_registers_is_rejected_before_measurement)
 		"block of 1024 threads"), "%s", msg);
 }
 
+/* Replay tests/sched/"name".trace on a matmul of "spec" into "f" and
+ * "*st"; return its program. */
+static loop_prog *replay_matmul_trace(test_fixture *f, const char *spec, const char *name,
+	sch_state **st)
+{
+	char path[512];
+	snprintf(path, sizeof(path), TESSEL_SOURCE_DIR "/tests/sched/%s.trace", name);
+	char *text = test_read_file(path);
+	cr_assert(text, "%s", path);
+	test_fixture_init(f, "matmul", spec);
+	sch_trace *t = sch_trace_parse(f->ctx, name, text);
+	*st = sch_state_new(f->ctx, f->op);
+	cr_assert(t && sch_replay(*st, t, name) == 0, "%s", tessel_ctx_error(f->ctx)->message);
+	sch_trace_free(t);
+	free(text);
+	loop_prog *p = sch_program(*st);
+	cr_assert(p, "%s", tessel_ctx_error(f->ctx)->message);
+	return p;
+}
+
 /* The register tile fed by shared tiles (tests/sched/shared_local_matmul):
  * NVRTC compiles it for sm_90 and sm_80 with the tiles' 768 bytes of
  * shared memory and a barrier, and it can launch. */
 Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 {
 	need_nvrtc();
-	char *text = test_read_file(TESSEL_SOURCE_DIR "/tests/sched/shared_local_matmul.trace");
-	cr_assert(text);
 	test_fixture f;
-	test_fixture_init(&f, "matmul", "M=64;N=48;K=30");
-	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
-	sch_state *st = sch_state_new(f.ctx, f.op);
-	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
-	loop_prog *p = sch_program(st);
-	cr_assert(p, "%s", tessel_ctx_error(f.ctx)->message);
+	sch_state *st;
+	loop_prog *p = replay_matmul_trace(&f, "M=64;N=48;K=30", "shared_local_matmul", &st);
 	const int sms[2] = { 90, 80 };
 	for (int i = 0; i < 2; i++) {
 		cg_cuda_program c;
@@ -431,10 +445,8 @@ Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 		cg_cuda_program_free(&c);
 	}
 	loop_prog_free(p);
-	sch_trace_free(t);
 	sch_state_free(st);
 	test_fixture_fini(&f);
-	free(text);
 }
 
 /* Shared arrays are aligned to 16 bytes, so that NVVM proves four
@@ -445,16 +457,10 @@ Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 {
 	need_nvrtc();
-	char *text = test_read_file(TESSEL_SOURCE_DIR
-		"/tests/sched/shared_register_tile_matmul.trace");
-	cr_assert(text);
 	test_fixture f;
-	test_fixture_init(&f, "matmul", "M=256;N=256;K=64");
-	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
-	sch_state *st = sch_state_new(f.ctx, f.op);
-	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
-	loop_prog *p = sch_program(st);
-	cr_assert(p, "%s", tessel_ctx_error(f.ctx)->message);
+	sch_state *st;
+	loop_prog *p = replay_matmul_trace(&f, "M=256;N=256;K=64", "shared_register_tile_matmul",
+		&st);
 	const int sms[2] = { 90, 80 };
 	for (int i = 0; i < 2; i++) {
 		cg_target target = cg_target_cuda(sms[i]);
@@ -472,10 +478,8 @@ Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 		free(source);
 	}
 	loop_prog_free(p);
-	sch_trace_free(t);
 	sch_state_free(st);
 	test_fixture_fini(&f);
-	free(text);
 }
 
 /* min_blocks_per_sm on the block loop of the register-tile matmul:
@@ -485,14 +489,10 @@ Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 Test(cuda_nvrtc, min_blocks_per_sm_bounds_the_registers)
 {
 	need_nvrtc();
-	char *text = test_read_file(TESSEL_SOURCE_DIR
-		"/tests/sched/shared_register_tile_matmul.trace");
-	cr_assert(text);
 	test_fixture f;
-	test_fixture_init(&f, "matmul", "M=256;N=256;K=64");
-	sch_trace *t = sch_trace_parse(f.ctx, "test", text);
-	sch_state *st = sch_state_new(f.ctx, f.op);
-	cr_assert(t && sch_replay(st, t, "test") == 0, "%s", tessel_ctx_error(f.ctx)->message);
+	sch_state *st;
+	loop_prog_free(replay_matmul_trace(&f, "M=256;N=256;K=64", "shared_register_tile_matmul",
+		&st));
 	cr_assert_eq(sch_annotate(st, "C.io", "min_blocks_per_sm", 2), 0, "%s",
 		tessel_ctx_error(f.ctx)->message);
 	loop_prog *p = sch_program(st);
@@ -511,10 +511,8 @@ Test(cuda_nvrtc, min_blocks_per_sm_bounds_the_registers)
 		cg_cuda_program_free(&c);
 	}
 	loop_prog_free(p);
-	sch_trace_free(t);
 	sch_state_free(st);
 	test_fixture_fini(&f);
-	free(text);
 }
 
 /* Return the min_blocks_per_sm a trace text asks for, 0 when none. */

@@ -726,6 +726,25 @@ Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 30
 
 /* ---- the tuner's workers ---------------------------------------------------- */
 
+/* Make "f" for the library op "name" and "*task" for it on OpenCL, and
+ * return a measurer with the default options (the test is skipped in
+ * the sanitized build or without a device). */
+static tune_measurer *opencl_measurer(test_fixture *f, const char *name, tune_task *task)
+{
+	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
+		cr_skip_test("OpenCL tests skip in the sanitized build");
+	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
+	test_fixture_init(f, name, test_library_spec(name));
+	char err[512];
+	if (tune_task_init(task, f->ctx, f->op, "opencl", err, sizeof(err))) {
+		test_fixture_fini(f);
+		cr_skip_test("%s", err);
+	}
+	tune_measurer *m = tune_measurer_new(task, NULL, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	return m;
+}
+
 /* A device the measurer's worker cannot open is the machine's fault, not
  * the candidate's: the batch fails with the reason and nothing is
  * classified (a first device run recorded 64 candidates as build errors
@@ -735,19 +754,9 @@ Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 30
 Test(opencl_tuner, a_device_the_worker_cannot_open_stops_the_batch, .timeout = 120,
 	.fini = test_scratch_remove)
 {
-	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
-		cr_skip_test("OpenCL tests skip in the sanitized build");
-	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
 	test_fixture f;
-	test_fixture_init(&f, "add", test_library_spec("add"));
 	tune_task task;
-	char err[512];
-	if (tune_task_init(&task, f.ctx, f.op, "opencl", err, sizeof(err))) {
-		test_fixture_fini(&f);
-		cr_skip_test("%s", err);
-	}
-	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
-	cr_assert(m, "%s", err);
+	tune_measurer *m = opencl_measurer(&f, "add", &task);
 	char vendors[512];
 	test_scratch_file(vendors, sizeof(vendors), "no-vendors");
 	cr_assert(mkdir(vendors, 0700) == 0 || errno == EEXIST);
@@ -773,19 +782,9 @@ Test(opencl_tuner, a_device_the_worker_cannot_open_stops_the_batch, .timeout = 1
  * (tests/test_runtime.c, "worker"). */
 Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 {
-	if (SANITIZED && !getenv("TESSEL_OPENCL_UNDER_ASAN"))
-		cr_skip_test("OpenCL tests skip in the sanitized build");
-	setenv("POCL_CACHE_DIR", TESSEL_BUILD_DIR "/pocl-cache", 0);
 	test_fixture f;
-	test_fixture_init(&f, "matmul", test_library_spec("matmul"));
 	tune_task task;
-	char err[512];
-	if (tune_task_init(&task, f.ctx, f.op, "opencl", err, sizeof(err))) {
-		test_fixture_fini(&f);
-		cr_skip_test("%s", err);
-	}
-	tune_measurer *m = tune_measurer_new(&task, NULL, err, sizeof(err));
-	cr_assert(m, "%s", err);
+	tune_measurer *m = opencl_measurer(&f, "matmul", &task);
 	static const int threads[] = { 32, 64, 128 };
 	enum { N = sizeof(threads) / sizeof(threads[0]) };
 	sch_state *st[N];
