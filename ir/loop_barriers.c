@@ -253,7 +253,9 @@ static loop_stmt *fence(barrier_walk *w, const loop_buffer *b, loop_stmt *body,
 					"no barrier can separate them", b->name);
 			w->failed = true;
 		}
-		if (has_barrier(out) && !is_fenced(items[i]))
+		bool after_barrier = out->u.seq.n &&
+			out->u.seq.items[out->u.seq.n - 1]->kind == LS_BARRIER;
+		if (after_barrier || (has_barrier(out) && !is_fenced(items[i])))
 			drop_leading_barrier(items[i]);
 		bool fenced_inside = r && !wr && items[i]->kind == LS_ALLOC &&
 			items[i]->u.alloc.buf->scope == LOOP_SHARED &&

@@ -302,11 +302,10 @@ rt_run_status rt_worker_run(rt_worker *w, double timeout_s, char *err, size_t er
 		return RT_RUN_TIMEOUT;
 	}
 	unsigned char reply;
-	ssize_t n;
-	do
-		n = recv(w->fd, &reply, 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (r < 0 || n < 0) {
+	ssize_t n = -1;
+	while (r > 0 && (n = recv(w->fd, &reply, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0) {
 		snprintf(err, errlen, "waiting for the worker failed: %s", strerror(errno));
 		kill_child(w->pid);
 		forget_worker(w);
