@@ -818,3 +818,55 @@ Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 	tune_task_clear(&task);
 	test_fixture_fini(&f);
 }
+
+/* Return the first store of "s" to an output, or NULL. */
+static loop_stmt *first_output_store(loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR: return first_output_store(s->u.for_.body);
+	case LS_ALLOC: return first_output_store(s->u.alloc.body);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++) {
+			loop_stmt *f = first_output_store(s->u.seq.items[i]);
+			if (f)
+				return f;
+		}
+		return NULL;
+	case LS_IF: return first_output_store(s->u.if_.then_);
+	case LS_STORE: return s->u.store.buf->is_output ? s : NULL;
+	default: return NULL;
+	}
+}
+
+/* A candidate that crashes its batch's worker (a store a terabyte past
+ * its output, which PoCL runs on the CPU: SIGSEGV) is classified as a
+ * crash, and the candidates after it run in a new worker: two workers
+ * for the batch good, bad, good in two passes. */
+Test(opencl_tuner, a_crash_ends_the_batch_worker_and_the_next_candidate_gets_a_new_one,
+	.timeout = 300)
+{
+	test_fixture f;
+	tune_task task;
+	tune_measurer *m = opencl_measurer(&f, "add", &task);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p[3] = { sch_program(st), sch_program(st), sch_program(st) };
+	cr_assert(p[0] && p[1] && p[2]);
+	loop_stmt *store = first_output_store(p[1]->body);
+	cr_assert(store);
+	store->u.store.index[0] = lx_add(p[1], store->u.store.index[0],
+		lx_int(p[1], (int64_t)1 << 38));
+	tune_result r[3];
+	cr_assert_eq(tune_measure_batch(m, p, 3, r, NULL), 0, "%s", r[0].msg);
+	cr_expect_eq(r[0].error, TUNE_OK, "%s", r[0].msg);
+	cr_expect_eq(r[1].error, TUNE_ERR_CRASH, "%s: %s", tune_error_name(r[1].error),
+		r[1].msg);
+	cr_expect_eq(r[2].error, TUNE_OK, "%s", r[2].msg);
+	cr_expect_eq(tune_measurer_workers_started(m), 2);
+	for (int i = 0; i < 3; i++)
+		loop_prog_free(p[i]);
+	sch_state_free(st);
+	tune_measurer_free(m);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
+}
