@@ -207,3 +207,27 @@ void test_scratch_remove(void)
 		test_remove_tree(scratch);
 	scratch[0] = 0;
 }
+
+loop_stmt *test_first_store(loop_stmt *s, bool (*want)(const loop_stmt *store))
+{
+	loop_stmt *found = NULL;
+	if (!s)
+		return NULL;
+	switch (s->kind) {
+	case LS_STORE:
+		return want(s) ? s : NULL;
+	case LS_FOR:
+		return test_first_store(s->u.for_.body, want);
+	case LS_SEQ:
+		for (int i = 0; !found && i < s->u.seq.n; i++)
+			found = test_first_store(s->u.seq.items[i], want);
+		return found;
+	case LS_IF:
+		found = test_first_store(s->u.if_.then_, want);
+		return found ? found : test_first_store(s->u.if_.else_, want);
+	case LS_ALLOC:
+		return test_first_store(s->u.alloc.body, want);
+	default:
+		return NULL;
+	}
+}

@@ -2,6 +2,9 @@
 #ifndef TESSEL_TESTS_SUPPORT_H
 #define TESSEL_TESTS_SUPPORT_H
 
+#include <stdbool.h>
+
+#include "ir/loop.h"
 #include "tessel/te.h"
 #include "tessel/tensor.h"
 
@@ -60,5 +63,9 @@ int test_remove_tree(const char *path);
 /* Remove the scratch directory and everything in it, if this process
  * made one (a suite's .fini); the next test_scratch_dir makes a new one. */
 void test_scratch_remove(void);
+
+/* Return the first store under "s", in program order, for which "want"
+ * is true, or NULL: where a test breaks a program on purpose. */
+loop_stmt *test_first_store(loop_stmt *s, bool (*want)(const loop_stmt *store));
 
 #endif

@@ -90,37 +90,17 @@ static loop_prog *program(fixture *f, int64_t factor, bool parallel)
 	return p;
 }
 
-/* Return the first store under "s" whose value is a constant (the
- * initialization of the accumulator), or NULL. */
-static loop_stmt *init_store(loop_stmt *s)
+/* Whether "s" stores a constant (the initialization of the accumulator). */
+static bool stores_a_constant(const loop_stmt *s)
 {
-	loop_stmt *found = NULL;
-	if (!s)
-		return NULL;
-	switch (s->kind) {
-	case LS_STORE:
-		return s->u.store.value->kind == LX_FLOAT ? s : NULL;
-	case LS_FOR:
-		return init_store(s->u.for_.body);
-	case LS_SEQ:
-		for (int i = 0; !found && i < s->u.seq.n; i++)
-			found = init_store(s->u.seq.items[i]);
-		return found;
-	case LS_IF:
-		found = init_store(s->u.if_.then_);
-		return found ? found : init_store(s->u.if_.else_);
-	case LS_ALLOC:
-		return init_store(s->u.alloc.body);
-	default:
-		return NULL;
-	}
+	return s->u.store.value->kind == LX_FLOAT;
 }
 
 /* The default program with its accumulator starting at 1, not 0. */
 static loop_prog *wrong_program(fixture *f)
 {
 	loop_prog *p = program(f, 0, false);
-	loop_stmt *s = init_store(p->body);
+	loop_stmt *s = test_first_store(p->body, stores_a_constant);
 	cr_assert(s);
 	s->u.store.value->u.fval = 1.0;
 	return p;
@@ -130,7 +110,7 @@ static loop_prog *wrong_program(fixture *f)
 static loop_prog *crashing_program(fixture *f)
 {
 	loop_prog *p = program(f, 0, false);
-	loop_stmt *s = init_store(p->body);
+	loop_stmt *s = test_first_store(p->body, stores_a_constant);
 	cr_assert(s);
 	s->u.store.index[0] = lx_int(p, (int64_t)1 << 40);
 	return p;

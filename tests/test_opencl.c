@@ -819,23 +819,10 @@ Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 	test_fixture_fini(&f);
 }
 
-/* Return the first store of "s" to an output, or NULL. */
-static loop_stmt *first_output_store(loop_stmt *s)
+/* Whether "s" stores into an output. */
+static bool stores_an_output(const loop_stmt *s)
 {
-	switch (s->kind) {
-	case LS_FOR: return first_output_store(s->u.for_.body);
-	case LS_ALLOC: return first_output_store(s->u.alloc.body);
-	case LS_SEQ:
-		for (int i = 0; i < s->u.seq.n; i++) {
-			loop_stmt *f = first_output_store(s->u.seq.items[i]);
-			if (f)
-				return f;
-		}
-		return NULL;
-	case LS_IF: return first_output_store(s->u.if_.then_);
-	case LS_STORE: return s->u.store.buf->is_output ? s : NULL;
-	default: return NULL;
-	}
+	return s->u.store.buf->is_output;
 }
 
 /* A candidate that crashes its batch's worker (a store a terabyte past
@@ -852,7 +839,7 @@ Test(opencl_tuner, a_crash_ends_the_batch_worker_and_the_next_candidate_gets_a_n
 	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
 	loop_prog *p[3] = { sch_program(st), sch_program(st), sch_program(st) };
 	cr_assert(p[0] && p[1] && p[2]);
-	loop_stmt *store = first_output_store(p[1]->body);
+	loop_stmt *store = test_first_store(p[1]->body, stores_an_output);
 	cr_assert(store);
 	store->u.store.index[0] = lx_add(p[1], store->u.store.index[0],
 		lx_int(p[1], (int64_t)1 << 38));

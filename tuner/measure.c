@@ -1017,13 +1017,12 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	}
 	char msg[sizeof(out->msg)] = "out of memory";
 	int r = -1;
-	bool worker_ok = !runner_of(m)->serves_batch ||
-		(m->worker = rt_worker_new(worker_main, m)) != NULL;
-	if (b.kernels && b.built && worker_ok &&
-		build_all(&b, todo < m->build_jobs ? todo : m->build_jobs) == 0)
-		r = run_all(m, &b, msg, sizeof(msg));
-	else if (b.kernels && b.built && worker_ok)
+	bool ready = b.kernels && b.built && (!runner_of(m)->serves_batch ||
+		(m->worker = rt_worker_new(worker_main, m)) != NULL);
+	if (ready && build_all(&b, todo < m->build_jobs ? todo : m->build_jobs))
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
+	else if (ready)
+		r = run_all(m, &b, msg, sizeof(msg));
 	rt_worker_free(m->worker);
 	m->worker = NULL;
 	if (r)

@@ -1220,8 +1220,7 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t mul
 	char *arg = step->args[pick->arg];
 	if (strcmp(step->prim, "annotate") == 0 &&
 	    strcmp(step->args[1], "min_blocks_per_sm") == 0) {
-		static const int64_t min_blocks_steps[3] = { 0, 2, 4 };
-		int64_t v = min_blocks_steps[sk_below(rng, 3)];
+		int64_t v = sk_min_blocks_steps[sk_below(rng, SK_MIN_BLOCKS_STEPS)];
 		if (v == pick->value)
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);

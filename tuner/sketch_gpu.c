@@ -197,16 +197,15 @@ static int64_t bound_extent(const sch_stage *s, loop_kind kind)
 	return 1;
 }
 
-/* The blocks per multiprocessor a kernel may ask for (min_blocks_per_sm),
- * and the threads those blocks may hold together at most: asking for
- * fewer than 256 threads caps nothing (255 registers a thread fit), for
- * more than 1024 leaves a thread under 64 registers. */
-static const int64_t min_blocks_choices[] = { 2, 4 };
+/* The threads the blocks a kernel asks a multiprocessor for
+ * (min_blocks_per_sm) may hold together: asking for 256 or fewer caps
+ * nothing (255 registers a thread fit), for more than 1024 leaves a
+ * thread under 64 registers. */
 #define MIN_BLOCKS_THREADS_MIN 256
 #define MIN_BLOCKS_THREADS_MAX 1024
 
 /* On CUDA, half of the time, annotate the block loop of the tiled stage
- * "s" with min_blocks_per_sm drawn from min_blocks_choices where it
+ * "s" with min_blocks_per_sm drawn from sk_min_blocks_steps where it
  * caps the registers of its block's threads (the register tile's
  * accumulators against the blocks that hide each other's waits; the
  * tuner measures which wins).  A refusal is fine. */
@@ -215,12 +214,12 @@ static void maybe_min_blocks(const tune_space *sp, sch_state *st, int s, uint64_
 	const sch_stage *ss = &st->stages[s];
 	int64_t threads = bound_extent(ss, LOOP_THREAD_X) * bound_extent(ss, LOOP_THREAD_Y) *
 		bound_extent(ss, LOOP_THREAD_Z);
-	int64_t fits[2];
+	int64_t fits[SK_MIN_BLOCKS_STEPS];
 	int n = 0;
-	for (size_t i = 0; i < sizeof(min_blocks_choices) / sizeof(*min_blocks_choices); i++) {
-		int64_t all = min_blocks_choices[i] * threads;
+	for (int i = 0; i < SK_MIN_BLOCKS_STEPS; i++) {
+		int64_t all = sk_min_blocks_steps[i] * threads;
 		if (all > MIN_BLOCKS_THREADS_MIN && all <= MIN_BLOCKS_THREADS_MAX)
-			fits[n++] = min_blocks_choices[i];
+			fits[n++] = sk_min_blocks_steps[i];
 	}
 	if (!sp->launch_bounds || n == 0 || !sk_chance(rng, 50))
 		return;

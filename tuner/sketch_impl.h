@@ -76,6 +76,12 @@ struct tune_space {
 	                           * that should fit a multiprocessor */
 };
 
+/* The blocks per multiprocessor a CUDA kernel may ask for
+ * (min_blocks_per_sm), 0 for none: GPU samples draw from the others,
+ * mutation redraws from all. */
+#define SK_MIN_BLOCKS_STEPS 3
+static const int64_t sk_min_blocks_steps[SK_MIN_BLOCKS_STEPS] = { 0, 2, 4 };
+
 /* The live spatial and reduction iters of a stage, in nest order. */
 typedef struct sk_nest {
 	int nspatial, nreduce;
