@@ -9,7 +9,7 @@
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH] [--time median|min]
- *                 [--raw] [--picks WORD]
+ *                 [--raw] [--picks WORD] [--bags K] [--bag-fraction F]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -54,7 +54,13 @@
  * default); training is unchanged.  "model" gives the records the model
  * chose itself, "random" those it did not (docs/cost-model.md, "The
  * later records are the model's own picks"); records of stores before
- * schema version 3 have no pick and are never scored with it. */
+ * schema version 3 have no pick and are never scored with it.
+ *
+ * --bags K scores with the mean of K models instead of one, each trained
+ * on its own random draw of --bag-fraction (0.7) of the training rows,
+ * without replacement, and its own seed: a bagged ensemble, the way some
+ * tuners estimate the model's uncertainty (docs/cost-model.md, "Tried
+ * and not adopted"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +106,8 @@ typedef struct options {
 	bool raw;               /* --raw: times as measured, not over their
 	                         * batch's scale */
 	const char *picks;      /* --picks: score only records of this pick */
+	int bags;               /* --bags K: the mean of K models */
+	double bag_fraction;    /* of the training rows each of them sees */
 	tune_cost_model_opts model;
 } options;
 
@@ -302,54 +310,100 @@ static void dump_scores(const rows *t, const split *s, const double *seconds,
 	fclose(f);
 }
 
-/* Train a model with "o" on the rows "s->train" of "t", score it on
- * "s->test".  Return 0 or -1 (the reason printed). */
-static int evaluate(const rows *t, const split *s, const options *o, score *out)
+/* Copy the features, times and tasks of the rows "idx"[0..n) of "t" into
+ * "x", "sec" and "task", and their normalized throughputs into "y".
+ * Return 0 or -1. */
+static int gather(const rows *t, const int *idx, int n, float *x, double *sec,
+	uint32_t *task, float *y)
 {
-	int n = s->ntrain > s->ntest ? s->ntrain : s->ntest;
+	for (int i = 0; i < n; i++) {
+		int r = idx[i];
+		memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES,
+			t->x + (size_t)r * TUNE_PROGRAM_FEATURES,
+			TUNE_PROGRAM_FEATURES * sizeof(float));
+		sec[i] = t->seconds[r];
+		task[i] = t->task[r];
+	}
+	return tune_normalize_throughput(sec, task, n, y);
+}
+
+/* Train one model with "o" (its seed "seed") on the rows "idx"[0..n) of
+ * "t" and add its scores of the "ntest" rows "testx" to "sum".  Return 0
+ * or -1 (the reason in "err"). */
+static int train_and_add(const rows *t, const int *idx, int n, const options *o,
+	uint64_t seed, const float *testx, int ntest, float *sum, char *err, size_t errlen)
+{
 	float *x = malloc((size_t)n * TUNE_PROGRAM_FEATURES * sizeof(float));
-	float *y = malloc((size_t)n * sizeof(float)), *pred = malloc((size_t)n * sizeof(float));
+	float *y = malloc((size_t)n * sizeof(float));
+	float *pred = malloc((size_t)ntest * sizeof(float));
 	double *sec = malloc((size_t)n * sizeof(double));
 	uint32_t *task = malloc((size_t)n * sizeof(uint32_t));
-	char err[1024] = "";
+	tune_cost_model_opts mo = o->model;
+	mo.seed = seed;
+	tune_cost_model *m = NULL;
 	int rc = x && y && pred && sec && task ? 0 : -1;
-	const int *sets[2] = { s->train, s->test };
-	int counts[2] = { s->ntrain, s->ntest };
-	tune_cost_model *m = rc ? NULL : tune_cost_model_new(TUNE_PROGRAM_FEATURES, &o->model,
-		err, sizeof(err));
-	for (int k = 0; k < 2 && m && rc == 0; k++) {
-		for (int i = 0; i < counts[k]; i++) {
-			int r = sets[k][i];
-			memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES,
-				t->x + (size_t)r * TUNE_PROGRAM_FEATURES,
-				TUNE_PROGRAM_FEATURES * sizeof(float));
-			sec[i] = t->seconds[r];
-			task[i] = t->task[r];
-		}
-		rc = tune_normalize_throughput(sec, task, counts[k], y);
-		if (rc == 0 && k == 0)
-			relabel(y, task, counts[k], o->label);
-		if (rc == 0 && k == 0)
-			rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task,
-				counts[k], err, sizeof(err));
-		else if (rc == 0)
-			rc = tune_cost_model_predict(m, x, TUNE_PROGRAM_FEATURES, counts[k], pred,
-				err, sizeof(err));
+	if (rc == 0)
+		rc = gather(t, idx, n, x, sec, task, y);
+	if (rc == 0) {
+		relabel(y, task, n, o->label);
+		m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, err, errlen);
+		rc = m ? 0 : -1;
 	}
-	if (!m || rc)
-		fprintf(stderr, "model_records: %s\n", err[0] ? err : "out of memory");
-	else {
-		out->all = tune_pairwise_accuracy(pred, y, task, s->ntest);
-		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, s->ntest, o->margin);
-		dump_scores(t, s, sec, pred, o->dump);
-	}
+	if (rc == 0)
+		rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task, n, err, errlen);
+	if (rc == 0)
+		rc = tune_cost_model_predict(m, testx, TUNE_PROGRAM_FEATURES, ntest, pred,
+			err, errlen);
+	for (int i = 0; rc == 0 && i < ntest; i++)
+		sum[i] += pred[i];
 	tune_cost_model_free(m);
 	free(x);
 	free(y);
 	free(pred);
 	free(sec);
 	free(task);
-	return m && rc == 0 ? 0 : -1;
+	return rc;
+}
+
+/* Train a model with "o" on the rows "s->train" of "t", score it on
+ * "s->test".  With --bags K > 1 the score of a row is the mean of K
+ * models, each trained on its own random --bag-fraction of the training
+ * rows with its own seed.  Return 0 or -1 (the reason printed). */
+static int evaluate(const rows *t, const split *s, const options *o, score *out)
+{
+	int ntest = s->ntest, nbag = o->bags > 1 ?
+		(int)ceil(o->bag_fraction * s->ntrain) : s->ntrain;
+	float *x = malloc((size_t)ntest * TUNE_PROGRAM_FEATURES * sizeof(float));
+	float *y = malloc((size_t)ntest * sizeof(float));
+	float *pred = calloc((size_t)ntest, sizeof(float));
+	double *sec = malloc((size_t)ntest * sizeof(double));
+	uint32_t *task = malloc((size_t)ntest * sizeof(uint32_t));
+	int *bag = malloc((size_t)s->ntrain * sizeof(int));
+	char err[1024] = "";
+	int rc = x && y && pred && sec && task && bag ? 0 : -1;
+	if (rc == 0)
+		rc = gather(t, s->test, ntest, x, sec, task, y);
+	for (int b = 0; rc == 0 && b < (o->bags > 1 ? o->bags : 1); b++) {
+		memcpy(bag, s->train, (size_t)s->ntrain * sizeof(int));
+		if (o->bags > 1)
+			shuffle(bag, s->ntrain, o->model.seed * 7919 + (uint64_t)b + 1);
+		rc = train_and_add(t, bag, nbag, o, o->model.seed + (uint64_t)b, x, ntest, pred,
+			err, sizeof(err));
+	}
+	if (rc)
+		fprintf(stderr, "model_records: %s\n", err[0] ? err : "out of memory");
+	else {
+		out->all = tune_pairwise_accuracy(pred, y, task, ntest);
+		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, ntest, o->margin);
+		dump_scores(t, s, sec, pred, o->dump);
+	}
+	free(x);
+	free(y);
+	free(pred);
+	free(sec);
+	free(task);
+	free(bag);
+	return rc ? -1 : 0;
 }
 
 /* Split the rows of workload "w" of "t" into "s" under "o"; return 0, 1
@@ -565,7 +619,7 @@ static int pooled(const rows *t, const options *o)
 static int parse_args(int argc, char **argv, options *o)
 {
 	*o = (options){ .ntrain = 500, .margin = 1.03, .label = "throughput", .fastest = true,
-		.model = tune_cost_model_opts_default() };
+		.bags = 1, .bag_fraction = 0.7, .model = tune_cost_model_opts_default() };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		bool flag = true;
@@ -622,6 +676,10 @@ static int parse_args(int argc, char **argv, options *o)
 			o->dump = v;
 		else if (strcmp(a, "--picks") == 0)
 			o->picks = v;
+		else if (strcmp(a, "--bags") == 0)
+			o->bags = atoi(v);
+		else if (strcmp(a, "--bag-fraction") == 0)
+			o->bag_fraction = atof(v);
 		else if (strcmp(a, "--time") == 0 && (strcmp(v, "min") == 0 ||
 			strcmp(v, "median") == 0))
 			o->fastest = strcmp(v, "min") == 0;
@@ -629,7 +687,8 @@ static int parse_args(int argc, char **argv, options *o)
 			return -1;
 		i++;
 	}
-	return o->path && o->ntrain >= 1 && o->next >= 0 &&
+	return o->path && o->ntrain >= 1 && o->next >= 0 && o->bags >= 1 &&
+		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
 		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) && o->others >= 0 && o->margin >= 1 &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
@@ -642,7 +701,7 @@ int main(int argc, char **argv)
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
-			"[--time median|min] [--raw] [--picks WORD]\n");
+			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F]\n");
 		return 1;
 	}
 	char err[1024];
