@@ -383,7 +383,7 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 	int rc = x && y && pred && sec && task && bag ? 0 : -1;
 	if (rc == 0)
 		rc = gather(t, s->test, ntest, x, sec, task, y);
-	for (int b = 0; rc == 0 && b < (o->bags > 1 ? o->bags : 1); b++) {
+	for (int b = 0; rc == 0 && b < o->bags; b++) {
 		memcpy(bag, s->train, (size_t)s->ntrain * sizeof(int));
 		if (o->bags > 1)
 			shuffle(bag, s->ntrain, o->model.seed * 7919 + (uint64_t)b + 1);
