@@ -59,25 +59,21 @@ void cg_error(cg_printer *pr, const char *fmt, ...)
 /* Start a line of "pr" at its indentation with the printf-formatted "fmt". */
 void cg_line(cg_printer *pr, const char *fmt, ...)
 {
-	char text[1024];
 	va_list ap;
 	for (int i = 0; i < pr->depth; i++)
 		te_sb_puts(pr->out, "\t");
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	te_sb_vprintf(pr->out, fmt, ap);
 	va_end(ap);
-	te_sb_puts(pr->out, text);
 }
 
 /* Continue the current line of "pr" with the printf-formatted "fmt". */
 void cg_put(cg_printer *pr, const char *fmt, ...)
 {
-	char text[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	te_sb_vprintf(pr->out, fmt, ap);
 	va_end(ap);
-	te_sb_puts(pr->out, text);
 }
 
 /* Return a copy of "s" that lives as long as "pr". */

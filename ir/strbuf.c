@@ -20,19 +20,25 @@ static void reserve(te_strbuf *sb, size_t extra)
 	sb->cap = cap;
 }
 
+void te_sb_vprintf(te_strbuf *sb, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	if (n >= 0) {
+		reserve(sb, (size_t)n);
+		vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, again);
+		sb->len += (size_t)n;
+	}
+	va_end(again);
+}
+
 void te_sb_printf(te_strbuf *sb, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	te_sb_vprintf(sb, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	reserve(sb, (size_t)n);
-	va_start(ap, fmt);
-	vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	sb->len += (size_t)n;
 }
 
 void te_sb_puts(te_strbuf *sb, const char *s)

@@ -14,6 +14,9 @@ typedef struct te_strbuf {
 /* Append printf-formatted text to "sb".  Aborts on out-of-memory. */
 void te_sb_printf(te_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same with a va_list. */
+void te_sb_vprintf(te_strbuf *sb, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 void te_sb_puts(te_strbuf *sb, const char *s);
 /* Return the text of "sb" (never NULL) and keep ownership in "sb". */
 const char *te_sb_str(te_strbuf *sb);
