@@ -7,11 +7,13 @@
  * parallel bodies, then the kernel.
  *
  * Allocations: buffers of at most CPU_STACK_BYTES are arrays declared
- * where the allocation is, aligned to 64 bytes; larger ones are allocated
- * with aligned_alloc once, at the entry of the function that contains
- * them (the kernel or the outlined body, so once per thread's chunk
- * rather than once per loop iteration), and freed before it returns.  A
- * failed allocation makes the kernel return 1.
+ * where the allocation is, aligned to 64 bytes; larger ones are taken
+ * from the runtime's workspace (env->workspace_alloc) once, at the entry
+ * of the function that contains them (the kernel or the outlined body,
+ * so once per thread's chunk rather than once per loop iteration), and
+ * given back before it returns: the runtime keeps them for the next call
+ * (runtime/workspace.h says why not malloc).  A failed allocation makes
+ * the kernel return 1.
  *
  * Vector loops (LOOP_VECTORIZED, constant extent, no loop inside): the
  * body is printed once on vectors of "lanes" elements when every access
@@ -46,6 +48,15 @@ static const char kernel_abi[] =
 	"\tvoid (*parallel_for)(const struct tessel_kernel_env *env, int64_t n,\n"
 	"\t\ttessel_parallel_body body, void *closure);\n"
 	"\tvoid *pool;\n"
+	"\t/* Return \"bytes\" bytes of scratch memory aligned to 64 bytes for the\n"
+	"\t * calling thread, or NULL when memory runs out.  Kernels take their\n"
+	"\t * large temporaries here rather than from malloc, so that a runtime\n"
+	"\t * can keep them from one call to the next. */\n"
+	"\tvoid *(*workspace_alloc)(const struct tessel_kernel_env *env, size_t bytes);\n"
+	"\t/* Give back the last \"count\" blocks workspace_alloc gave the calling\n"
+	"\t * thread, last first (by count, so that no pointer to scratch memory\n"
+	"\t * escapes the kernel). */\n"
+	"\tvoid (*workspace_pop)(const struct tessel_kernel_env *env, int count);\n"
 	"} tessel_kernel_env;\n"
 	"\n"
 	"/* A kernel: \"args\" holds one data pointer per buffer argument (inputs,\n"
@@ -301,26 +312,42 @@ static void print_failure(cg_printer *pr)
 		cg_line(pr, "status = 1;\n");
 }
 
+/* The helper through which kernels take workspace: not inlined and
+ * declared malloc-like, so that the compiler knows that what it returns
+ * aliases nothing else, as it knew of aligned_alloc (inlined, the kernel
+ * lost that, and a conv2d ran 3.4 times slower). */
+static const char workspace_helper[] =
+	"static __attribute__((noinline, malloc, assume_aligned(64), alloc_size(2)))\n"
+	"void *tsl_workspace(const tessel_kernel_env *env, size_t bytes)\n"
+	"{\n"
+	"\treturn env->workspace_alloc(env, bytes);\n"
+	"}\n";
+
 /* Print the allocations "heap" at the entry of the current function, and
- * what it does when one fails: free the others and return. */
+ * what it does when one fails: give back the others and return. */
 static void print_heap_entry(cg_printer *pr, const cpu_list *heap)
 {
 	char type[128];
 	if (!heap->n)
 		return;
+	cg_need_helper(pr, "tsl_workspace", workspace_helper);
 	for (int i = 0; i < heap->n; i++) {
 		const loop_buffer *b = heap->item[i];
 		pointer_type(pr, b, type, sizeof(type));
-		cg_line(pr, "%s %s = aligned_alloc(%d, %lld);\n", type,
-			buffer_name(pr, b), CPU_ALIGN, (long long)alloc_bytes(b));
+		cg_line(pr, "%s %s = tsl_workspace(env, %lld);\n", type,
+			buffer_name(pr, b), (long long)alloc_bytes(b));
 	}
 	cg_line(pr, "if (");
 	for (int i = 0; i < heap->n; i++)
 		cg_put(pr, "%s!%s", i ? " || " : "", buffer_name(pr, heap->item[i]));
 	cg_put(pr, ") {\n");
 	pr->depth++;
-	for (int i = 0; heap->n > 1 && i < heap->n; i++)
-		cg_line(pr, "free(%s);\n", buffer_name(pr, heap->item[i]));
+	if (heap->n > 1) {
+		cg_line(pr, "env->workspace_pop(env, ");
+		for (int i = 0; i < heap->n; i++)
+			cg_put(pr, "%s(%s != 0)", i ? " + " : "", buffer_name(pr, heap->item[i]));
+		cg_put(pr, ");\n");
+	}
 	if (pr->fn->outlined) {
 		print_failure(pr);
 		cg_line(pr, "return;\n");
@@ -331,11 +358,11 @@ static void print_heap_entry(cg_printer *pr, const cpu_list *heap)
 	cg_line(pr, "}\n");
 }
 
-/* Print the frees of the allocations "heap", last first. */
+/* Print the return of the allocations "heap" to the workspace. */
 static void print_heap_exit(cg_printer *pr, const cpu_list *heap)
 {
-	for (int i = heap->n - 1; i >= 0; i--)
-		cg_line(pr, "free(%s);\n", buffer_name(pr, heap->item[i]));
+	if (heap->n)
+		cg_line(pr, "env->workspace_pop(env, %d);\n", heap->n);
 }
 
 /* Print the allocation "s": an aligned array where it is for a small
@@ -362,7 +389,7 @@ typedef struct captures {
 	cpu_list inner_bufs;    /* allocated inside the loop */
 	cpu_list vars;          /* captured variables, by id */
 	cpu_list bufs;          /* captured buffers, arguments first */
-	bool env;               /* runs a parallel loop itself */
+	bool env;               /* runs a parallel loop or allocates itself */
 	bool status;            /* may fail */
 } captures;
 
@@ -497,6 +524,7 @@ static void gather_captures(cg_printer *pr, const loop_stmt *s, captures *c)
 	capture_expr(pr, c, s->u.for_.min);
 	capture_stmt(pr, c, s->u.for_.body, false);
 	c->status = parallel_may_fail(s);
+	c->env |= c->status;
 	sort_buffers(pr, &c->bufs);
 	sort_vars(&c->vars);
 }
@@ -1718,9 +1746,6 @@ static void cpu_print_loop(cg_printer *pr, const loop_stmt *s)
 
 /* ---- the file ----------------------------------------------------------------- */
 
-/* Print the statements of a function: heap allocations, "status" when a
- * parallel loop may fail, "body" (inside the chunk loop of "own_loop",
- * for an outlined function), frees. */
 /* Print the statements of a function: heap allocations, "status" when a
  * parallel loop inside may fail, "body" (inside the chunk loop of
  * "own_loop" for an outlined function), frees, and the kernel's return. */

@@ -22,6 +22,7 @@
 
 #include "runtime/target.h"
 #include "runtime/threadpool.h"
+#include "runtime/workspace.h"
 
 #define CACHE_LINE 64
 #define SPIN_CHECK_CLOCK_EVERY 64
@@ -386,10 +387,24 @@ void rt_pool_set_spin(rt_pool *pool, long spin_ns)
 	atomic_store(&pool->spin_ns, spin_ns < 0 ? 0 : spin_ns);
 }
 
+static void *env_workspace_alloc(const tessel_kernel_env *env, size_t bytes)
+{
+	(void)env;
+	return rt_workspace_alloc(bytes);
+}
+
+static void env_workspace_pop(const tessel_kernel_env *env, int count)
+{
+	(void)env;
+	rt_workspace_pop(count);
+}
+
 /* Fill "env" for "pool"; see threadpool.h. */
 void rt_pool_env(rt_pool *pool, tessel_kernel_env *env)
 {
 	env->num_threads = pool ? pool->num_threads : 1;
 	env->parallel_for = rt_parallel_for;
 	env->pool = pool;
+	env->workspace_alloc = env_workspace_alloc;
+	env->workspace_pop = env_workspace_pop;
 }

@@ -60,8 +60,9 @@ void rt_pool_set_spin(rt_pool *pool, long spin_ns);
 int rt_pool_bind(rt_pool *pool);
 
 /* Fill "env" so that kernels run their parallel loops on "pool": its thread
- * count, rt_parallel_for, and "pool".  A NULL "pool" gives a serial
- * environment (one thread, loops run inline). */
+ * count, rt_parallel_for, and "pool"; and take their scratch memory from
+ * the calling thread's workspace (runtime/workspace.h).  A NULL "pool"
+ * gives a serial environment (one thread, loops run inline). */
 void rt_pool_env(rt_pool *pool, tessel_kernel_env *env);
 
 /* Run "body" over [0, "n") with "closure", split into contiguous chunks of

@@ -18,6 +18,7 @@
 #include "ir/te_impl.h"
 #include "runtime/module.h"
 #include "runtime/threadpool.h"
+#include "runtime/workspace.h"
 #include "schedule/random.h"
 #include "schedule/state.h"
 #include "tessel/kernel.h"
@@ -963,7 +964,7 @@ Test(codegen, allocation_on_the_stack)
 	loop_prog *p = temporary(16, LOOP_LOCAL);
 	char *src = check_program(p, 64, 1, NULL);
 	expect_text(src, "float T[16] __attribute__((aligned(64)));", true);
-	expect_text(src, "aligned_alloc", false);
+	expect_text(src, "tsl_workspace", false);
 	free(src);
 	loop_prog_free(p);
 }
@@ -972,8 +973,8 @@ Test(codegen, allocation_on_the_heap)
 {
 	loop_prog *p = temporary(100000, LOOP_GLOBAL);
 	char *src = check_program(p, 64, 1, NULL);
-	expect_text(src, "float *restrict T = aligned_alloc(64, 400000);", true);
-	expect_text(src, "\tfree(T);\n\treturn 0;\n", true);
+	expect_text(src, "float *restrict T = tsl_workspace(env, 400000);", true);
+	expect_text(src, "\tenv->workspace_pop(env, 1);\n\treturn 0;\n", true);
 	free(src);
 	loop_prog_free(p);
 }
@@ -1012,6 +1013,45 @@ Test(codegen, allocation_in_parallel_body)
 	expect_text(src, "status", false);
 	free(src);
 	loop_prog_free(p);
+}
+
+/* A heap temporary comes from the runtime's workspace: every block a
+ * call takes is given back, and the next call reuses it, from the
+ * kernel and from the chunks of a parallel body. */
+Test(codegen, heap_temporaries_reuse_the_workspace)
+{
+	for (int outlined = 0; outlined < 2; outlined++) {
+		loop_prog *p = outlined ? parallel_temporary(20000)
+			: temporary(100000, LOOP_GLOBAL);
+		kernel k;
+		build_with(p, 64, NULL, &k);
+		int64_t n = outlined ? 4 * 20000 : 100000;
+		float *a = calloc((size_t)n, sizeof(float));
+		float *b = calloc((size_t)n, sizeof(float));
+		void *args[2] = { a, b };
+		rt_pool *pool = rt_pool_new(outlined ? 2 : 1);
+		tessel_kernel_env env;
+		rt_pool_env(pool, &env);
+		rt_workspace_release();
+		cr_expect_eq(k.fn(args, &env), 0);
+		cr_expect_eq(rt_workspace_taken(), 0);
+		void *first = rt_workspace_alloc(outlined ? 20000 * 4 : 100000 * 4);
+		rt_workspace_pop(1);
+		for (int call = 0; call < 3; call++) {
+			cr_expect_eq(k.fn(args, &env), 0);
+			cr_expect_eq(rt_workspace_taken(), 0);
+		}
+		void *again = rt_workspace_alloc(outlined ? 20000 * 4 : 100000 * 4);
+		cr_expect_eq(again, first, "the calls took and gave back the block kept");
+		rt_workspace_pop(1);
+		rt_workspace_release();
+		rt_pool_free(pool);
+		rt_module_close(k.module);
+		free(k.source);
+		free(a);
+		free(b);
+		loop_prog_free(p);
+	}
 }
 
 /* An allocation the system refuses makes the kernel return 1, from the

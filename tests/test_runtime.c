@@ -26,6 +26,7 @@
 #include "runtime/target.h"
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"
+#include "runtime/workspace.h"
 #include "tessel/kernel.h"
 #include "tests/support.h"
 
@@ -404,6 +405,100 @@ static void check_round_trip(const rt_cpu_target *t)
 	rt_cpu_target_print(&back, second, sizeof second);
 	cr_assert_str_eq(first, second);
 }
+
+/* ---- workspace ------------------------------------------------------------- */
+
+/* Blocks are aligned, usable, counted while taken, and given back in
+ * the reverse order they were taken, by count. */
+Test(workspace, blocks_are_aligned_counted_and_popped_by_count)
+{
+	rt_workspace_release();
+	char *p[3];
+	for (int i = 0; i < 3; i++) {
+		p[i] = rt_workspace_alloc((size_t)(1000 * (i + 1)));
+		cr_assert(p[i]);
+		cr_expect_eq((uintptr_t)p[i] % RT_WORKSPACE_ALIGN, 0);
+		memset(p[i], i + 1, (size_t)(1000 * (i + 1)));
+		cr_expect_eq(rt_workspace_taken(), i + 1);
+	}
+	cr_expect_eq(p[0][999], 1);
+	cr_expect_eq(p[1][1999], 2);
+	rt_workspace_pop(1);
+	cr_expect_eq(rt_workspace_taken(), 2);
+	cr_expect_eq(rt_workspace_alloc(3000), p[2], "the last block given back is reused");
+	rt_workspace_pop(10);
+	cr_expect_eq(rt_workspace_taken(), 0);
+	void *zero = rt_workspace_alloc(0);
+	cr_expect(zero);
+	rt_workspace_pop(1);
+	rt_workspace_release();
+}
+
+/* A request takes the smallest kept block that holds it, but never one
+ * more than about twice its size. */
+Test(workspace, the_smallest_fitting_block_is_reused)
+{
+	rt_workspace_release();
+	void *big = rt_workspace_alloc(1 << 20);
+	void *mid = rt_workspace_alloc(300000);
+	void *small = rt_workspace_alloc(100000);
+	rt_workspace_pop(3);
+	cr_expect_eq(rt_workspace_alloc(250000), mid);
+	cr_expect_eq(rt_workspace_alloc(90000), small);
+	void *tiny = rt_workspace_alloc(1000);
+	cr_expect(tiny != big && tiny != mid && tiny != small,
+		"a 1000-byte request takes no block of 100 KB or more");
+	cr_expect_eq(rt_workspace_alloc(1 << 20), big);
+	rt_workspace_pop(4);
+	rt_workspace_release();
+}
+
+/* A full cache keeps the largest blocks: of ten given back, the eight
+ * largest are reused. */
+Test(workspace, a_full_cache_keeps_the_largest_blocks)
+{
+	rt_workspace_release();
+	enum { N = RT_WORKSPACE_CACHED + 2 };
+	void *p[N];
+	for (int i = 0; i < N; i++)
+		p[i] = rt_workspace_alloc((size_t)(100000 * (i + 1)));
+	rt_workspace_pop(N);
+	for (int i = N - 1; i >= N - RT_WORKSPACE_CACHED; i--)
+		cr_expect_eq(rt_workspace_alloc((size_t)(100000 * (i + 1))), p[i],
+			"block %d kept", i);
+	rt_workspace_pop(RT_WORKSPACE_CACHED);
+	rt_workspace_release();
+}
+
+/* A request memory cannot hold returns NULL and takes nothing. */
+Test(workspace, an_impossible_request_returns_null)
+{
+	cr_expect_null(rt_workspace_alloc(SIZE_MAX - 10));
+	cr_expect_eq(rt_workspace_taken(), 0);
+}
+
+static void *take_and_exit(void *arg)
+{
+	(void)arg;
+	void *kept = rt_workspace_alloc(200000);
+	void *held = rt_workspace_alloc(300000);
+	rt_workspace_pop(1);
+	return (void *)(uintptr_t)(kept && held && rt_workspace_taken() == 1);
+}
+
+/* Each thread has its own blocks, freed when it exits, those it still
+ * holds taken as well (the sanitizer build reports a leak otherwise). */
+Test(workspace, threads_have_their_own_blocks_freed_at_exit)
+{
+	rt_workspace_release();
+	pthread_t t;
+	void *ok = NULL;
+	cr_assert_eq(pthread_create(&t, NULL, take_and_exit, NULL), 0);
+	cr_assert_eq(pthread_join(t, &ok), 0);
+	cr_expect(ok);
+	cr_expect_eq(rt_workspace_taken(), 0, "this thread took nothing");
+}
+
 
 Test(target, host_is_sane)
 {

@@ -26,6 +26,7 @@
 #include "runtime/cuda.h"
 #include "runtime/isolate.h"
 #include "runtime/threadpool.h"
+#include "runtime/workspace.h"
 #include "tuner/measure.h"
 #include "tuner/round_robin.h"
 #include "tuner/runner_cuda.h"
@@ -530,6 +531,7 @@ static tune_error time_kernel(const tune_measurer *m, worker_report *rep)
 	kernel_call call = { job->kernel->cpu.fn, m->args, &env, 0 };
 	int r = rt_time(call_kernel, &call, &job->timer, &rep->timing);
 	rt_pool_free(pool);
+	rt_workspace_release();
 	if (call.status)
 		snprintf(rep->msg, sizeof(rep->msg), "the kernel returned an error (out of memory?)");
 	else if (r == RT_TIME_TIMEOUT)
@@ -892,6 +894,7 @@ static int together_main(void *arg)
 		tune_rr_time(j->n, run_candidate, j, j->plans, j->budget_s, j->b->stop,
 			j->logs);
 		rt_pool_free(pool);
+		rt_workspace_release();
 		r = j->status != 0;
 	}
 	for (int i = 0; i < loaded; i++)

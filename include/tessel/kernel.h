@@ -5,6 +5,7 @@
 #ifndef TESSEL_KERNEL_H
 #define TESSEL_KERNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The body of a parallel loop, outlined: run iterations [begin, end). */
@@ -18,6 +19,15 @@ typedef struct tessel_kernel_env {
 	void (*parallel_for)(const struct tessel_kernel_env *env, int64_t n,
 		tessel_parallel_body body, void *closure);
 	void *pool;
+	/* Return "bytes" bytes of scratch memory aligned to 64 bytes for the
+	 * calling thread, or NULL when memory runs out.  Kernels take their
+	 * large temporaries here rather than from malloc, so that a runtime
+	 * can keep them from one call to the next. */
+	void *(*workspace_alloc)(const struct tessel_kernel_env *env, size_t bytes);
+	/* Give back the last "count" blocks workspace_alloc gave the calling
+	 * thread, last first (by count, so that no pointer to scratch memory
+	 * escapes the kernel). */
+	void (*workspace_pop)(const struct tessel_kernel_env *env, int count);
 } tessel_kernel_env;
 
 /* A kernel: "args" holds one data pointer per buffer argument (inputs,
