@@ -312,10 +312,11 @@ static void print_failure(cg_printer *pr)
 		cg_line(pr, "status = 1;\n");
 }
 
-/* The helper through which kernels take workspace: not inlined and
- * declared malloc-like, so that the compiler knows that what it returns
- * aliases nothing else, as it knew of aligned_alloc (inlined, the kernel
- * lost that, and a conv2d ran 3.4 times slower). */
+/* The helper through which kernels take workspace: declared malloc-like,
+ * so that the compiler knows that what it returns aliases nothing else,
+ * as it knew of aligned_alloc, and not inlined, since gcc forgets the
+ * attribute of a function it inlined (a conv2d's inner loop then
+ * reloaded its weights after every store to the accumulator). */
 static const char workspace_helper[] =
 	"static __attribute__((noinline, malloc, assume_aligned(64), alloc_size(2)))\n"
 	"void *tsl_workspace(const tessel_kernel_env *env, size_t bytes)\n"
