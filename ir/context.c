@@ -7,6 +7,7 @@
 #include <isl/ctx.h>
 #include <isl/options.h>
 
+#include "ir/isl_text.h"
 #include "ir/te_impl.h"
 
 tessel_ctx *tessel_ctx_new(void)
@@ -18,6 +19,7 @@ void tessel_ctx_free(tessel_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	te_isl_text_cache_free(ctx->isl_texts);
 	if (ctx->isl)
 		isl_ctx_free(ctx->isl);
 	free(ctx);

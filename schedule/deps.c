@@ -11,6 +11,7 @@
 #include <isl/ctx.h>
 #include <isl/set.h>
 
+#include "ir/isl_text.h"
 #include "ir/te_impl.h"
 #include "schedule/deps.h"
 
@@ -102,7 +103,7 @@ int sch_loop_carries_dependence(sch_state *st, int stage, int pos, bool *carried
 	te_sb_free(&x);
 	te_sb_free(&y);
 	te_sb_puts(&sb, " }");
-	isl_set *pairs = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	isl_set *pairs = te_isl_read_set(st->ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	if (!pairs)
 		return te_error(st->ctx, TESSEL_ERR_INTERNAL, (tessel_loc){ NULL, 0, 0 },

@@ -21,6 +21,7 @@
 #include <isl/set.h>
 #include <isl/val.h>
 
+#include "ir/isl_text.h"
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
@@ -126,9 +127,9 @@ static void add_read(region_walk *w, const text_env *env, const tessel_expr *e)
 		}
 	}
 	te_sb_puts(&sb, ") }");
-	isl_ctx *ctx = te_isl(w->st->ctx);
-	isl_set *s = w->map ? isl_map_wrap(isl_map_read_from_str(ctx, te_sb_str(&sb))) :
-		isl_set_read_from_str(ctx, te_sb_str(&sb));
+	tessel_ctx *ctx = w->st->ctx;
+	isl_set *s = w->map ? isl_map_wrap(te_isl_read_map(ctx, te_sb_str(&sb))) :
+		te_isl_read_set(ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	if (!s) {
 		w->failure = "ISL rejected the read";
@@ -329,7 +330,7 @@ static isl_set *loop_box(sch_state *st, const sch_stage *c, int pos,
 			te_sb_printf(&sb, " and 0 <= q%d <= %lld", k,
 				(long long)largest_value(c, k));
 	te_sb_puts(&sb, " }");
-	isl_set *box = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	isl_set *box = te_isl_read_set(st->ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	return isl_set_align_params(box, params);
 }
@@ -456,7 +457,7 @@ static isl_set *domain_set(sch_state *st, const tessel_stage *t)
 	for (int d = 0; d < t->ndim; d++)
 		te_sb_printf(&dom, " and 0 <= p%d < %lld", d, (long long)t->extent[d]);
 	te_sb_puts(&dom, " }");
-	isl_set *domain = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&dom));
+	isl_set *domain = te_isl_read_set(st->ctx, te_sb_str(&dom));
 	te_sb_free(&dom);
 	return domain;
 }
@@ -562,7 +563,7 @@ int sch_write_region(sch_state *st, const sch_stage *p, int pos, sch_region *r)
 	for (int d = 0; d < p->te->ndim; d++)
 		te_sb_printf(&sb, " and p%d = x%d", d, d);
 	te_sb_puts(&sb, ") }");
-	isl_set *region = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	isl_set *region = te_isl_read_set(st->ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	if (!region)
 		return sch_refuse(st, "ISL rejected the region written by '%s'", p->name);
@@ -672,7 +673,7 @@ static isl_set *root_loops(sch_state *st, const sch_stage *c, int pos)
 		if (block_param(c, p, pos))
 			te_sb_printf(&sb, " and x%d = w%d", c->leaves[p], p);
 	te_sb_puts(&sb, ") }");
-	isl_set *s = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	isl_set *s = te_isl_read_set(st->ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	return s;
 }
@@ -739,7 +740,7 @@ static isl_set *block_box(sch_state *st, const sch_stage *x, int pos, const sch_
 			te_sb_printf(&sb, " and 0 <= w%d < %lld", p,
 				(long long)c->iters[c->leaves[p]].extent);
 	te_sb_puts(&sb, " }");
-	isl_set *w = isl_set_read_from_str(te_isl(st->ctx), te_sb_str(&sb));
+	isl_set *w = te_isl_read_set(st->ctx, te_sb_str(&sb));
 	te_sb_free(&sb);
 	isl_set *q = loop_box(st, x, pos, isl_space_copy(params));
 	return isl_set_intersect_params(q, isl_set_align_params(w, params));

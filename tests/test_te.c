@@ -1,13 +1,20 @@
 /* Tests of the .te language and tensor expressions: golden normalized
  * prints, print/parse round trips, inference, binding, structural equality
- * and hashing, and every diagnostic in tests/te/errors (NAME.te beside the
- * expected NAME.err). */
+ * and hashing, every diagnostic in tests/te/errors (NAME.te beside the
+ * expected NAME.err), and the ISL texts a context remembers. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <isl/ctx.h>
+#include <isl/map.h>
+#include <isl/set.h>
+#include <isl/val.h>
+
+#include "ir/isl_text.h"
+#include "ir/te_impl.h"
 #include "tessel/te.h"
 
 #define TE_DIR TESSEL_SOURCE_DIR "/tests/te"
@@ -391,4 +398,64 @@ Test(diagnostics, golden_errors)
 	}
 	closedir(dir);
 	cr_expect_gt(count, 20);
+}
+
+/* ---- ISL texts ------------------------------------------------------------- */
+
+/* A text read twice gives the same set, as ISL reads it, both times. */
+Test(isl_text, a_text_read_again_is_the_same_set)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	const char *text = "[n] -> { [i, j] : 0 <= i < n and 0 <= j <= i }";
+	isl_set *a = te_isl_read_set(ctx, text);
+	isl_set *b = te_isl_read_set(ctx, text);
+	isl_set *direct = isl_set_read_from_str(te_isl(ctx), text);
+	cr_assert(a && b && direct);
+	cr_expect(isl_set_is_equal(a, direct) == isl_bool_true);
+	cr_expect(isl_set_is_equal(b, direct) == isl_bool_true);
+	isl_set_free(a);
+	isl_set_free(b);
+	isl_set_free(direct);
+	tessel_ctx_free(ctx);
+}
+
+/* A text ISL rejects gives NULL every time; a map's text read as a map
+ * is not taken for the set of the same text. */
+Test(isl_text, rejections_and_kinds_are_kept_apart)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	cr_expect_null(te_isl_read_set(ctx, "{ [i] : i < }"));
+	cr_expect_null(te_isl_read_set(ctx, "{ [i] : i < }"));
+	const char *text = "{ [i] -> [j] : j = i + 1 and 0 <= i < 4 }";
+	isl_map *m = te_isl_read_map(ctx, text);
+	cr_assert(m);
+	isl_map *again = te_isl_read_map(ctx, text);
+	cr_expect(isl_map_is_equal(m, again) == isl_bool_true);
+	isl_set *range = isl_map_range(isl_map_copy(m));
+	isl_set *want = te_isl_read_set(ctx, "{ [j] : 1 <= j <= 4 }");
+	cr_expect(isl_set_is_equal(range, want) == isl_bool_true);
+	isl_set_free(range);
+	isl_set_free(want);
+	isl_map_free(again);
+	isl_map_free(m);
+	tessel_ctx_free(ctx);
+}
+
+/* More texts than the table holds: each still reads as its own set,
+ * first ones again after the table has moved on. */
+Test(isl_text, more_texts_than_slots_each_read_right)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	char text[128];
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < TE_ISL_TEXT_SLOTS + 100; k += 7) {
+			snprintf(text, sizeof(text), "{ [i] : 0 <= i < %d }", k + 1);
+			isl_set *s = te_isl_read_set(ctx, text);
+			cr_assert(s);
+			isl_val *n = isl_set_count_val(s);
+			cr_expect_eq(isl_val_get_num_si(n), k + 1, "%s", text);
+			isl_val_free(n);
+			isl_set_free(s);
+		}
+	tessel_ctx_free(ctx);
 }
