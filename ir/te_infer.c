@@ -24,6 +24,7 @@
 #include <isl/set.h>
 #include <isl/val.h>
 
+#include "ir/isl_text.h"
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
 
@@ -414,8 +415,8 @@ static int infer_var(infer *in, int k, bool *skipped)
 	te_sb_puts(&valid, te_sb_str(&q.valid));
 	te_sb_puts(&box, " }");
 	te_sb_puts(&valid, " }");
-	isl_set *sbox = isl_set_read_from_str(in->isl, te_sb_str(&box));
-	isl_set *svalid = isl_set_read_from_str(in->isl, te_sb_str(&valid));
+	isl_set *sbox = te_isl_read_set(in->op->ctx, te_sb_str(&box));
+	isl_set *svalid = te_isl_read_set(in->op->ctx, te_sb_str(&valid));
 	te_sb_free(&box);
 	te_sb_free(&valid);
 	te_sb_free(&q.valid);
@@ -516,7 +517,7 @@ static int verify_position(verifier *vf, tessel_expr *acc, int p,
 	for (int i = 0; i < in->nvars; i++)
 		te_sb_printf(&sb, "%sv%d", i ? ", " : "", i);
 	te_sb_printf(&sb, "] -> [(%s)] }", te_sb_str(&idx));
-	isl_set *dom = isl_set_read_from_str(in->isl, domain);
+	isl_set *dom = te_isl_read_set(in->op->ctx, domain);
 	isl_aff *aff = isl_aff_read_from_str(in->isl, te_sb_str(&sb));
 	te_sb_free(&idx);
 	te_sb_free(&sb);
