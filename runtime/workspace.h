@@ -13,7 +13,7 @@
  * rather than by pointer: a kernel that passed its scratch pointers to a
  * function the compiler cannot see would let them escape, and the
  * compiler would then assume they may alias the kernel's arguments (the
- * same conv2d compiled so ran 3.4 times slower, its accumulators no
+ * same conv2d compiled so ran 3.3 to 3.7 times slower, its accumulators no
  * longer kept in registers).
  *
  * A thread's cache holds at most RT_WORKSPACE_CACHED blocks, the largest
