@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/fnv.h"
 #include "ir/isl_text.h"
 #include "ir/te_impl.h"
 
@@ -18,14 +19,6 @@ typedef struct slot {
 struct te_isl_text_cache {
 	slot slots[TE_ISL_TEXT_SLOTS];
 };
-
-static uint64_t text_hash(const char *s, bool map)
-{
-	uint64_t h = map ? 0x9e3779b97f4a7c15u : 0xcbf29ce484222325u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
 
 static void clear_slot(slot *s)
 {
@@ -50,7 +43,7 @@ static slot *slot_of(tessel_ctx *ctx, uint64_t h)
  * reference: remembered, or read and remembered. */
 static void *read_text(tessel_ctx *ctx, const char *text, bool map)
 {
-	uint64_t h = text_hash(text, map);
+	uint64_t h = te_fnv1a(text);
 	slot *s = slot_of(ctx, h);
 	if (s && s->text && s->hash == h && s->map == map && strcmp(s->text, text) == 0)
 		return map ? (void *)isl_map_copy(s->object) : (void *)isl_set_copy(s->object);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/fnv.h"
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
 
@@ -280,16 +281,11 @@ bool tessel_op_equal(const tessel_op *a, const tessel_op *b)
 	return eq;
 }
 
-/* FNV-1a, 64 bits, over the canonical text: a fixed function of bytes, so
- * the hash is the same on every machine and in every run. */
+/* FNV-1a (ir/fnv.h) over the canonical text. */
 uint64_t tessel_op_hash(const tessel_op *op)
 {
 	char *c = print_op(op, true);
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (const unsigned char *p = (const unsigned char *)c; *p; p++) {
-		h ^= *p;
-		h *= 0x100000001b3ull;
-	}
+	uint64_t h = te_fnv1a(c);
 	free(c);
 	return h;
 }

@@ -1026,6 +1026,7 @@ Test(codegen, heap_temporaries_reuse_the_workspace)
 		kernel k;
 		build_with(p, 64, NULL, &k);
 		int64_t n = outlined ? 4 * 20000 : 100000;
+		size_t block = (outlined ? 20000 : 100000) * sizeof(float);
 		float *a = calloc((size_t)n, sizeof(float));
 		float *b = calloc((size_t)n, sizeof(float));
 		void *args[2] = { a, b };
@@ -1035,13 +1036,13 @@ Test(codegen, heap_temporaries_reuse_the_workspace)
 		rt_workspace_release();
 		cr_expect_eq(k.fn(args, &env), 0);
 		cr_expect_eq(rt_workspace_taken(), 0);
-		void *first = rt_workspace_alloc(outlined ? 20000 * 4 : 100000 * 4);
+		void *first = rt_workspace_alloc(block);
 		rt_workspace_pop(1);
 		for (int call = 0; call < 3; call++) {
 			cr_expect_eq(k.fn(args, &env), 0);
 			cr_expect_eq(rt_workspace_taken(), 0);
 		}
-		void *again = rt_workspace_alloc(outlined ? 20000 * 4 : 100000 * 4);
+		void *again = rt_workspace_alloc(block);
 		cr_expect_eq(again, first, "the calls took and gave back the block kept");
 		rt_workspace_pop(1);
 		rt_workspace_release();

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ir/fnv.h"
+
 #ifndef TESSEL_VERSION
 #define TESSEL_VERSION "unknown"
 #endif
@@ -169,12 +171,7 @@ static int check_batch(tune_db *db)
 
 void tune_trace_hash(const char *trace, char out[TUNE_HASH_LEN])
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (const unsigned char *p = (const unsigned char *)trace; *p; p++) {
-		h ^= *p;
-		h *= 0x100000001b3ull;
-	}
-	snprintf(out, TUNE_HASH_LEN, "%016" PRIx64, h);
+	snprintf(out, TUNE_HASH_LEN, "%016" PRIx64, te_fnv1a(trace));
 }
 
 void tune_db_now(char out[TUNE_TIME_LEN])

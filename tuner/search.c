@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/fnv.h"
 #include "runtime/timer.h"
 #include "schedule/gpu_default.h"
 #include "schedule/random.h"
@@ -49,11 +50,10 @@ typedef struct hash_set {
 	size_t cap, n;
 } hash_set;
 
+/* The hash of "s" in a hash_set (never 0). */
 static uint64_t fnv1a(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	uint64_t h = te_fnv1a(s);
 	return h ? h : 1;
 }
 
