@@ -28,7 +28,10 @@ typedef struct rt_cuda_timing {
  * event time: o->warmup untimed runs, then runs until o->min_repeats and
  * o->min_total_s, at most o->max_repeats, stopping once o->timeout_s of
  * wall time has passed; o->flush_cache evicts the L2 before each run
- * (rt_cuda_flush_l2; not timed).  Return RT_TIME_OK, RT_TIME_TIMEOUT
+ * (rt_cuda_flush_l2; not timed).  A warm-up run slower than
+ * o->give_up_s is the measurement (events' time, no timed run): a
+ * tuner learns no more from timing a candidate ten times its best
+ * again, and on a GPU such a run can take seconds.  Return RT_TIME_OK, RT_TIME_TIMEOUT
  * (fewer than min_repeats runs in time), or RT_TIME_ERROR with the
  * reason in "err" of size "len" (invalid options, an enqueue or driver
  * error). */

@@ -95,16 +95,20 @@ bool rt_timer_expired(const rt_timer_opts *o, double start)
 }
 
 /* Run "fn"("arg") "o"->warmup times, flushing first when "flush" is not
- * NULL; return false when the timeout ended the warm-up. */
+ * NULL, and store the time of the last run in "*last" (0 without
+ * warm-up); return false when the timeout ended the warm-up. */
 static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
-	unsigned char *flush, size_t flush_len, double start)
+	unsigned char *flush, size_t flush_len, double start, double *last)
 {
+	*last = 0;
 	for (int i = 0; i < o->warmup; i++) {
 		if (rt_timer_expired(o, start))
 			return false;
 		if (flush)
 			flush_caches(flush, flush_len);
+		double t0 = rt_now_s();
 		fn(arg);
+		*last = rt_now_s() - t0;
 	}
 	return true;
 }
@@ -147,7 +151,13 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	int runs = 0;
 	double total = 0, timed_from = 0;
 	uint64_t wait_from = 0, wait_to;
-	bool in_time = warm_up(fn, arg, o, flush, flush_len, start);
+	double warm;
+	bool in_time = warm_up(fn, arg, o, flush, flush_len, start, &warm);
+	if (in_time && o->give_up_s > 0 && warm > o->give_up_s) {
+		times[runs] = warm;
+		total += times[runs++];
+		in_time = false;
+	}
 	bool waits = in_time && rt_cpu_wait_ns(&wait_from) == 0;
 	if (waits)
 		timed_from = rt_now_s();

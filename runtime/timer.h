@@ -40,10 +40,11 @@ typedef struct rt_timer_opts {
 	/* Stop once this much wall time (warm-up and flushes included) has
 	 * passed; 0 means no limit (the default). */
 	double timeout_s;
-	/* Stop after the first timed run when it alone took longer than
-	 * this, and let that one run be the measurement; 0 means never (the
-	 * default).  A tuner gives up so on candidates far slower than its
-	 * best, whose exact time matters little. */
+	/* Stop after the last warm-up run or the first timed run when it
+	 * alone took longer than this, and let that one run be the
+	 * measurement; 0 means never (the default).  A tuner gives up so on
+	 * candidates far slower than its best, whose exact time matters
+	 * little. */
 	double give_up_s;
 } rt_timer_opts;
 

@@ -819,6 +819,34 @@ Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 	test_fixture_fini(&f);
 }
 
+/* A candidate ten times slower than the best (TUNE_GIVE_UP_FACTOR) is
+ * measured by its warm-up run in the first pass alone, and the best is
+ * not checked again: on an H200 such matmuls took seconds a run, and
+ * were run four times each. */
+Test(opencl_tuner, a_candidate_far_slower_than_the_best_runs_once, .timeout = 120)
+{
+	test_fixture f;
+	tune_task task;
+	tune_measurer *m = opencl_measurer(&f, "matmul", &task);
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	tune_measurer_set_best(m, 1e-9);
+	tune_result r;
+	cr_assert_eq(tune_measure_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	cr_expect_eq(r.error, TUNE_OK, "%s", r.msg);
+	cr_expect_eq(r.runs, 1, "%d runs of a candidate past the give-up time", r.runs);
+	cr_expect_eq(r.attempts, 1, "%d passes", r.attempts);
+	cr_expect_gt(r.median_s, 10e-9);
+	cr_expect_not(r.checked);
+	loop_prog_free(p);
+	sch_state_free(st);
+	tune_measurer_free(m);
+	tune_task_clear(&task);
+	test_fixture_fini(&f);
+}
+
 /* Whether "s" stores into an output. */
 static bool stores_an_output(const loop_stmt *s)
 {

@@ -872,8 +872,15 @@ Test(timer, timeout_stops_early)
 	cr_assert_geq(t.median_s, 0.02);
 }
 
-/* A first run slower than give_up_s is the whole measurement (and a
- * success); a faster one is repeated as usual. */
+static void busy_20ms_counted(void *arg)
+{
+	++*(int *)arg;
+	busy_wait(0.02);
+}
+
+/* A first run slower than give_up_s, the warm-up's or else the first
+ * timed one, is the whole measurement (and a success); a faster one is
+ * repeated as usual. */
 Test(timer, a_slow_first_run_is_given_up_on)
 {
 	fail_if_hung(30);
@@ -881,10 +888,19 @@ Test(timer, a_slow_first_run_is_given_up_on)
 	o.min_repeats = 10;
 	o.give_up_s = 0.005;
 	rt_timing t;
-	cr_assert_eq(rt_time(busy_20ms, NULL, &o, &t), RT_TIME_OK);
+	int calls = 0;
+	cr_assert_eq(rt_time(busy_20ms_counted, &calls, &o, &t), RT_TIME_OK);
+	cr_expect_eq(calls, 1, "the warm-up run is the measurement, got %d runs", calls);
 	cr_expect_eq(t.runs, 1);
 	cr_expect_geq(t.median_s, 0.02);
 	cr_expect_eq(t.min_s, t.median_s);
+	o.warmup = 0;
+	calls = 0;
+	cr_assert_eq(rt_time(busy_20ms_counted, &calls, &o, &t), RT_TIME_OK);
+	cr_expect_eq(calls, 1);
+	cr_expect_eq(t.runs, 1);
+	cr_expect_geq(t.median_s, 0.02);
+	o.warmup = 1;
 	o.give_up_s = 1;
 	cr_assert_eq(rt_time(busy_20ms, NULL, &o, &t), RT_TIME_OK);
 	cr_expect_geq(t.runs, 10);

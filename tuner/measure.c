@@ -799,6 +799,15 @@ static void keep_fastest_pass(tune_result *r, const tune_result *again)
 	r->retakes = retakes;
 }
 
+/* Return whether "r" is past TUNE_GIVE_UP_FACTOR times the best of "m"
+ * on a GPU, where run_one gives up on such candidates: a further pass
+ * would only time again a candidate that cannot become the best. */
+static bool gave_up(const tune_measurer *m, const tune_result *r)
+{
+	return tune_task_is_gpu(m->task) && r->error == TUNE_OK &&
+	       r->median_s > TUNE_GIVE_UP_FACTOR * m->best_s;
+}
+
 /* The passes of "m" that run each candidate alone: all of them, or all
  * but the last when that one times the batch together. */
 static int passes_alone(const tune_measurer *m)
@@ -840,7 +849,7 @@ static int run_alone(tune_measurer *m, builder *b, char *msg, size_t len)
 			bool backward = (passes - 1 - pass) % 2;
 			int i = backward ? b->n - 1 - k : k;
 			tune_result *r = &b->out[i];
-			if (!b->built[i] || (pass > 0 && r->error != TUNE_OK))
+			if (!b->built[i] || (pass > 0 && (r->error != TUNE_OK || gave_up(m, r))))
 				continue;
 			if (b->stop && *b->stop) {
 				set_not_run(r);

@@ -66,10 +66,11 @@ typedef struct tune_measure_opts {
 	                        * elements (te_check_reference) */
 } tune_measure_opts;
 
-/* On GPUs, a candidate whose first timed run is this many times slower
- * than the best so far is measured by that run alone (rt_timer_opts,
- * give_up_s): a session on a lent GPU has minutes, and a sampled matmul
- * 4096^3 can take half a second a run. */
+/* On GPUs, a candidate whose warm-up or first timed run is this many
+ * times slower than the best so far is measured by that run alone
+ * (rt_timer_opts, give_up_s), in the first pass only: a session on a
+ * lent GPU has minutes, and sampled matmuls 4096^3 took 0.7 to 3.2 s a
+ * run on an H200 (four runs each before). */
 #define TUNE_GIVE_UP_FACTOR 10
 
 /* Two passes: each candidate alone (crashes, hangs, a first time), then
