@@ -13,6 +13,7 @@
 #include "schedule/random.h"
 #include "tuner/control.h"
 #include "tuner/features.h"
+#include "tuner/gpu_redundant.h"
 #include "tuner/model.h"
 #include "tuner/record_features.h"
 #include "tuner/sketch.h"
@@ -389,7 +390,8 @@ static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c
 	if (set_has(&s->measured_traces, c->trace_hash))
 		goto refuse;
 	c->prog = sch_program(st);
-	if (!c->prog)
+	if (!c->prog ||
+	    (tune_task_is_gpu(s->task) && tune_gpu_repeats_work_per_thread(c->prog)))
 		goto refuse;
 	char *text = loop_prog_print(c->prog);
 	if (!text)
