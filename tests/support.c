@@ -85,7 +85,7 @@ const char *test_library_spec(const char *name)
 	return "shape=[3,5]";
 }
 
-void test_fixture_init(test_fixture *f, const char *name, const char *spec)
+tessel_op *test_op_new(tessel_ctx *ctx, const char *name, const char *spec)
 {
 	char text[256], *save = NULL;
 	const char *keys[16], *values[16];
@@ -99,12 +99,18 @@ void test_fixture_init(test_fixture *f, const char *name, const char *spec)
 		keys[n] = kv;
 		values[n++] = eq + 1;
 	}
+	tessel_op *op = tessel_ops_instantiate(ctx, name, n, keys, values);
+	if (!op)
+		tessel_ctx_print_error(ctx, stderr);
+	cr_assert(op, "instantiating %s", name);
+	return op;
+}
+
+void test_fixture_init(test_fixture *f, const char *name, const char *spec)
+{
 	memset(f, 0, sizeof(*f));
 	f->ctx = tessel_ctx_new();
-	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
-	if (!f->op)
-		tessel_ctx_print_error(f->ctx, stderr);
-	cr_assert(f->op, "instantiating %s", name);
+	f->op = test_op_new(f->ctx, name, spec);
 	f->nin = tessel_op_num_inputs(f->op);
 	f->nout = tessel_op_num_outputs(f->op);
 	for (int i = 0; i < f->nin; i++) {

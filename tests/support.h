@@ -34,6 +34,11 @@ typedef struct test_fixture {
 	void *data[32];
 } test_fixture;
 
+/* Return the library op "name" with the attributes "spec" ("K=V;K=V")
+ * in "ctx", asserting that it exists; nothing is computed (the
+ * fixture's reference of a large op takes minutes). */
+tessel_op *test_op_new(tessel_ctx *ctx, const char *name, const char *spec);
+
 /* Instantiate the op "name" with the attributes "spec" ("K=V;K=V") into
  * "f" (a Criterion assertion fails when it cannot). */
 void test_fixture_init(test_fixture *f, const char *name, const char *spec);

@@ -392,11 +392,11 @@ Test(sketch_gpu, samples_do_not_repeat_work_per_thread, .timeout = 600)
 		const char *name = i < ops ? tessel_ops_name(i) : i == ops ? "matmul" : "conv2d";
 		const char *spec = i < ops ? spec_of(name) : i == ops ? "M=512;N=512;K=512" :
 			"N=1;C=64;H=56;W=56;F=64;R=3;S=3;padding=1";
-		test_fixture t;
-		test_fixture_init(&t, name, spec);
+		tessel_ctx *ctx = tessel_ctx_new();
+		tessel_op *op = test_op_new(ctx, name, spec);
 		tune_task task;
 		char err[512];
-		cr_assert_eq(tune_task_init(&task, t.ctx, t.op, "cuda:sm_90", err, sizeof(err)), 0,
+		cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
 			"%s", err);
 		tune_space *space = tune_space_new(&task);
 		cr_assert(space);
@@ -418,10 +418,73 @@ Test(sketch_gpu, samples_do_not_repeat_work_per_thread, .timeout = 600)
 			}
 		tune_space_free(space);
 		tune_task_clear(&task);
-		test_fixture_fini(&t);
+		tessel_op_release(op);
+		tessel_ctx_free(ctx);
 	}
 	cr_log_info("%d samples", samples);
 	cr_expect_gt(samples, 4 * ops);
+}
+
+/* Raise ext[k] to the extents of the loops of "s" bound to thread index
+ * k (0 to 2) and return ext's product. */
+static int64_t block_threads(const loop_stmt *s, int64_t ext[3])
+{
+	if (s && s->kind == LS_FOR) {
+		int k = (int)s->u.for_.kind - LOOP_THREAD_X;
+		const loop_expr *e = s->u.for_.extent;
+		if (k >= 0 && k < 3 && e->kind == LX_INT && e->u.ival > ext[k])
+			ext[k] = e->u.ival;
+		block_threads(s->u.for_.body, ext);
+	} else if (s && s->kind == LS_SEQ) {
+		for (int i = 0; i < s->u.seq.n; i++)
+			block_threads(s->u.seq.items[i], ext);
+	} else if (s && s->kind == LS_ALLOC) {
+		block_threads(s->u.alloc.body, ext);
+	} else if (s && s->kind == LS_IF) {
+		block_threads(s->u.if_.then_, ext);
+		block_threads(s->u.if_.else_, ext);
+	}
+	return ext[0] * ext[1] * ext[2];
+}
+
+/* The tiled sketches of a matmul 4096^3 draw blocks of whole warps (32
+ * threads): 16-thread blocks leave half of each warp idle. */
+Test(sketch_gpu, tiled_samples_fill_whole_warps, .timeout = 300)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = test_op_new(ctx, "matmul", "M=4096;N=4096;K=4096");
+	tune_task task;
+	char err[512];
+	cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
+		"%s", err);
+	tune_space *space = tune_space_new(&task);
+	cr_assert(space);
+	uint64_t rng = 3;
+	int samples = 0, warps = 0;
+	for (int k = 0; k < tune_space_num_sketches(space); k++) {
+		if (!strstr(tune_space_sketch_name(space, k), "SSSRRSRS"))
+			continue;
+		for (int n = 0; n < 30; n++) {
+			sch_state *st = tune_space_sample(space, k, &rng);
+			loop_prog *p = st ? sch_program(st) : NULL;
+			if (p) {
+				int64_t ext[3] = { 1, 1, 1 };
+				int64_t threads = block_threads(p->body, ext);
+				samples++;
+				warps += threads % 32 == 0;
+			}
+			loop_prog_free(p);
+			sch_state_free(st);
+		}
+	}
+	cr_log_info("%d of %d tiled samples of whole warps", warps, samples);
+	cr_expect_geq(samples, 60);
+	cr_expect_geq(warps * 10, samples * 9, "%d of %d samples of whole warps", warps,
+		samples);
+	tune_space_free(space);
+	tune_task_clear(&task);
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
 }
 
 /* The footprints of shared stages remembered while a sample was made

@@ -56,8 +56,11 @@
 #define MAX_R1 16
 #define MAX_R2 4
 #define MAX_PER_THREAD 4
-/* Draws of a tiling before a sample is refused for too many threads. */
+/* Draws of a tiling for a block of whole warps, then as many for any
+ * block within the limit, before a sample is refused for too many
+ * threads. */
 #define THREAD_DRAWS 8
+#define WARP_THREADS 32
 /* Reductions at least this long are reduced across threads in the
  * cross-thread sketch. */
 #define CROSS_THREAD_MIN 8
@@ -146,18 +149,21 @@ static int64_t draw_threads(const tune_space *sp, uint64_t *rng, int64_t n)
 }
 
 /* Draw the tiles "t" of the "nd" spatial "extent"s, with at most
- * max_threads threads in all; return 0, or -1 when no draw fits. */
+ * max_threads threads in all, a multiple of WARP_THREADS where one of
+ * THREAD_DRAWS draws gives it (a block of 16 threads leaves half of its
+ * warp's lanes idle: the best of a first round of matmul 4096^3 on an
+ * H200 had 16); return 0, or -1 when no draw fits. */
 static int draw_gpu_tiles(const tune_space *sp, uint64_t *rng, const int64_t *extent, int nd,
 	gpu_tile *t)
 {
 	const int64_t max[4] = { 0, MAX_VTHREAD, sp->max_threads, MAX_INNER };
-	for (int a = 0; a < THREAD_DRAWS; a++) {
+	for (int a = 0; a < 2 * THREAD_DRAWS; a++) {
 		int64_t threads = 1;
 		for (int d = 0; d < nd; d++) {
 			sk_perfect_tile(rng, extent[d], 4, max, 1, t[d]);
 			threads *= t[d][2];
 		}
-		if (threads <= sp->max_threads)
+		if (threads <= sp->max_threads && (a >= THREAD_DRAWS || threads % WARP_THREADS == 0))
 			return 0;
 	}
 	return -1;
