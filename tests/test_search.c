@@ -20,6 +20,7 @@
 #include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
+#include "tuner/fork_map.h"
 #include "tuner/search.h"
 #include "tuner/task.h"
 #include "tests/support.h"
@@ -246,6 +247,109 @@ Test(search, records_carry_their_batch_scale_and_their_pick)
 				"record %d: 7 of 8 by the model, first", i);
 	tune_db_close(db);
 	fixture_fini(&f);
+}
+
+/* The traces of a store, in the order they were recorded. */
+typedef struct traces {
+	int n;
+	char *text[64];
+} traces;
+
+static int collect_traces(const tune_record *r, void *arg)
+{
+	traces *t = arg;
+	if (t->n < 64)
+		t->text[t->n++] = strdup(r->trace);
+	return 0;
+}
+
+/* The members of a population are made in forked copies of the tuner,
+ * each from its own seed: the first batch (drawn before any model) is
+ * the same with one process, three, or one per CPU. */
+Test(search, the_population_is_the_same_made_by_any_number_of_processes)
+{
+	fixture f;
+	small_matmul(&f);
+	const int jobs[] = { 1, 3, 0 };
+	traces t[3] = { { 0 } };
+	for (int k = 0; k < 3; k++) {
+		char path[160];
+		snprintf(path, sizeof(path), "%s/jobs%d.db", f.dir, jobs[k]);
+		char err[512];
+		tune_db *db = tune_db_open(path, err, sizeof(err));
+		cr_assert(db, "%s", err);
+		tune_search_opts o = quick_opts(8, 9);
+		o.evolve_jobs = jobs[k];
+		tune_summary s;
+		cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+		tune_summary_clear(&s);
+		cr_assert_eq(tune_db_foreach(db, 0, 0, collect_traces, &t[k]), 0);
+		tune_db_close(db);
+	}
+	cr_assert_eq(t[0].n, 8);
+	for (int k = 1; k < 3; k++) {
+		cr_assert_eq(t[k].n, t[0].n, "evolve_jobs %d", jobs[k]);
+		for (int i = 0; i < t[0].n; i++)
+			cr_expect_str_eq(t[k].text[i], t[0].text[i], "record %d, evolve_jobs %d", i,
+				jobs[k]);
+	}
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < t[k].n; i++)
+			free(t[k].text[i]);
+	fixture_fini(&f);
+}
+
+/* A job of the fork_map tests: the square of its input, or, for the
+ * input -1 in a copy, the death of that copy. */
+static void square_or_die(int i, const void *in, size_t in_len, void *arg, void **out,
+	size_t *len)
+{
+	(void)i;
+	int v;
+	cr_assert_eq(in_len, sizeof(v));
+	memcpy(&v, in, sizeof(v));
+	if (v == -1 && getpid() != *(pid_t *)arg)
+		_exit(3);
+	int *r = malloc(sizeof(*r));
+	*r = v * v;
+	*out = r;
+	*len = sizeof(*r);
+}
+
+/* Jobs run in the copies give their results in order; a copy that dies
+ * loses its jobs of that call, and its share of later calls runs in the
+ * parent. */
+Test(fork_map, copies_run_jobs_and_a_dead_copy_is_replaced_by_the_parent)
+{
+	pid_t parent = getpid();
+	tune_fork_pool *pool = tune_fork_pool_new(3, square_or_die, &parent);
+	cr_assert(pool);
+	enum { N = 10 };
+	int v[N];
+	const void *in[N];
+	size_t in_len[N], len[N];
+	void *out[N];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			v[i] = round == 1 && i == 4 ? -1 : i + round;
+			in[i] = &v[i];
+			in_len[i] = sizeof(v[i]);
+		}
+		tune_fork_map(pool, square_or_die, &parent, N, in, in_len, out, len);
+		for (int i = 0; i < N; i++) {
+			bool lost = round == 1 && i % 3 == 4 % 3;
+			if (lost) {
+				cr_expect_null(out[i], "round %d, job %d of the dead copy", round, i);
+			} else {
+				cr_assert(out[i], "round %d, job %d", round, i);
+				cr_expect_eq(len[i], sizeof(int));
+				cr_expect_eq(*(int *)out[i], v[i] * v[i], "round %d, job %d", round, i);
+			}
+			free(out[i]);
+		}
+	}
+	tune_fork_pool_free(pool);
+	cr_expect_null(tune_fork_pool_new(1, square_or_die, &parent), "one worker: no copies");
 }
 
 typedef struct feature_census {

@@ -13,6 +13,7 @@
 #include "schedule/random.h"
 #include "tuner/control.h"
 #include "tuner/features.h"
+#include "tuner/fork_map.h"
 #include "tuner/gpu_redundant.h"
 #include "tuner/model.h"
 #include "tuner/record_features.h"
@@ -162,6 +163,7 @@ typedef struct search {
 	int since_better;        /* trials since the best improved */
 	double best_label_s;     /* the label time of the best record */
 	tune_control control;    /* measured with every batch */
+	tune_fork_pool *copies;  /* that make members (make_members), or NULL */
 } search;
 
 static int fail(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -378,9 +380,11 @@ static int load_store(search *s)
 
 /* ---- making candidates ----------------------------------------------------- */
 
-/* Lower "st" and fill "c"; return 0, or -1 when it does not lower or
- * repeats a program already in "seen" or measured (then "c" is empty). */
-static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c)
+/* Describe the state "st" as candidate "c": its trace, lowered program
+ * and features.  Return 0, or -1 when it is refused: a trace or program
+ * measured before, a program that does not lower, or one that repeats
+ * a block's work in every thread on a GPU (tuner/gpu_redundant.h). */
+static int describe(search *s, sch_state *st, candidate *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->trace = sch_trace_to_text(st->trace);
@@ -398,18 +402,49 @@ static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c
 		goto refuse;
 	c->prog_hash = fnv1a(text);
 	free(text);
-	if (set_has(&s->measured_progs, c->prog_hash) || set_has(seen, c->prog_hash))
+	if (set_has(&s->measured_progs, c->prog_hash))
 		goto refuse;
 	c->features = malloc(TUNE_PROGRAM_FEATURES * sizeof(float));
 	if (!c->features ||
 	    tune_program_features(c->prog, &s->task->cpu, c->features))
 		goto refuse;
-	if (set_add(seen, c->prog_hash) < 0)
-		goto refuse;
 	return 0;
 refuse:
 	candidate_clear(c);
 	return -1;
+}
+
+/* Take "c" into a population unless its program is in "seen"; return
+ * 0, or -1 (and clear "c") when it is not taken. */
+static int take_unseen(hash_set *seen, candidate *c)
+{
+	if (set_has(seen, c->prog_hash) || set_add(seen, c->prog_hash) < 0) {
+		candidate_clear(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* Describe "st" as candidate "c" of a population with the programs
+ * "seen"; return 0 or -1 as describe and take_unseen. */
+static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c)
+{
+	return describe(s, st, c) == 0 ? take_unseen(seen, c) : -1;
+}
+
+/* Lower the trace of "c" again when its program was made in another
+ * process (evolve_jobs); return 0, or -1 with the reason in the error. */
+static int lower_again(search *s, candidate *c)
+{
+	if (c->prog)
+		return 0;
+	sch_trace *t = sch_trace_parse(s->task->ctx, "candidate", c->trace);
+	sch_state *st = t ? sch_state_new(s->task->ctx, s->task->op) : NULL;
+	if (st && sch_replay(st, t, "candidate") == 0)
+		c->prog = sch_program(st);
+	sch_state_free(st);
+	sch_trace_free(t);
+	return c->prog ? 0 : -1;
 }
 
 /* Pick a parent: one of the elites, the faster more often. */
@@ -432,26 +467,147 @@ static sch_state *new_member(search *s, const sch_trace *parent)
 	return st ? st : tune_space_sample(s->space, -1, &s->rng);
 }
 
+/* One member of a population to make, as a job of tune_fork_map, from
+ * its own random state: a mutation of the trace "parent" (a sample when
+ * it fails) or, without one, a sample.  As bytes: the seed, then the
+ * parent's text and its terminating zero, if any. */
+typedef struct member_job {
+	uint64_t seed;
+	char *parent;
+} member_job;
+
+/* A described candidate as bytes: its hashes, its features, its trace
+ * with the terminating zero. */
+typedef struct member_head {
+	uint64_t trace_hash, prog_hash;
+	float features[TUNE_PROGRAM_FEATURES];
+} member_head;
+
+/* Make the member of the job "in" ("in_len" bytes, member_job) for the
+ * search "arg", with MEMBER_ATTEMPTS tries for a sample, and write it
+ * as a member_head and its trace into "*out" of "*len" bytes (nothing
+ * when refused).  Only the job's seed draws, so the member is the same
+ * in any process. */
+static void make_member(int i, const void *in, size_t in_len, void *arg, void **out,
+	size_t *len)
+{
+	(void)i;
+	search *s = arg;
+	uint64_t seed;
+	const char *text = (const char *)in + sizeof(seed);
+	if (in_len < sizeof(seed) || (in_len > sizeof(seed) && text[in_len - sizeof(seed) - 1]))
+		return;
+	memcpy(&seed, in, sizeof(seed));
+	uint64_t rng = s->rng;
+	s->rng = seed;
+	sch_trace *parent = in_len > sizeof(seed) ?
+		sch_trace_parse(s->task->ctx, "candidate", text) : NULL;
+	for (int a = 0; a < MEMBER_ATTEMPTS && !*out; a++) {
+		sch_state *st = parent ? new_member(s, parent) :
+			tune_space_sample(s->space, -1, &s->rng);
+		candidate c;
+		if (st && describe(s, st, &c) == 0) {
+			size_t tlen = strlen(c.trace) + 1;
+			member_head *h = malloc(sizeof(*h) + tlen);
+			if (h) {
+				h->trace_hash = c.trace_hash;
+				h->prog_hash = c.prog_hash;
+				memcpy(h->features, c.features, sizeof(h->features));
+				memcpy(h + 1, c.trace, tlen);
+				*out = h;
+				*len = sizeof(*h) + tlen;
+			}
+			candidate_clear(&c);
+		}
+		sch_state_free(st);
+		if (parent)
+			break;
+	}
+	sch_trace_free(parent);
+	tessel_ctx_clear_error(s->task->ctx);
+	s->rng = rng;
+}
+
+/* Read the member "buf" of "len" bytes (make_member) into "c", its
+ * program not lowered; return 0, or -1 when it is malformed. */
+static int read_member(const void *buf, size_t len, candidate *c)
+{
+	memset(c, 0, sizeof(*c));
+	const member_head *h = buf;
+	if (!buf || len <= sizeof(*h) || ((const char *)buf)[len - 1] != '\0')
+		return -1;
+	c->trace = strdup((const char *)(h + 1));
+	c->features = malloc(sizeof(h->features));
+	if (!c->trace || !c->features) {
+		candidate_clear(c);
+		return -1;
+	}
+	memcpy(c->features, h->features, sizeof(h->features));
+	c->trace_hash = h->trace_hash;
+	c->prog_hash = h->prog_hash;
+	return 0;
+}
+
+/* Make the "n" members "jobs" in the search's copies (tuner/fork_map.h)
+ * and add those not measured since the copies were forked and whose
+ * programs are not in "seen" to "pop"; return how many were added. */
+static int make_members(search *s, const member_job *jobs, int n, hash_set *seen,
+	candidate *pop)
+{
+	size_t *in_len = calloc((size_t)n + 1, sizeof(*in_len));
+	size_t *len = calloc((size_t)n + 1, sizeof(*len));
+	char **in = calloc((size_t)n + 1, sizeof(*in));
+	void **out = calloc((size_t)n + 1, sizeof(*out));
+	int k = 0, made = 0;
+	for (; in && in_len && made < n; made++) {
+		const char *parent = jobs[made].parent;
+		size_t plen = parent ? strlen(parent) + 1 : 0;
+		in_len[made] = sizeof(jobs[made].seed) + plen;
+		if (!(in[made] = malloc(in_len[made])))
+			break;
+		memcpy(in[made], &jobs[made].seed, sizeof(jobs[made].seed));
+		if (parent)
+			memcpy(in[made] + sizeof(jobs[made].seed), parent, plen);
+	}
+	if (made == n && out && len) {
+		tune_fork_map(s->copies, make_member, s, n, (const void *const *)in, in_len, out,
+			len);
+		for (int i = 0; i < n; i++)
+			if (read_member(out[i], len[i], &pop[k]) == 0 &&
+			    !set_has(&s->measured_traces, pop[k].trace_hash) &&
+			    !set_has(&s->measured_progs, pop[k].prog_hash) &&
+			    take_unseen(seen, &pop[k]) == 0)
+				k++;
+			else
+				candidate_clear(&pop[k]);
+	}
+	for (int i = 0; i < n; i++) {
+		free(in ? in[i] : NULL);
+		free(out ? out[i] : NULL);
+	}
+	free(in);
+	free(out);
+	free(in_len);
+	free(len);
+	return k;
+}
+
 /* Fill "pop" with up to "n" new candidates: half mutations of the elites
  * (when there are any), the rest sketch samples. */
 static int initial_population(search *s, hash_set *seen, candidate *pop, int n)
 {
-	int k = 0;
+	member_job *jobs = calloc((size_t)n + 1, sizeof(*jobs));
+	if (!jobs)
+		return 0;
 	for (int i = 0; i < n; i++) {
-		for (int a = 0; a < MEMBER_ATTEMPTS; a++) {
-			bool mutate = s->nelites && i < n / 2;
-			sch_state *st = mutate ? new_member(s, NULL)
-			                       : tune_space_sample(s->space, -1, &s->rng);
-			if (!st)
-				continue;
-			int r = make_candidate(s, st, seen, &pop[k]);
-			sch_state_free(st);
-			if (r == 0) {
-				k++;
-				break;
-			}
-		}
+		const sch_trace *elite = s->nelites && i < n / 2 ? pick_elite(s) : NULL;
+		jobs[i] = (member_job){ sch_rng_next(&s->rng),
+			elite ? sch_trace_to_text(elite) : NULL };
 	}
+	int k = make_members(s, jobs, n, seen, pop);
+	for (int i = 0; i < n; i++)
+		free(jobs[i].parent);
+	free(jobs);
 	return k;
 }
 
@@ -501,31 +657,32 @@ static int by_score_desc(const void *pa, const void *pb)
 }
 
 /* Evolve a population for the configured generations and gather every
- * candidate seen into "pool" (capacity "cap"), scored; return its size. */
+ * candidate seen into "pool" (capacity "cap"), scored; return its size.
+ * A generation's parents are drawn here, its members made in parallel
+ * (make_members). */
 static int evolve(search *s, candidate *pool, int cap)
 {
 	hash_set seen = { 0 };
 	int npop = s->o->population;
+	member_job *jobs = calloc((size_t)npop + 1, sizeof(*jobs));
+	if (!jobs)
+		return 0;
 	int n = initial_population(s, &seen, pool, npop < cap ? npop : cap);
 	score(s, pool, n);
 	int gen_start = 0, gen_n = n;
 	for (int g = 0; g < s->o->generations && model_ready(s) && gen_n > 0; g++) {
-		int made = 0;
-		for (int i = 0; i < npop && n < cap; i++) {
+		int want = npop < cap - n ? npop : cap - n;
+		for (int i = 0; i < want; i++) {
 			int parent = gen_start + tournament(s, pool + gen_start, gen_n);
-			sch_trace *t = sch_trace_parse(s->task->ctx, "candidate", pool[parent].trace);
-			sch_state *st = t ? new_member(s, t) : NULL;
-			sch_trace_free(t);
-			if (st && make_candidate(s, st, &seen, &pool[n]) == 0) {
-				n++;
-				made++;
-			}
-			sch_state_free(st);
+			jobs[i] = (member_job){ sch_rng_next(&s->rng), pool[parent].trace };
 		}
+		int made = make_members(s, jobs, want, &seen, pool + n);
+		n += made;
 		score(s, pool + n - made, made);
 		gen_start = n - made;
 		gen_n = made;
 	}
+	free(jobs);
 	free(seen.slots);
 	return n;
 }
@@ -848,8 +1005,15 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 		return picked == 0;
 	}
 	loop_prog *progs[picked + 2];
-	for (int i = 0; i < picked; i++)
+	for (int i = 0; i < picked; i++) {
+		if (lower_again(s, &pool[i])) {
+			for (int k = 0; k < n; k++)
+				candidate_clear(&pool[k]);
+			return fail(s, "lowering a candidate again: %s",
+				tessel_ctx_error(s->task->ctx)->message);
+		}
 		progs[i] = pool[i].prog;
+	}
 	double scale = NAN;
 	int workers = tune_measurer_workers_started(s->measurer);
 	if (measure_with_control(s, progs, picked, res, &scale) ||
@@ -877,8 +1041,9 @@ static int check_opts(search *s)
 	const tune_search_opts *o = s->o;
 	if (o->trials < 1)
 		return fail(s, "the number of trials must be positive, not %d", o->trials);
-	if (o->batch < 1 || o->population < 1 || o->generations < 0)
-		return fail(s, "batch and population must be positive, generations not negative");
+	if (o->batch < 1 || o->population < 1 || o->generations < 0 || o->evolve_jobs < 0)
+		return fail(s, "batch and population must be positive, generations and "
+			"evolve_jobs not negative");
 	if (!(o->epsilon >= 0 && o->epsilon <= 1))
 		return fail(s, "epsilon must be in [0, 1]");
 	if (!(o->measure.timeout_s > 0))
@@ -903,11 +1068,16 @@ static int search_setup(search *s)
 	s->measurer = tune_measurer_new(s->task, &s->o->measure, s->err, s->errlen);
 	if (!s->measurer)
 		return -1;
-	return load_store(s);
+	if (load_store(s))
+		return -1;
+	s->copies = tune_fork_pool_new(s->o->evolve_jobs > 0 ? s->o->evolve_jobs :
+		tune_fork_map_workers(), make_member, s);
+	return 0;
 }
 
 static void search_teardown(search *s)
 {
+	tune_fork_pool_free(s->copies);
 	tune_control_clear(&s->control);
 	for (int i = 0; i < s->nelites; i++)
 		sch_trace_free(s->elites[i].trace);

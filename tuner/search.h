@@ -59,6 +59,9 @@ typedef struct tune_search_opts {
 	int batch;           /* measured per round */
 	int population;      /* candidates evolved per round */
 	int generations;     /* rounds of evolution per round */
+	int evolve_jobs;     /* processes that make the members of a
+	                      * generation (0: one per CPU; the members
+	                      * are the same for any number) */
 	double epsilon;      /* fraction of each batch picked at random */
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
