@@ -9,7 +9,8 @@
 #   SESSION_SECONDS=420 CONV_LAYERS=2 scripts/gpu_session.sh
 #
 # SESSION_SECONDS (default 480) is the whole budget: the tests get at most
-# 120 s, the matmul 4096^3 then 40% of what is left, and the conv layers
+# 120 s, the matmul 4096^3 then MATMUL_SHARE% (default 40) of what is
+# left, HAND_TRACE (a trace file, if set) 30 s against cuBLAS, and the conv layers
 # (the first CONV_LAYERS of bench/resnet50_conv_layers, default 1, at each
 # batch of CONV_BATCHES, default "1 32") share the rest; each tuning ends
 # (SIGINT, what was measured kept) with 30 s left for its comparison.
@@ -59,9 +60,16 @@ export TRIALS=${TRIALS:-100000} BENCH_SECONDS=30
 layers=${CONV_LAYERS:-1}
 batches=${CONV_BATCHES:-1 32}
 nconv=$((layers * $(wc -w <<<"$batches")))
-tune=$(( ($(left) * 2 / 5) - 30 ))
+tune=$(( ($(left) * ${MATMUL_SHARE:-40} / 100) - 30 ))
 if [ "$tune" -gt 20 ]; then
 	BENCH_GROUPS=matmul TUNE_SECONDS=$tune bench/tune_cuda.sh "$bundle"
+fi
+# What the search space holds: the classic SGEMM blocking written by hand
+# (tests/sched/shared_register_tile_matmul.trace), against cuBLAS.
+if [ -n "${HAND_TRACE:-}" ] && [ "$(left)" -gt 60 ]; then
+	echo "== matmul M=4096,N=4096,K=4096, the hand-written trace $HAND_TRACE"
+	timeout -k 10 30 "$bundle/bin/tessel" bench matmul --set M=4096,N=4096,K=4096 \
+		--target cuda --sched "$HAND_TRACE" --compare cublas --rounds 3 --settle 0 || true
 fi
 if [ "$nconv" -gt 0 ]; then
 	tune=$(( $(left) / nconv - 30 ))
