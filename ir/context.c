@@ -8,6 +8,7 @@
 #include <isl/options.h>
 
 #include "ir/isl_text.h"
+#include "ir/memo.h"
 #include "ir/te_impl.h"
 
 tessel_ctx *tessel_ctx_new(void)
@@ -20,6 +21,7 @@ void tessel_ctx_free(tessel_ctx *ctx)
 	if (!ctx)
 		return;
 	te_isl_text_cache_free(ctx->isl_texts);
+	te_memo_free(ctx->memo);
 	if (ctx->isl)
 		isl_ctx_free(ctx->isl);
 	free(ctx);

@@ -22,6 +22,7 @@
 #include <isl/val.h>
 
 #include "ir/isl_text.h"
+#include "ir/memo.h"
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
 #include "schedule/bound.h"
@@ -348,10 +349,13 @@ static bool always(isl_pw_aff *ext, int64_t n, isl_ctx *ctx)
 	return sub == isl_bool_true;
 }
 
-static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
-	const char *pname, isl_set *box)
+/* Bound "region" (elements of a stage of "pdim" dimensions) over the
+ * parameter set "box" into "r": per dimension the lowest and highest
+ * element as piecewise functions of the parameters, the largest extent
+ * and whether it always is that.  Return -1, or the first dimension that
+ * cannot be bounded. */
+static int bound_box(isl_ctx *ctx, isl_set *region, int pdim, sch_region *r, isl_set *box)
 {
-	isl_ctx *ctx = te_isl(st->ctx);
 	r->ndim = pdim;
 	r->nonempty = true;
 	for (int d = 0; d < pdim; d++) {
@@ -373,9 +377,70 @@ static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
 			r->full[d] = always(ext, r->shape[d], ctx);
 		isl_pw_aff_free(ext);
 		if (!r->lo[d] || !r->hi[d] || r->shape[d] < 1)
-			return sch_refuse(st, "cannot bound the region of '%s' needed "
-				"there (dimension %d)", pname, d);
+			return d;
 	}
+	return -1;
+}
+
+/* A bounded region as the context remembers it (ir/memo.h): bound_box's
+ * result, without the box. */
+typedef struct box_memo {
+	sch_region r;
+	int failed;       /* the dimension that could not be bounded, or -1 */
+} box_memo;
+
+static void free_box_memo(void *p)
+{
+	box_memo *m = p;
+	sch_region_free(&m->r);
+	free(m);
+}
+
+/* Copy the bounds of "from" into "to" (new references; not the box). */
+static void copy_bounds(sch_region *to, const sch_region *from)
+{
+	to->ndim = from->ndim;
+	to->nonempty = from->nonempty;
+	for (int d = 0; d < from->ndim; d++) {
+		to->lo[d] = isl_pw_aff_copy(from->lo[d]);
+		to->hi[d] = isl_pw_aff_copy(from->hi[d]);
+		to->shape[d] = from->shape[d];
+		to->full[d] = from->full[d];
+	}
+}
+
+/* Bound "region" of the stage "pname" over "box" into "r" (bound_box),
+ * remembered per context under the texts of both: a tuner bounds the
+ * same shared tiles for every mutation of a parent.  Return 0, or -1
+ * with a refusal. */
+static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
+	const char *pname, isl_set *box)
+{
+	char *rt = isl_set_to_str(region), *bt = isl_set_to_str(box);
+	te_strbuf key = { 0 };
+	if (rt && bt)
+		te_sb_printf(&key, "region box %d %s | %s", pdim, rt, bt);
+	free(rt);
+	free(bt);
+	const char *k = key.len ? te_sb_str(&key) : NULL;
+	const box_memo *m = k ? te_memo_get(st->ctx, k) : NULL;
+	int failed;
+	if (m) {
+		copy_bounds(r, &m->r);
+		failed = m->failed;
+	} else {
+		failed = bound_box(te_isl(st->ctx), region, pdim, r, box);
+		box_memo *keep = k ? calloc(1, sizeof(*keep)) : NULL;
+		if (keep) {
+			copy_bounds(&keep->r, r);
+			keep->failed = failed;
+			te_memo_put(st->ctx, k, keep, free_box_memo);
+		}
+	}
+	te_sb_free(&key);
+	if (failed >= 0)
+		return sch_refuse(st, "cannot bound the region of '%s' needed "
+			"there (dimension %d)", pname, failed);
 	return 0;
 }
 

@@ -487,6 +487,69 @@ Test(sketch_gpu, tiled_samples_fill_whole_warps, .timeout = 300)
 	tessel_ctx_free(ctx);
 }
 
+/* Return the printed program of "trace" replayed on a fresh op "name"
+ * "spec" in a fresh context (nothing remembered from other traces). */
+static char *fresh_program(const char *name, const char *spec, const char *trace)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = test_op_new(ctx, name, spec);
+	loop_prog *p = program_of(ctx, op, trace);
+	char *text = loop_prog_print(p);
+	loop_prog_free(p);
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+	return text;
+}
+
+/* Regions bounded once are remembered per context (ir/memo.h): samples
+ * and mutations of the GPU sketches, made one after the other in one
+ * context, lower to the programs a fresh context makes of their traces. */
+Test(sketch_gpu, remembered_regions_lower_as_fresh_ones, .timeout = 600)
+{
+	static const struct { const char *name, *spec; } ops[] = {
+		{ "matmul", "M=4096;N=4096;K=4096" },
+		{ "conv2d", "N=1;C=64;H=56;W=56;F=64;R=3;S=3;padding=1" },
+	};
+	int checked = 0;
+	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
+		tessel_ctx *ctx = tessel_ctx_new();
+		tessel_op *op = test_op_new(ctx, ops[o].name, ops[o].spec);
+		tune_task task;
+		char err[512];
+		cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
+			"%s", err);
+		tune_space *space = tune_space_new(&task);
+		cr_assert(space);
+		uint64_t rng = 21 + o;
+		for (int i = 0; i < 12; i++) {
+			sch_state *st = tune_space_sample(space, -1, &rng);
+			sch_state *child = st ? tune_space_mutate(space, st->trace, &rng) : NULL;
+			sch_state *both[] = { st, child };
+			for (int b = 0; b < 2; b++) {
+				loop_prog *p = both[b] ? sch_program(both[b]) : NULL;
+				if (!p)
+					continue;
+				char *warm = loop_prog_print(p);
+				char *trace = sch_trace_to_text(both[b]->trace);
+				char *fresh = fresh_program(ops[o].name, ops[o].spec, trace);
+				cr_expect_str_eq(warm, fresh, "%s:\n%s", ops[o].name, trace);
+				checked++;
+				free(warm);
+				free(fresh);
+				free(trace);
+				loop_prog_free(p);
+			}
+			sch_state_free(child);
+			sch_state_free(st);
+		}
+		tune_space_free(space);
+		tune_task_clear(&task);
+		tessel_op_release(op);
+		tessel_ctx_free(ctx);
+	}
+	cr_expect_geq(checked, 30, "%d programs", checked);
+}
+
 /* The footprints of shared stages remembered while a sample was made
  * (schedule/shared.c) are what ISL computes again on the final state,
  * over samples and mutations of every sketch of ops with shared stages,

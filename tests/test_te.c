@@ -14,6 +14,7 @@
 #include <isl/val.h>
 
 #include "ir/isl_text.h"
+#include "ir/memo.h"
 #include "ir/te_impl.h"
 #include "tessel/te.h"
 
@@ -398,6 +399,52 @@ Test(diagnostics, golden_errors)
 	}
 	closedir(dir);
 	cr_expect_gt(count, 20);
+}
+
+/* ---- the memo ------------------------------------------------------------- */
+
+static int memo_frees;
+
+static void count_free(void *p)
+{
+	memo_frees++;
+	free(p);
+}
+
+/* A value is found under its key only; a key put again replaces (and
+ * frees) the value; more keys than slots each find their own or none;
+ * the context frees what is left. */
+Test(memo, values_are_found_under_their_keys_and_freed_once)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	memo_frees = 0;
+	cr_expect_null(te_memo_get(ctx, "a"));
+	int *one = malloc(sizeof(int)), *two = malloc(sizeof(int));
+	*one = 1;
+	*two = 2;
+	te_memo_put(ctx, "a", one, count_free);
+	cr_assert(te_memo_get(ctx, "a"));
+	cr_expect_eq(*(const int *)te_memo_get(ctx, "a"), 1);
+	cr_expect_null(te_memo_get(ctx, "b"));
+	te_memo_put(ctx, "a", two, count_free);
+	cr_expect_eq(memo_frees, 1);
+	cr_expect_eq(*(const int *)te_memo_get(ctx, "a"), 2);
+	char key[32];
+	int puts = 0;
+	for (int k = 0; k < TE_MEMO_SLOTS + 100; k += 3, puts++) {
+		snprintf(key, sizeof(key), "key %d", k);
+		int *v = malloc(sizeof(int));
+		*v = k;
+		te_memo_put(ctx, key, v, count_free);
+	}
+	for (int k = 0; k < TE_MEMO_SLOTS + 100; k += 3) {
+		snprintf(key, sizeof(key), "key %d", k);
+		const int *v = te_memo_get(ctx, key);
+		if (v)
+			cr_expect_eq(*v, k, "%s", key);
+	}
+	tessel_ctx_free(ctx);
+	cr_expect_eq(memo_frees, puts + 2, "every value freed once");
 }
 
 /* ---- ISL texts ------------------------------------------------------------- */
