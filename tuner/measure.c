@@ -92,6 +92,7 @@ struct tune_measurer {
 	                            * serves the candidates of a batch */
 	worker_device held;        /* in a GPU worker only */
 	int workers_started;
+	tune_measure_times times;  /* spent so far */
 	double best_s;             /* of the best checked (or set) so far */
 	char cc_version[256];
 	cg_compile_opts cc;
@@ -302,6 +303,11 @@ void tune_measurer_free(tune_measurer *m)
 	free(m->out_bytes);
 	free(m->args);
 	free(m);
+}
+
+tune_measure_times tune_measurer_times(const tune_measurer *m)
+{
+	return m->times;
 }
 
 int tune_measurer_workers_started(const tune_measurer *m)
@@ -771,9 +777,13 @@ static int check_if_best(tune_measurer *m, tune_result *r)
 {
 	if (r->error != TUNE_OK || !(r->median_s < m->best_s))
 		return 0;
-	if (ensure_reference(m, r->msg, sizeof(r->msg)))
+	double t0 = rt_now_s();
+	int failed = ensure_reference(m, r->msg, sizeof(r->msg));
+	if (!failed)
+		compare_outputs(m, r);
+	m->times.check_s += rt_now_s() - t0;
+	if (failed)
 		return -1;
-	compare_outputs(m, r);
 	if (r->error == TUNE_OK)
 		m->best_s = r->median_s;
 	else
@@ -1031,10 +1041,15 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	int r = -1;
 	bool ready = b.kernels && b.built && (!runner_of(m)->serves_batch ||
 		(m->worker = rt_worker_new(worker_main, m)) != NULL);
+	double t0 = rt_now_s();
 	if (ready && build_all(&b, todo < m->build_jobs ? todo : m->build_jobs))
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
-	else if (ready)
+	else if (ready) {
+		double t1 = rt_now_s();
+		m->times.build_s += t1 - t0;
 		r = run_all(m, &b, msg, sizeof(msg));
+		m->times.run_s += rt_now_s() - t1;
+	}
 	rt_worker_free(m->worker);
 	m->worker = NULL;
 	if (r)

@@ -166,4 +166,13 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 /* The worker processes "m" has forked so far. */
 int tune_measurer_workers_started(const tune_measurer *m);
 
+/* Seconds tune_measure_batch has spent so far: building its candidates,
+ * running them (the checks included), and checking new bests against
+ * the interpreter (the reference's first computation included). */
+typedef struct tune_measure_times {
+	double build_s, run_s, check_s;
+} tune_measure_times;
+
+tune_measure_times tune_measurer_times(const tune_measurer *m);
+
 #endif

@@ -1016,6 +1016,7 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	}
 	double scale = NAN;
 	int workers = tune_measurer_workers_started(s->measurer);
+	tune_measure_times before = tune_measurer_times(s->measurer);
 	if (measure_with_control(s, progs, picked, res, &scale) ||
 	    confirm_bests(s, progs, res, picked))
 		return fail(s, "measuring: %s", res[0].msg);
@@ -1028,9 +1029,12 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 		return r;
 	retrain(s);
 	workers = tune_measurer_workers_started(s->measurer) - workers;
-	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s by %d "
-		"worker%s (the machine at %.3f of the control's time), recorded and trained "
-		"in %.2f s", s->sum->rounds, n, t1 - t0, picked, t2 - t1, workers,
+	tune_measure_times after = tune_measurer_times(s->measurer);
+	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s (building "
+		"%.2f s, running %.2f s, of which checking %.2f s) by %d worker%s (the machine "
+		"at %.3f of the control's time), recorded and trained in %.2f s",
+		s->sum->rounds, n, t1 - t0, picked, t2 - t1, after.build_s - before.build_s,
+		after.run_s - before.run_s, after.check_s - before.check_s, workers,
 		workers == 1 ? "" : "s", scale, rt_now_s() - t2);
 	report_progress(s, false);
 	return 0;
