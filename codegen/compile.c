@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "ir/fdio.h"
 
 extern char **environ;
 
@@ -403,21 +404,6 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
-/* Write the "len" bytes of "data" to the descriptor "fd"; return 0 or -1. */
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Create an empty temporary file named after "path" in its directory,
  * write its name into "tmp" of size "len" and return its descriptor, or
  * return -1 with a message in "err". */
@@ -445,7 +431,7 @@ static int write_file_atomically(const char *path, const char *data,
 	int fd = create_temp_beside(path, tmp, sizeof tmp, err, errlen);
 	if (fd < 0)
 		return CG_COMPILE_EIO;
-	int rc = write_all(fd, data, strlen(data)) | fchmod(fd, 0644);
+	int rc = te_write_all(fd, data, strlen(data)) | fchmod(fd, 0644);
 	rc |= close(fd);
 	if (rc == 0 && rename(tmp, path) == 0)
 		return CG_COMPILE_OK;

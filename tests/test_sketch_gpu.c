@@ -382,6 +382,34 @@ Test(sketch_gpu, a_register_tile_at_the_block_loop_repeats_work_per_thread)
 	tessel_ctx_free(ctx);
 }
 
+/* An op of the library with its task and search space for sm_90, made
+ * without a device and without the fixture's reference. */
+typedef struct cuda_space {
+	tessel_ctx *ctx;
+	tessel_op *op;
+	tune_task task;
+	tune_space *space;
+} cuda_space;
+
+static void cuda_space_init(cuda_space *c, const char *name, const char *spec)
+{
+	char err[512];
+	c->ctx = tessel_ctx_new();
+	c->op = test_op_new(c->ctx, name, spec);
+	cr_assert_eq(tune_task_init(&c->task, c->ctx, c->op, "cuda:sm_90", err, sizeof(err)),
+		0, "%s", err);
+	c->space = tune_space_new(&c->task);
+	cr_assert(c->space);
+}
+
+static void cuda_space_fini(cuda_space *c)
+{
+	tune_space_free(c->space);
+	tune_task_clear(&c->task);
+	tessel_op_release(c->op);
+	tessel_ctx_free(c->ctx);
+}
+
 /* The GPU sketches' own samples never repeat work per thread, for every
  * op of the library and a large matmul and convolution (the rule leaves
  * out mutations, not structures the sketches draw). */
@@ -392,34 +420,25 @@ Test(sketch_gpu, samples_do_not_repeat_work_per_thread, .timeout = 600)
 		const char *name = i < ops ? tessel_ops_name(i) : i == ops ? "matmul" : "conv2d";
 		const char *spec = i < ops ? spec_of(name) : i == ops ? "M=512;N=512;K=512" :
 			"N=1;C=64;H=56;W=56;F=64;R=3;S=3;padding=1";
-		tessel_ctx *ctx = tessel_ctx_new();
-		tessel_op *op = test_op_new(ctx, name, spec);
-		tune_task task;
-		char err[512];
-		cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
-			"%s", err);
-		tune_space *space = tune_space_new(&task);
-		cr_assert(space);
+		cuda_space c;
+		cuda_space_init(&c, name, spec);
 		uint64_t rng = 5 + (uint64_t)i;
-		for (int k = 0; k < tune_space_num_sketches(space); k++)
+		for (int k = 0; k < tune_space_num_sketches(c.space); k++)
 			for (int n = 0; n < 4; n++) {
-				sch_state *st = tune_space_sample(space, k, &rng);
+				sch_state *st = tune_space_sample(c.space, k, &rng);
 				loop_prog *p = st ? sch_program(st) : NULL;
 				if (p) {
 					samples++;
 					char *trace = sch_trace_to_text(st->trace);
 					cr_expect_not(tune_gpu_repeats_work_per_thread(p),
 						"%s, sketch %s:\n%s", name,
-						tune_space_sketch_name(space, k), trace);
+						tune_space_sketch_name(c.space, k), trace);
 					free(trace);
 				}
 				loop_prog_free(p);
 				sch_state_free(st);
 			}
-		tune_space_free(space);
-		tune_task_clear(&task);
-		tessel_op_release(op);
-		tessel_ctx_free(ctx);
+		cuda_space_fini(&c);
 	}
 	cr_log_info("%d samples", samples);
 	cr_expect_gt(samples, 4 * ops);
@@ -451,21 +470,15 @@ static int64_t block_threads(const loop_stmt *s, int64_t ext[3])
  * threads): 16-thread blocks leave half of each warp idle. */
 Test(sketch_gpu, tiled_samples_fill_whole_warps, .timeout = 300)
 {
-	tessel_ctx *ctx = tessel_ctx_new();
-	tessel_op *op = test_op_new(ctx, "matmul", "M=4096;N=4096;K=4096");
-	tune_task task;
-	char err[512];
-	cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
-		"%s", err);
-	tune_space *space = tune_space_new(&task);
-	cr_assert(space);
+	cuda_space c;
+	cuda_space_init(&c, "matmul", "M=4096;N=4096;K=4096");
 	uint64_t rng = 3;
 	int samples = 0, warps = 0;
-	for (int k = 0; k < tune_space_num_sketches(space); k++) {
-		if (!strstr(tune_space_sketch_name(space, k), "SSSRRSRS"))
+	for (int k = 0; k < tune_space_num_sketches(c.space); k++) {
+		if (!strstr(tune_space_sketch_name(c.space, k), "SSSRRSRS"))
 			continue;
 		for (int n = 0; n < 30; n++) {
-			sch_state *st = tune_space_sample(space, k, &rng);
+			sch_state *st = tune_space_sample(c.space, k, &rng);
 			loop_prog *p = st ? sch_program(st) : NULL;
 			if (p) {
 				int64_t ext[3] = { 1, 1, 1 };
@@ -481,10 +494,7 @@ Test(sketch_gpu, tiled_samples_fill_whole_warps, .timeout = 300)
 	cr_expect_geq(samples, 60);
 	cr_expect_geq(warps * 10, samples * 9, "%d of %d samples of whole warps", warps,
 		samples);
-	tune_space_free(space);
-	tune_task_clear(&task);
-	tessel_op_release(op);
-	tessel_ctx_free(ctx);
+	cuda_space_fini(&c);
 }
 
 /* Return the printed program of "trace" replayed on a fresh op "name"
@@ -512,18 +522,12 @@ Test(sketch_gpu, remembered_regions_lower_as_fresh_ones, .timeout = 600)
 	};
 	int checked = 0;
 	for (size_t o = 0; o < sizeof(ops) / sizeof(*ops); o++) {
-		tessel_ctx *ctx = tessel_ctx_new();
-		tessel_op *op = test_op_new(ctx, ops[o].name, ops[o].spec);
-		tune_task task;
-		char err[512];
-		cr_assert_eq(tune_task_init(&task, ctx, op, "cuda:sm_90", err, sizeof(err)), 0,
-			"%s", err);
-		tune_space *space = tune_space_new(&task);
-		cr_assert(space);
+		cuda_space c;
+		cuda_space_init(&c, ops[o].name, ops[o].spec);
 		uint64_t rng = 21 + o;
 		for (int i = 0; i < 12; i++) {
-			sch_state *st = tune_space_sample(space, -1, &rng);
-			sch_state *child = st ? tune_space_mutate(space, st->trace, &rng) : NULL;
+			sch_state *st = tune_space_sample(c.space, -1, &rng);
+			sch_state *child = st ? tune_space_mutate(c.space, st->trace, &rng) : NULL;
 			sch_state *both[] = { st, child };
 			for (int b = 0; b < 2; b++) {
 				loop_prog *p = both[b] ? sch_program(both[b]) : NULL;
@@ -542,10 +546,7 @@ Test(sketch_gpu, remembered_regions_lower_as_fresh_ones, .timeout = 600)
 			sch_state_free(child);
 			sch_state_free(st);
 		}
-		tune_space_free(space);
-		tune_task_clear(&task);
-		tessel_op_release(op);
-		tessel_ctx_free(ctx);
+		cuda_space_fini(&c);
 	}
 	cr_expect_geq(checked, 30, "%d programs", checked);
 }

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ir/fdio.h"
+
 /* A message on a pipe: a job's number (-1: the end of a call's jobs)
  * and the length of the bytes that follow. */
 typedef struct frame {
@@ -31,41 +33,11 @@ struct tune_fork_pool {
 	copy *copies;
 };
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = read(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* Write the frame of job "i" and its "len" bytes "buf" to "fd". */
 static int send_frame(int fd, int32_t i, const void *buf, size_t len)
 {
 	frame f = { i, buf && len <= UINT32_MAX ? (uint32_t)len : 0 };
-	return write_all(fd, &f, sizeof(f)) || (f.len && write_all(fd, buf, f.len)) ? -1 : 0;
+	return te_write_all(fd, &f, sizeof(f)) || (f.len && te_write_all(fd, buf, f.len)) ? -1 : 0;
 }
 
 /* Read a frame from "fd" into "*f" and its bytes into "*buf" (malloc'd,
@@ -74,12 +46,12 @@ static int send_frame(int fd, int32_t i, const void *buf, size_t len)
 static int recv_frame(int fd, frame *f, void **buf)
 {
 	*buf = NULL;
-	if (read_all(fd, f, sizeof(*f)))
+	if (te_read_all(fd, f, sizeof(*f)))
 		return -1;
 	if (f->len == 0)
 		return 0;
 	*buf = malloc(f->len);
-	if (!*buf || read_all(fd, *buf, f->len)) {
+	if (!*buf || te_read_all(fd, *buf, f->len)) {
 		free(*buf);
 		*buf = NULL;
 		return -1;
