@@ -1,6 +1,7 @@
 #include "tuner/fork_map.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -146,9 +147,9 @@ tune_fork_pool *tune_fork_pool_new(int workers, tune_map_job job, void *arg)
 	pool->copies = c;
 	for (int k = 0; k < workers; k++) {
 		int to[2], from[2];
-		if (pipe(to))
+		if (pipe2(to, O_CLOEXEC))
 			break;
-		if (pipe(from)) {
+		if (pipe2(from, O_CLOEXEC)) {
 			close(to[0]);
 			close(to[1]);
 			break;
