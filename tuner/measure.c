@@ -47,6 +47,8 @@ typedef struct worker_report {
 	rt_timing timing;
 	char msg[256];
 	bool no_device;            /* the worker could not open the device */
+	double open_s;             /* GPU: opening the device for this job */
+	double runner_s;           /* GPU: loading, copying, timing, copying back */
 } worker_report;
 
 typedef struct built_kernel built_kernel;
@@ -585,12 +587,16 @@ static tune_error run_opencl(tune_measurer *m, worker_report *rep)
 {
 	const worker_job *job = m->job;
 	poison_outputs(m);
+	double t0 = rt_now_s();
 	tune_gpu_status st = m->held.opencl ? TUNE_GPU_OK :
 		tune_opencl_session_open(&m->held.opencl, rep->msg, sizeof(rep->msg));
 	tune_gpu_run run = { job->p, m->args, &job->timer, 0 };
+	double t1 = rt_now_s();
 	if (st == TUNE_GPU_OK)
 		st = tune_opencl_session_time(m->held.opencl, &run, &rep->timing, rep->msg,
 			sizeof(rep->msg));
+	rep->open_s = t1 - t0;
+	rep->runner_s = rt_now_s() - t1;
 	return gpu_error(st, rep);
 }
 
@@ -601,13 +607,17 @@ static tune_error run_cuda(tune_measurer *m, worker_report *rep)
 {
 	const worker_job *job = m->job;
 	poison_outputs(m);
+	double t0 = rt_now_s();
 	tune_gpu_status st = m->held.cuda ? TUNE_GPU_OK :
 		tune_cuda_session_open(m->task->gpu.sm, &m->held.cuda, rep->msg,
 			sizeof(rep->msg));
 	tune_gpu_run run = { job->p, m->args, &job->timer, m->task->gpu.sm };
+	double t1 = rt_now_s();
 	if (st == TUNE_GPU_OK)
 		st = tune_cuda_session_time(m->held.cuda, &run, &job->kernel->cuda,
 			&rep->timing, rep->msg, sizeof(rep->msg));
+	rep->open_s = t1 - t0;
+	rep->runner_s = rt_now_s() - t1;
 	return gpu_error(st, rep);
 }
 
@@ -636,10 +646,14 @@ static int worker_main(void *arg)
 }
 
 /* Turn how the worker ended ("st", "why") and its report into "r". */
-static void take_report(const tune_measurer *m, rt_run_status st, const char *why,
+static void take_report(tune_measurer *m, rt_run_status st, const char *why,
 	tune_result *r)
 {
 	const worker_report *rep = m->report;
+	m->times.open_s += rep->open_s;
+	m->times.runner_s += rep->runner_s;
+	if (rep->timing.runs > 0 && isfinite(rep->timing.median_s))
+		m->times.timed_s += rep->timing.runs * rep->timing.median_s;
 	if (st == RT_RUN_CRASHED)
 		set_error(r, TUNE_ERR_CRASH, "the worker was %s", why);
 	else if (st == RT_RUN_TIMEOUT)

@@ -168,9 +168,13 @@ int tune_measurer_workers_started(const tune_measurer *m);
 
 /* Seconds tune_measure_batch has spent so far: building its candidates,
  * running them (the checks included), and checking new bests against
- * the interpreter (the reference's first computation included). */
+ * the interpreter (the reference's first computation included); of the
+ * running, on GPUs, the workers' opening of the device and the runner's
+ * work per candidate (loading, copying, timing, copying back), and for
+ * every target the timed runs themselves (runs x median). */
 typedef struct tune_measure_times {
 	double build_s, run_s, check_s;
+	double open_s, runner_s, timed_s;
 } tune_measure_times;
 
 tune_measure_times tune_measurer_times(const tune_measurer *m);

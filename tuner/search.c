@@ -1031,11 +1031,14 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	workers = tune_measurer_workers_started(s->measurer) - workers;
 	tune_measure_times after = tune_measurer_times(s->measurer);
 	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s (building "
-		"%.2f s, running %.2f s, of which checking %.2f s) by %d worker%s (the machine "
-		"at %.3f of the control's time), recorded and trained in %.2f s",
+		"%.2f s, running %.2f s: checking %.2f s, opening the device %.2f s, in the "
+		"runner %.2f s, timed runs %.2f s) by %d worker%s (the machine at %.3f of the "
+		"control's time), recorded and trained in %.2f s",
 		s->sum->rounds, n, t1 - t0, picked, t2 - t1, after.build_s - before.build_s,
-		after.run_s - before.run_s, after.check_s - before.check_s, workers,
-		workers == 1 ? "" : "s", scale, rt_now_s() - t2);
+		after.run_s - before.run_s, after.check_s - before.check_s,
+		after.open_s - before.open_s, after.runner_s - before.runner_s,
+		after.timed_s - before.timed_s, workers, workers == 1 ? "" : "s", scale,
+		rt_now_s() - t2);
 	report_progress(s, false);
 	return 0;
 }
