@@ -19,7 +19,7 @@ static const char tune_help[] =
 	"usage: tessel tune SPEC [--set NAME=VALUE,...] --trials N [--db PATH]\n"
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
 	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
-	"                   [--early-stop N] [--epsilon E] [--verbose]\n"
+	"                   [--early-stop N] [--epsilon E] [--jobs N] [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -34,7 +34,9 @@ static const char tune_help[] =
 	"sketches, kernels built by clBuildProgram and timed to clFinish.\n"
 	"cuda and cuda:sm_NN: the first CUDA GPU (libcuda.so.1; refused without\n"
 	"it), candidates compiled by NVRTC for the architecture, those ptxas says\n"
-	"cannot launch rejected, the rest timed to cuStreamSynchronize.\n"
+	"cannot launch rejected, the rest timed by CUPTI (the kernels' own\n"
+	"durations), the L2 evicted before each run; a candidate ten times\n"
+	"slower than the best is timed by one run.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
 	"(default 300; 0: never). --epsilon E is the fraction of each batch\n"
 	"picked at random from the evolved candidates rather than by the cost\n"
@@ -44,8 +46,10 @@ static const char tune_help[] =
 	"to catch a crash or a hang), then the last pass times the whole batch\n"
 	"in one worker, in turns, so that a slow moment of the machine slows\n"
 	"all candidates alike (with --flush, and on GPUs, each pass runs each\n"
-	"candidate alone and the fastest pass is kept). `tessel best` and\n"
-	"`tessel run --db` use the result.\n";
+	"candidate alone and the fastest pass is kept). --jobs N is how many\n"
+	"processes compile the candidates and make each population (default:\n"
+	"one per CPU this process may use); the populations do not depend on\n"
+	"it. `tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {
 	const char *spec, *db, *target;
@@ -97,6 +101,12 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 	}
 	if ((v = cli_option(argc, argv, i, "--batch", &missing)))
 		return cli_parse_count(v, "--batch", 1, 4096, &o->batch);
+	if ((v = cli_option(argc, argv, i, "--jobs", &missing))) {
+		if (cli_parse_count(v, "--jobs", 1, 1024, &o->evolve_jobs))
+			return -1;
+		o->measure.build_jobs = o->evolve_jobs;
+		return 0;
+	}
 	if ((v = cli_option(argc, argv, i, "--threads", &missing)))
 		return cli_parse_count(v, "--threads", 0, 1024, &o->measure.threads);
 	if ((v = cli_option(argc, argv, i, "--epsilon", &missing)))

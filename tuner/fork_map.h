@@ -38,8 +38,4 @@ void tune_fork_map(tune_fork_pool *pool, tune_map_job job, void *arg, int n,
 /* End the copies and free "pool" (may be NULL). */
 void tune_fork_pool_free(tune_fork_pool *pool);
 
-/* Return the workers a pool should have on this machine: the CPUs this
- * process may run on, at least 1. */
-int tune_fork_map_workers(void);
-
 #endif

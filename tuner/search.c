@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "ir/fnv.h"
+#include "runtime/target.h"
 #include "runtime/timer.h"
 #include "schedule/gpu_default.h"
 #include "schedule/random.h"
@@ -1078,7 +1079,7 @@ static int search_setup(search *s)
 	if (load_store(s))
 		return -1;
 	s->copies = tune_fork_pool_new(s->o->evolve_jobs > 0 ? s->o->evolve_jobs :
-		tune_fork_map_workers(), make_member, s);
+		rt_num_cpus(), make_member, s);
 	return 0;
 }
 

@@ -378,7 +378,7 @@ mm32=(matmul --set M=32,N=32,K=32)
 tdb=$work/tune.db
 expect 0 'trials: 8 measured in [0-9]+ rounds, 0 errors; 0 found in the store' -- tune "${mm32[@]}" --trials 8 --batch 4 --min-time 0.005 --db "$tdb"
 expect 0 'best: [0-9.]+ GFLOP/s' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 2 --epsilon 1
-expect 0 '12 found in the store' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 3
+expect 0 '12 found in the store' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 3 --jobs 1
 expect 0 'GFLOP/s' -- best "${mm32[@]}" --db "$tdb"
 expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$tdb"
 expect 0 'records: 16 \(16 ok' -- db info --db "$tdb"
@@ -389,6 +389,7 @@ expect 1 "--timeout expects a number of seconds, got '-1'" -- tune "${mm32[@]}" 
 expect 1 'timeout must be positive' -- tune "${mm32[@]}" --trials 4 --timeout 0 --db "$tdb"
 expect 1 "--epsilon expects a number in \\[0, 1\\], got '1.5'" -- tune "${mm32[@]}" --trials 4 --epsilon 1.5 --db "$tdb"
 expect 1 "--passes expects an integer in 1..100, got '0'" -- tune "${mm32[@]}" --trials 4 --passes 0 --db "$tdb"
+expect 1 "--jobs expects an integer in 1..1024, got '0'" -- tune "${mm32[@]}" --trials 4 --jobs 0 --db "$tdb"
 expect 1 "unknown target" -- tune "${mm32[@]}" --trials 4 --target tpu --db "$tdb"
 expect 1 'tessel cannot measure on CUDA here: CUDA driver not found \(libcuda.so.1\)' -- tune "${mm32[@]}" --trials 4 --target cuda:sm_80 --db "$work/cuda.db"
 expect 1 'unknown CUDA architecture sm_1000' -- tune "${mm32[@]}" --trials 4 --target cuda:sm_1000 --db "$work/cuda.db"
