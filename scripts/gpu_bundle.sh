@@ -7,6 +7,7 @@
 # scripts/gpu_run.sh runs there.
 #
 #   scripts/gpu_bundle.sh [BUNDLE]        default BUNDLE: gpu-bundle
+#   RECORDS=bench/records/h200-2026-11-27.jsonl.gz scripts/gpu_bundle.sh
 #
 # With the device tool: build the bundle here, then run
 #   scripts/gpu_run.sh gpu-bundle   carrying gpu-bundle (about 30 MiB).
@@ -63,6 +64,20 @@ if [ "${BUNDLE_NVRTC:-0}" = 1 ]; then
 		case $lib in *alt*) continue ;; esac
 		[ -f "$lib" ] && cp -L "$lib" "$bundle/lib/"
 	done
+fi
+
+# RECORDS=FILE.jsonl[.gz] (`tessel db export`, e.g. a device session's
+# store kept in bench/records/) starts the bundle's session.db, so that a
+# device session resumes it (tuning measures no known program again and
+# the model starts trained).
+if [ -n "${RECORDS:-}" ] && [ ! -f "$bundle/session.db" ]; then
+	records=$(mktemp --suffix=.jsonl)
+	case $RECORDS in
+	*.gz) gunzip -c "$RECORDS" >"$records" ;;
+	*) cp "$RECORDS" "$records" ;;
+	esac
+	"$bundle/bin/tessel" db import "$records" --db "$bundle/session.db"
+	rm -f "$records"
 fi
 
 cat > "$bundle/MANIFEST" <<EOF
