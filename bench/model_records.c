@@ -204,7 +204,9 @@ static int collect(const tune_record *r, void *arg)
 	return 0;
 }
 
-/* Read the target of the store's records into "cpu" (the first one). */
+/* Read the target of the store's records into "cpu" (the first CPU
+ * one); a store of GPU records has none, and its features were made
+ * for the host, as the tuner's GPU tasks make them. */
 static int store_target(tune_db *db, rt_cpu_target *cpu)
 {
 	sqlite3_stmt *st = NULL;
@@ -713,8 +715,11 @@ int main(int argc, char **argv)
 	rows t = { 0 };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute, .fastest = o.fastest,
 		.raw = o.raw, .picks = o.picks, .only_workload = o.others ? 0 : o.only_workload };
-	if (!(rd.ctx = tessel_ctx_new()) || store_target(db, &rd.cpu)) {
-		fprintf(stderr, "model_records: no CPU target in %s\n", o.path);
+	rd.ctx = tessel_ctx_new();
+	if (rd.ctx && store_target(db, &rd.cpu))
+		rt_cpu_target_host(&rd.cpu);
+	if (!rd.ctx) {
+		fprintf(stderr, "model_records: out of memory\n");
 		return 1;
 	}
 	if (tune_db_foreach(db, 0, 0, collect, &rd)) {
