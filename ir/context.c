@@ -7,7 +7,6 @@
 #include <isl/ctx.h>
 #include <isl/options.h>
 
-#include "ir/isl_text.h"
 #include "ir/memo.h"
 #include "ir/te_impl.h"
 
@@ -20,7 +19,6 @@ void tessel_ctx_free(tessel_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	te_isl_text_cache_free(ctx->isl_texts);
 	te_memo_free(ctx->memo);
 	if (ctx->isl)
 		isl_ctx_free(ctx->isl);

@@ -5,7 +5,8 @@
  * conv2d, 224 were distinct, and reading them was a third of the time
  * spent evolving candidates (bench/RESULTS.md, "Evolving GPU
  * candidates").  ISL objects do not change once made, so a remembered
- * one is as good as a new one. */
+ * one is as good as a new one; they are kept in the context's memo
+ * (ir/memo.h). */
 #ifndef TESSEL_IR_ISL_TEXT_H
 #define TESSEL_IR_ISL_TEXT_H
 
@@ -14,19 +15,11 @@
 
 #include "tessel/te.h"
 
-/* Texts a context remembers (the most recent win a collision). */
-#define TE_ISL_TEXT_SLOTS 4096
-
-typedef struct te_isl_text_cache te_isl_text_cache;
-
 /* Return the set "text" denotes in the ISL context of "ctx" (a new
  * reference), or NULL when ISL rejects it. */
 isl_set *te_isl_read_set(tessel_ctx *ctx, const char *text);
 
 /* The same for a map. */
 isl_map *te_isl_read_map(tessel_ctx *ctx, const char *text);
-
-/* Free the texts "cache" remembers (before their ISL context). */
-void te_isl_text_cache_free(te_isl_text_cache *cache);
 
 #endif

@@ -11,8 +11,9 @@
 
 #include "tessel/te.h"
 
-/* Keys a context remembers (the most recent win a collision). */
-#define TE_MEMO_SLOTS 4096
+/* Keys a context remembers (the most recent win a collision): the sets
+ * and maps read from text (ir/isl_text.h) and the bounds of regions. */
+#define TE_MEMO_SLOTS 8192
 
 typedef struct te_memo te_memo;
 

@@ -15,8 +15,7 @@ struct tessel_ctx {
 	tessel_error err;
 	char err_file[256];  /* err.loc.file points here: errors outlive sources */
 	struct isl_ctx *isl;
-	struct te_isl_text_cache *isl_texts;  /* ir/isl_text.h */
-	struct te_memo *memo;                 /* ir/memo.h */
+	struct te_memo *memo;  /* ir/memo.h: ISL texts, region bounds */
 };
 
 /* Record an error in "ctx" at "loc"; return -1 for convenience. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/c_printer.h"
 #include "codegen/opencl_kernel.h"
 #include "runtime/opencl.h"
 #include "schedule/bound.h"
@@ -444,26 +445,21 @@ Test(sketch_gpu, samples_do_not_repeat_work_per_thread, .timeout = 600)
 	cr_expect_gt(samples, 4 * ops);
 }
 
-/* Raise ext[k] to the extents of the loops of "s" bound to thread index
- * k (0 to 2) and return ext's product. */
-static int64_t block_threads(const loop_stmt *s, int64_t ext[3])
+/* The most threads a block of a kernel of "p" has, by the CUDA code
+ * generator's plan of its launches. */
+static int64_t block_threads(const loop_prog *p, tessel_ctx *ctx)
 {
-	if (s && s->kind == LS_FOR) {
-		int k = (int)s->u.for_.kind - LOOP_THREAD_X;
-		const loop_expr *e = s->u.for_.extent;
-		if (k >= 0 && k < 3 && e->kind == LX_INT && e->u.ival > ext[k])
-			ext[k] = e->u.ival;
-		block_threads(s->u.for_.body, ext);
-	} else if (s && s->kind == LS_SEQ) {
-		for (int i = 0; i < s->u.seq.n; i++)
-			block_threads(s->u.seq.items[i], ext);
-	} else if (s && s->kind == LS_ALLOC) {
-		block_threads(s->u.alloc.body, ext);
-	} else if (s && s->kind == LS_IF) {
-		block_threads(s->u.if_.then_, ext);
-		block_threads(s->u.if_.else_, ext);
+	cg_target t = cg_target_cuda(90);
+	cg_gpu_plan plan;
+	free(cg_print_gpu(p, &t, &plan, ctx));
+	int64_t most = 0;
+	for (int k = 0; k < plan.nkernels; k++) {
+		const int64_t *b = plan.kernels[k].block;
+		if (b[0] * b[1] * b[2] > most)
+			most = b[0] * b[1] * b[2];
 	}
-	return ext[0] * ext[1] * ext[2];
+	cg_gpu_plan_free(&plan);
+	return most;
 }
 
 /* The tiled sketches of a matmul 4096^3 draw blocks of whole warps (32
@@ -481,8 +477,7 @@ Test(sketch_gpu, tiled_samples_fill_whole_warps, .timeout = 300)
 			sch_state *st = tune_space_sample(c.space, k, &rng);
 			loop_prog *p = st ? sch_program(st) : NULL;
 			if (p) {
-				int64_t ext[3] = { 1, 1, 1 };
-				int64_t threads = block_threads(p->body, ext);
+				int64_t threads = block_threads(p, c.ctx);
 				samples++;
 				warps += threads % 32 == 0;
 			}

@@ -495,7 +495,7 @@ Test(isl_text, more_texts_than_slots_each_read_right)
 	tessel_ctx *ctx = tessel_ctx_new();
 	char text[128];
 	for (int round = 0; round < 2; round++)
-		for (int k = 0; k < TE_ISL_TEXT_SLOTS + 100; k += 7) {
+		for (int k = 0; k < TE_MEMO_SLOTS + 100; k += 7) {
 			snprintf(text, sizeof(text), "{ [i] : 0 <= i < %d }", k + 1);
 			isl_set *s = te_isl_read_set(ctx, text);
 			cr_assert(s);
