@@ -66,7 +66,7 @@ int rt_cuda_time_runs(rt_cuda_device *d, int (*enqueue)(void *arg), void *arg,
 	int runs = 0, status = 0;
 	for (int i = 0; status == 0 && i < o->warmup && !rt_timer_expired(o, start); i++)
 		status = one_run(d, enqueue, arg, o, &warm, err, len);
-	if (status == 0 && o->warmup > 0 && o->give_up_s > 0 && warm > o->give_up_s) {
+	if (status == 0 && o->warmup > 0 && rt_timer_gives_up(o, warm)) {
 		rt_timing_summarize(&warm, 1, &out->events);
 		free(times);
 		return RT_TIME_OK;

@@ -113,10 +113,15 @@ static bool warm_up(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	return true;
 }
 
+bool rt_timer_gives_up(const rt_timer_opts *o, double run_s)
+{
+	return o->give_up_s > 0 && run_s > o->give_up_s;
+}
+
 /* Whether "o" gives up after "runs" runs of "total" seconds. */
 static bool gives_up(const rt_timer_opts *o, int runs, double total)
 {
-	return o->give_up_s > 0 && runs == 1 && total > o->give_up_s;
+	return runs == 1 && rt_timer_gives_up(o, total);
 }
 
 bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total)
@@ -153,7 +158,7 @@ int rt_time(void (*fn)(void *), void *arg, const rt_timer_opts *o,
 	uint64_t wait_from = 0, wait_to;
 	double warm;
 	bool in_time = warm_up(fn, arg, o, flush, flush_len, start, &warm);
-	if (in_time && o->give_up_s > 0 && warm > o->give_up_s) {
+	if (in_time && o->warmup > 0 && rt_timer_gives_up(o, warm)) {
 		times[runs] = warm;
 		total += times[runs++];
 		in_time = false;

@@ -94,6 +94,10 @@ bool rt_timer_opts_valid(const rt_timer_opts *o);
  * times "times" (sorted in place) into "out". */
 bool rt_timer_expired(const rt_timer_opts *o, double start);
 bool rt_timer_want_more(const rt_timer_opts *o, int runs, double total);
+/* Whether one run of "run_s" seconds (the last warm-up run, or the
+ * first timed one) is slower than o->give_up_s and so the whole
+ * measurement. */
+bool rt_timer_gives_up(const rt_timer_opts *o, double run_s);
 /* Whether "runs" runs of "total" seconds are a measurement: min_repeats
  * of them, or one slower than give_up_s. */
 bool rt_timer_enough(const rt_timer_opts *o, int runs, double total);

@@ -59,19 +59,24 @@ static int recv_frame(int fd, frame *f, void **buf)
 	return 0;
 }
 
-/* One call's jobs in a copy: their numbers, inputs and results. */
+/* A job a copy holds: its frame, input and result. */
+typedef struct held_job {
+	frame f;
+	void *in, *out;
+	size_t len;
+} held_job;
+
+/* One call's jobs in a copy. */
 typedef struct jobs {
 	int n, cap;
-	frame *f;
-	void **in, **out;
-	size_t *len;
+	held_job *job;
 } jobs;
 
 static void jobs_clear(jobs *j)
 {
 	for (int i = 0; i < j->n; i++) {
-		free(j->in[i]);
-		free(j->out[i]);
+		free(j->job[i].in);
+		free(j->job[i].out);
 	}
 	j->n = 0;
 }
@@ -80,26 +85,13 @@ static int jobs_add(jobs *j, frame f, void *in)
 {
 	if (j->n == j->cap) {
 		int cap = j->cap ? 2 * j->cap : 64;
-		frame *nf = realloc(j->f, (size_t)cap * sizeof(*nf));
-		if (nf)
-			j->f = nf;
-		void **ni = realloc(j->in, (size_t)cap * sizeof(*ni));
-		if (ni)
-			j->in = ni;
-		void **no = realloc(j->out, (size_t)cap * sizeof(*no));
-		if (no)
-			j->out = no;
-		size_t *nl = realloc(j->len, (size_t)cap * sizeof(*nl));
-		if (nl)
-			j->len = nl;
-		if (!nf || !ni || !no || !nl)
+		held_job *more = realloc(j->job, (size_t)cap * sizeof(*more));
+		if (!more)
 			return -1;
+		j->job = more;
 		j->cap = cap;
 	}
-	j->f[j->n] = f;
-	j->in[j->n] = in;
-	j->out[j->n] = NULL;
-	j->len[j->n++] = 0;
+	j->job[j->n++] = (held_job){ f, in, NULL, 0 };
 	return 0;
 }
 
@@ -122,10 +114,12 @@ static void __attribute__((noreturn)) serve(int in, int out, tune_map_job job, v
 				_exit(1);
 			continue;
 		}
+		for (int k = 0; k < j.n; k++) {
+			held_job *h = &j.job[k];
+			job(h->f.i, h->in, h->f.len, arg, &h->out, &h->len);
+		}
 		for (int k = 0; k < j.n; k++)
-			job(j.f[k].i, j.in[k], j.f[k].len, arg, &j.out[k], &j.len[k]);
-		for (int k = 0; k < j.n; k++)
-			if (send_frame(out, j.f[k].i, j.out[k], j.len[k]))
+			if (send_frame(out, j.job[k].f.i, j.job[k].out, j.job[k].len))
 				_exit(1);
 		if (send_frame(out, -1, NULL, 0))
 			_exit(1);

@@ -670,6 +670,14 @@ static void take_report(tune_measurer *m, rt_run_status st, const char *why,
 	r->cpu_wait = rep->timing.cpu_wait;
 }
 
+/* The time past which a candidate of "m" is measured by one run
+ * (TUNE_GIVE_UP_FACTOR times the best, on GPUs), or 0 for never. */
+static double give_up_after(const tune_measurer *m)
+{
+	return tune_task_is_gpu(m->task) && isfinite(m->best_s) ?
+		TUNE_GIVE_UP_FACTOR * m->best_s : 0;
+}
+
 /* Run the compiled "k" of "p" timed with "timer", in the batch's worker
  * where the runner keeps one (m->worker) and else in a fresh one, and
  * fill "r".  Return 0, or -1 when no worker could be started or the
@@ -680,8 +688,8 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	memset(m->report, 0, sizeof(*m->report));
 	m->report->timing.cpu_wait = NAN;
 	rt_timer_opts t = *timer;
-	if (tune_task_is_gpu(m->task) && isfinite(m->best_s) && t.give_up_s == 0)
-		t.give_up_s = TUNE_GIVE_UP_FACTOR * m->best_s;
+	if (t.give_up_s == 0)
+		t.give_up_s = give_up_after(m);
 	*m->job = (worker_job){ p, k, t };
 	char why[256];
 	double limit_s = m->o.timeout_s + WORKER_GRACE_S;
@@ -828,8 +836,8 @@ static void keep_fastest_pass(tune_result *r, const tune_result *again)
  * would only time again a candidate that cannot become the best. */
 static bool gave_up(const tune_measurer *m, const tune_result *r)
 {
-	return tune_task_is_gpu(m->task) && r->error == TUNE_OK &&
-	       r->median_s > TUNE_GIVE_UP_FACTOR * m->best_s;
+	double after = give_up_after(m);
+	return after > 0 && r->error == TUNE_OK && r->median_s > after;
 }
 
 /* The passes of "m" that run each candidate alone: all of them, or all

@@ -433,8 +433,10 @@ static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c
 	return describe(s, st, c) == 0 ? take_unseen(seen, c) : -1;
 }
 
-/* Lower the trace of "c" again when its program was made in another
- * process (evolve_jobs); return 0, or -1 with the reason in the error. */
+/* Lower the trace of "c" again when it came back from make_member as
+ * text and features (in a copy or in this process: tuner/fork_map.h);
+ * only the measured batch needs its program.  Return 0, or -1 with the
+ * reason in the error. */
 static int lower_again(search *s, candidate *c)
 {
 	if (c->prog)
