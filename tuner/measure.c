@@ -568,9 +568,13 @@ static tune_error run_cpu(tune_measurer *m, worker_report *rep)
 }
 
 /* The error class of a GPU runner's status; a device the worker could
- * not open is marked in "rep" (tuning stops: no candidate is at fault). */
-static tune_error gpu_error(tune_gpu_status st, worker_report *rep)
+ * not open is marked in "rep" (tuning stops: no candidate is at fault),
+ * and so are the times the worker spent opening it (from "t0") and in
+ * the runner (from "t1" to now). */
+static tune_error gpu_error(tune_gpu_status st, worker_report *rep, double t0, double t1)
 {
+	rep->open_s = t1 - t0;
+	rep->runner_s = rt_now_s() - t1;
 	rep->no_device = st == TUNE_GPU_NO_DEVICE;
 	switch (st) {
 	case TUNE_GPU_OK: return TUNE_OK;
@@ -595,9 +599,7 @@ static tune_error run_opencl(tune_measurer *m, worker_report *rep)
 	if (st == TUNE_GPU_OK)
 		st = tune_opencl_session_time(m->held.opencl, &run, &rep->timing, rep->msg,
 			sizeof(rep->msg));
-	rep->open_s = t1 - t0;
-	rep->runner_s = rt_now_s() - t1;
-	return gpu_error(st, rep);
+	return gpu_error(st, rep, t0, t1);
 }
 
 /* CUDA: open the device on the worker's first job, load the builder's
@@ -616,9 +618,7 @@ static tune_error run_cuda(tune_measurer *m, worker_report *rep)
 	if (st == TUNE_GPU_OK)
 		st = tune_cuda_session_time(m->held.cuda, &run, &job->kernel->cuda,
 			&rep->timing, rep->msg, sizeof(rep->msg));
-	rep->open_s = t1 - t0;
-	rep->runner_s = rt_now_s() - t1;
-	return gpu_error(st, rep);
+	return gpu_error(st, rep, t0, t1);
 }
 
 /* The runners, one per target kind (rt_target_kind). */
