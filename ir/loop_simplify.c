@@ -15,9 +15,10 @@
  * enclosing loops (a variable spans [min, min + extent - 1] when the bounds'
  * ranges are known): floor division and modulo by a positive constant
  * split off the terms the divisor divides, and fold when the rest lies in
- * one block of the divisor; min and max pick a side when the difference of
- * the sides has a sign; comparisons of integers fold when the difference
- * has a sign.  A rule that needs a range applies only where every value
+ * one block of the divisor, or when the rest is g * h + l with g dividing
+ * the divisor and l in [0, g) (a lane: (fi * 4 + v) / 32 = fi / 8); min
+ * and max pick a side when the difference of the sides has a sign;
+ * comparisons of integers fold when the difference has a sign.  A rule that needs a range applies only where every value
  * involved has a known range in i64, so that no rewrite depends on
  * overflow.  Identities that hold for every integer need no range:
  * (x / a) / b = x / (a * b), (x % a) % b = x % b when b divides a, and
@@ -718,6 +719,70 @@ static bool nested_divmod(tessel_binary op, loop_expr *a, int64_t c, loop_expr *
 }
 
 static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, int64_t c);
+static loop_expr *divmod_by_constant(simplifier *S, tessel_binary op, loop_expr *a,
+	int64_t c);
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	a = a < 0 ? -a : a;
+	b = b < 0 ? -b : b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Split "R" as "g" * "H" + "L" for a "g" that divides "c" (1 < g < c)
+ * and some of R's coefficients, with "L" (the terms "g" does not divide
+ * and the constant's remainder) in [0, g) over the ranges of "S": then
+ * R / c = H / (c / g) and R % c = g * (H % (c / g)) + L, since "L" cannot
+ * carry into a multiple of "g".  This is what splitting a fused loop by a
+ * factor of its inner extent leaves: (fi * 4 + v) / 32 with v in [0, 4)
+ * is fi / 8.  The largest such "g" is taken; return whether one was. */
+static bool split_lanes(const simplifier *S, const affine *R, int64_t c, affine *H,
+	affine *L, int64_t *g)
+{
+	int64_t best = 0;
+	for (int i = 0; i < R->n; i++) {
+		int64_t cand = R->t[i].coef ? gcd64(R->t[i].coef, c) : 0;
+		if (cand <= best || cand <= 1 || cand >= c)
+			continue;
+		affine h = affine_zero(), l = affine_zero();
+		add_const(&h, floor_div(R->c, cand));
+		add_const(&l, floor_mod(R->c, cand));
+		for (int k = 0; k < R->n; k++) {
+			if (R->t[k].coef % cand == 0)
+				add_term(&h, R->t[k].atom, R->t[k].coef / cand);
+			else
+				add_term(&l, R->t[k].atom, R->t[k].coef);
+		}
+		range lr = affine_range(S, &l);
+		if (!h.ok || !l.ok || !lr.known || lr.lo < 0 || lr.hi >= cand)
+			continue;
+		best = cand;
+		*H = h;
+		*L = l;
+	}
+	*g = best;
+	return best > 0;
+}
+
+/* Return "a" / "c" or "a" % "c" ("op") for "a" = "g" * "H" + "L" of
+ * split_lanes. */
+static loop_expr *divmod_lanes(simplifier *S, tessel_binary op, const affine *H,
+	const affine *L, int64_t g, int64_t c)
+{
+	loop_expr *h = affine_expr(S, H), *part = divmod_by_constant(S, op, h, c / g);
+	if (!part)
+		part = lx_binary(S->p, op, h, lx_int(S->p, c / g), TESSEL_I64);
+	if (op == TESSEL_DIV)
+		return part;
+	affine r = *L;
+	add_term(&r, part, g);
+	return r.ok ? affine_expr(S, &r) : NULL;
+}
 
 /* Return "a" / "c" or "a" % "c" ("op") for the positive constant "c",
  * simplified, or NULL when nothing is proved. */
@@ -752,6 +817,15 @@ static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, i
 			R.ok = false;
 		affine *result = op == TESSEL_DIV ? &Q : &R;
 		return result->ok ? affine_expr(S, result) : NULL;
+	}
+	affine H, L;
+	int64_t g;
+	if (split_lanes(S, &R, c, &H, &L, &g)) {
+		loop_expr *part = divmod_lanes(S, op, &H, &L, g, c);
+		if (!part || op == TESSEL_MOD)
+			return part;
+		add_term(&Q, part, 1);
+		return Q.ok ? affine_expr(S, &Q) : NULL;
 	}
 	if (live_terms(&Q) == 0)
 		return NULL;

@@ -974,6 +974,23 @@ Test(loop_simplify, divides_split_indices)
 		lx_add(P, ii(s), I(P, 5))), I(P, 32)), "(ii + 5) % 32");
 }
 
+/* A fused loop split by a factor of its inner extent: the lane (ii % 4,
+ * in [0, 4)) cannot carry into a multiple of 4, so it leaves the division
+ * and stays beside the remainder, as vectorized accesses need. */
+Test(loop_simplify, divides_around_a_lane)
+{
+#define FUSED(P) lx_add(P, lx_mul(P, io(s), I(P, 4)), lx_mod(P, ii(s), I(P, 4)))
+	EXPECT_SIMPLIFIED(64, lx_div(P, FUSED(P), I(P, 32)), "io / 8");
+	EXPECT_SIMPLIFIED(64, lx_mod(P, FUSED(P), I(P, 32)), "io % 8 * 4 + ii % 4");
+	EXPECT_SIMPLIFIED(64, lx_div(P, lx_add(P, FUSED(P), I(P, 2)), I(P, 32)),
+		"(io * 4 + ii % 4 + 2) / 32");
+	EXPECT_SIMPLIFIED(64, lx_mod(P, lx_add(P, FUSED(P), I(P, 8)), I(P, 32)),
+		"(io + 2) % 8 * 4 + ii % 4");
+	EXPECT_SIMPLIFIED(64, lx_div(P, lx_add(P, lx_mul(P, io(s), I(P, 4)), ii(s)),
+		I(P, 32)), "(io * 4 + ii) / 32");
+#undef FUSED
+}
+
 Test(loop_simplify, nested_divisions_and_remainders)
 {
 	EXPECT_SIMPLIFIED(100, lx_div(P, lx_div(P, io(s), I(P, 4)), I(P, 8)), "io / 32");
