@@ -139,6 +139,10 @@ typedef struct cg_dialect {
 	const char *value_type[TESSEL_DTYPE_COUNT];
 	/* Qualifier of pointers and arrays of each loop_scope, or "". */
 	const char *scope_qualifier[3];
+	/* Address space of a pointer into a buffer of each loop_scope, in a
+	 * cast ("__local" in OpenCL C, "" in CUDA C, where __shared__ is a
+	 * storage class); NULL entries for dialects without them. */
+	const char *pointer_space[3];
 	/* What aligns a shared array to 16 bytes, after its qualifier, so
 	 * that the device compiler can prove four consecutive floats of it
 	 * one 128-bit load (a register tile fed from shared memory then

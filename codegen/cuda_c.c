@@ -77,6 +77,7 @@ const cg_dialect cg_dialect_cuda_c = {
 	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
 		"float", "double" },
 	.scope_qualifier = { "", "__shared__", "" },
+	.pointer_space = { "", "", "" },
 	.shared_align = "__align__(16)",
 	.restrict_kw = "__restrict__",
 	.kernel_qualifier = "extern \"C\" __global__ void",
@@ -89,7 +90,7 @@ const cg_dialect cg_dialect_cuda_c = {
 	},
 	.barrier = "__syncthreads();",
 	.unroll_pragma = "#pragma unroll %d",
-	.vector_type_format = NULL,
+	.vector_type_format = "%s%d",
 	.unary_fn = {
 		{ [TESSEL_EXP] = "expf", [TESSEL_LOG] = "logf", [TESSEL_SQRT] = "sqrtf",
 		  [TESSEL_TANH] = "tanhf", [TESSEL_ERF] = "erff",

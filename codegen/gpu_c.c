@@ -140,11 +140,96 @@ void cg_gpu_print_alloc(cg_printer *pr, const loop_stmt *s)
 	cg_print_stmt(pr, s->u.alloc.body);
 }
 
+/* Return whether the flat offset "aff" of an access in the vectorized
+ * loop over "v" of "lanes" iterations (from 0) steps by one element with
+ * "v" and starts every run of lanes at a multiple of "lanes": each other
+ * term's coefficient and the constant are multiples of it. */
+static bool lanes_aligned(const cg_affine *aff, const loop_var *v, int64_t lanes)
+{
+	bool clean;
+	if (cg_affine_coef(aff, v, &clean) != 1 || !clean || aff->constant % lanes)
+		return false;
+	for (int i = 0; i < aff->n; i++)
+		if (aff->var[i] != v && aff->coef[i] % lanes)
+			return false;
+	return true;
+}
+
+/* Return "aff" without its terms in "v": the offset of lane 0. */
+static cg_affine lane_zero(const cg_affine *aff, const loop_var *v)
+{
+	cg_affine z = *aff;
+	for (int i = 0; i < z.n; i++)
+		if (z.var[i] == v)
+			z.coef[i] = 0;
+	return z;
+}
+
+/* Return whether a vector of "lanes" f32 may be read or written at an
+ * aligned offset of "b": kernel arguments and global temporaries come
+ * from the device's allocator (256-byte aligned, docs/gpu.md), shared
+ * arrays are declared aligned to 16 bytes; a thread's private arrays
+ * have no alignment to rely on. */
+static bool vector_buffer_ok(const cg_printer *pr, const loop_buffer *b, int64_t lanes)
+{
+	if (b->dtype != TESSEL_F32 || lanes * 4 > 16 || !pr->d->pointer_space[b->scope])
+		return false;
+	return b->scope == LOOP_GLOBAL || (b->scope == LOOP_SHARED && pr->d->shared_align);
+}
+
+/* Print "*(space float4 *)&name[offset]" for the lane-0 offset "aff" of
+ * "b", read-only when "load". */
+static void print_vector_ref(cg_printer *pr, const loop_buffer *b, const cg_affine *aff,
+	int64_t lanes, bool load)
+{
+	const cg_buffer_info *info = cg_buffer(pr, b);
+	const char *space = pr->d->pointer_space[b->scope];
+	char type[32];
+	snprintf(type, sizeof(type), pr->d->vector_type_format, "float", (int)lanes);
+	cg_put(pr, "*(%s%s%s%s *)&%s[", load ? "const " : "", space, space[0] ? " " : "",
+		type, info ? info->name : b->name);
+	cg_print_affine(pr, aff, 0);
+	cg_put(pr, "]");
+}
+
+/* Print the vectorized loop "s" as one vector copy when it is one: a
+ * constant 2 or 4 iterations from 0 of a store of a load, f32 to f32,
+ * both contiguous in its variable and starting at a multiple of the
+ * lanes in buffers aligned for them (the cooperative fetch of a tile
+ * into shared memory, TVM's vectorized fetch: one 128-bit load and
+ * store per thread where there were four).  Return whether it did. */
+static bool print_vector_copy(cg_printer *pr, const loop_stmt *s)
+{
+	const loop_expr *min = s->u.for_.min, *extent = s->u.for_.extent;
+	const loop_stmt *body = s->u.for_.body;
+	if (!pr->d->vector_type_format || min->kind != LX_INT || min->u.ival != 0 ||
+	    extent->kind != LX_INT || (extent->u.ival != 2 && extent->u.ival != 4) ||
+	    body->kind != LS_STORE || body->u.store.value->kind != LX_LOAD)
+		return false;
+	int64_t lanes = extent->u.ival;
+	const loop_var *v = s->u.for_.var;
+	const loop_expr *load = body->u.store.value;
+	const loop_buffer *dst = body->u.store.buf, *src = load->u.load.buf;
+	cg_affine to, from;
+	cg_affine_offset(dst, body->u.store.n, body->u.store.index, &to);
+	cg_affine_offset(src, load->u.load.n, load->u.load.index, &from);
+	if (!vector_buffer_ok(pr, dst, lanes) || !vector_buffer_ok(pr, src, lanes) ||
+	    !lanes_aligned(&to, v, lanes) || !lanes_aligned(&from, v, lanes))
+		return false;
+	cg_affine to0 = lane_zero(&to, v), from0 = lane_zero(&from, v);
+	cg_line(pr, "%s", "");
+	print_vector_ref(pr, dst, &to0, lanes, false);
+	cg_put(pr, " = ");
+	print_vector_ref(pr, src, &from0, lanes, true);
+	cg_put(pr, ";\n");
+	return true;
+}
+
 void cg_gpu_print_loop(cg_printer *pr, const loop_stmt *s)
 {
 	if (is_bound(s->u.for_.kind))
 		print_bound(pr, s);
-	else
+	else if (s->u.for_.kind != LOOP_VECTORIZED || !print_vector_copy(pr, s))
 		cg_print_serial_loop(pr, s);
 }
 

@@ -72,6 +72,7 @@ const cg_dialect cg_dialect_opencl_c = {
 	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
 		"float", "double" },
 	.scope_qualifier = { "__global", "__local", "__private" },
+	.pointer_space = { "__global", "__local", "__private" },
 	.shared_align = "__attribute__((aligned(16)))",
 	.restrict_kw = "restrict",
 	.kernel_qualifier = "__kernel void",

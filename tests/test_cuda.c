@@ -401,15 +401,17 @@ Test(cuda_sketch, a_candidate_past_the_registers_is_rejected_before_measurement)
 		"block of 1024 threads"), "%s", msg);
 }
 
-/* Replay tests/sched/"name".trace on a matmul of "spec" into "f" and
- * "*st"; return its program. */
+/* Replay tests/sched/"name".trace, then the steps "more" (or NULL), on a
+ * matmul of "spec" into "f" and "*st"; return its program. */
 static loop_prog *replay_matmul_trace(test_fixture *f, const char *spec, const char *name,
-	sch_state **st)
+	const char *more, sch_state **st)
 {
 	char path[512];
 	snprintf(path, sizeof(path), TESSEL_SOURCE_DIR "/tests/sched/%s.trace", name);
-	char *text = test_read_file(path);
-	cr_assert(text, "%s", path);
+	char *file = test_read_file(path), *text = NULL;
+	cr_assert(file, "%s", path);
+	cr_assert(asprintf(&text, "%s%s", file, more ? more : "") > 0);
+	free(file);
 	test_fixture_init(f, "matmul", spec);
 	sch_trace *t = sch_trace_parse(f->ctx, name, text);
 	*st = sch_state_new(f->ctx, f->op);
@@ -429,7 +431,7 @@ Test(cuda_nvrtc, register_tile_fed_by_shared_tiles)
 	need_nvrtc();
 	test_fixture f;
 	sch_state *st;
-	loop_prog *p = replay_matmul_trace(&f, "M=64;N=48;K=30", "shared_local_matmul", &st);
+	loop_prog *p = replay_matmul_trace(&f, "M=64;N=48;K=30", "shared_local_matmul", NULL, &st);
 	const int sms[2] = { 90, 80 };
 	for (int i = 0; i < 2; i++) {
 		cg_cuda_program c;
@@ -460,7 +462,7 @@ Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 	test_fixture f;
 	sch_state *st;
 	loop_prog *p = replay_matmul_trace(&f, "M=256;N=256;K=64", "shared_register_tile_matmul",
-		&st);
+		NULL, &st);
 	const int sms[2] = { 90, 80 };
 	for (int i = 0; i < 2; i++) {
 		cg_target target = cg_target_cuda(sms[i]);
@@ -482,6 +484,51 @@ Test(cuda_nvrtc, a_register_tile_loads_four_floats_from_shared_memory_at_once)
 	test_fixture_fini(&f);
 }
 
+/* Count in "text" the occurrences of "needle". */
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *at = text; (at = strstr(at, needle)); at++)
+		n++;
+	return n;
+}
+
+/* The classic blocking with its tiles fetched as vectors
+ * (tests/sched/shared_vector_fetch_matmul): each thread copies four
+ * floats of A and four of B a step as one 128-bit load from global
+ * memory and one store to shared memory, and NVRTC keeps them so; a row
+ * of A_shared padded to 33 floats (storage_align) starts its vectors off
+ * 16 bytes, so A's fetch stays scalar and B's is still vectors. */
+Test(cuda_nvrtc, tiles_fetched_as_vectors_move_128_bits_at_once)
+{
+	need_nvrtc();
+	static const char *const more[2] = { NULL, "storage_align A_shared.ax0 32 1\n" };
+	for (int i = 0; i < 2; i++) {
+		test_fixture f;
+		sch_state *st;
+		loop_prog *p = replay_matmul_trace(&f, "M=256;N=256;K=64",
+			"shared_vector_fetch_matmul", more[i], &st);
+		cg_target target = cg_target_cuda(90);
+		char *source = cg_print_c(p, &target, f.ctx), *ptx = NULL, err[4096];
+		cr_assert(source, "%s", tessel_ctx_error(f.ctx)->message);
+		cr_expect_eq(count_of(source, "*(float4 *)&A_shared["), i == 0, "%s", source);
+		cr_expect_eq(count_of(source, "*(float4 *)&B_shared["), 1, "%s", source);
+		cr_expect_eq(count_of(source, "*(const float4 *)&B["), 1, "%s", source);
+		cr_assert_eq(rt_nvrtc_ptx(source, "test.cu", 90, &ptx, err, sizeof(err)), 0,
+			"%s", err);
+		int wide = count_of(ptx, "ld.global.nc.v4."), scalar = count_of(ptx, "ld.global.nc.f32") +
+			count_of(ptx, "ld.global.nc.u32");
+		cr_expect_eq(wide, i == 0 ? 2 : 1, "%d ld.global.nc.v4", wide);
+		cr_expect_eq(scalar, i == 0 ? 0 : 4, "%d scalar global loads", scalar);
+		cr_expect_eq(count_of(ptx, "st.shared.v4."), i == 0 ? 2 : 1);
+		free(ptx);
+		free(source);
+		loop_prog_free(p);
+		sch_state_free(st);
+		test_fixture_fini(&f);
+	}
+}
+
 /* min_blocks_per_sm on the block loop of the register-tile matmul:
  * the kernel declares __launch_bounds__(256, 2), and ptxas keeps each
  * thread within the 128 registers that two blocks of 256 threads leave
@@ -492,7 +539,7 @@ Test(cuda_nvrtc, min_blocks_per_sm_bounds_the_registers)
 	test_fixture f;
 	sch_state *st;
 	loop_prog_free(replay_matmul_trace(&f, "M=256;N=256;K=64", "shared_register_tile_matmul",
-		&st));
+		NULL, &st));
 	cr_assert_eq(sch_annotate(st, "C.io", "min_blocks_per_sm", 2), 0, "%s",
 		tessel_ctx_error(f.ctx)->message);
 	loop_prog *p = sch_program(st);
