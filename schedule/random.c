@@ -361,7 +361,10 @@ static int64_t bound_extent(const sch_stage *c, loop_kind kind)
 /* Fetch the shared stage "name" cooperatively: fuse its loops, split the
  * result by the consumer's threadIdx.x extent and bind the inner loop to
  * it, and the outer one likewise to threadIdx.y when the consumer has it;
- * sometimes pad a row of it. */
+ * half of the time first split off 2 or 4 elements each thread fetches in
+ * a vectorized loop (dividing or not: the GPU printers make one vector
+ * copy of it only where that is exact, codegen/gpu_c.c); sometimes pad a
+ * row of it. */
 static void cooperative_fetch(sch_state *st, const char *name, int c,
 	uint64_t *rng)
 {
@@ -375,14 +378,23 @@ static void cooperative_fetch(sch_state *st, const char *name, int c,
 		if (sch_fuse(st, a, b, NULL))
 			break;
 	}
-	if (below(rng, 4) != 0) {
+	int last = 1;
+	if (below(rng, 2) == 0) {
 		loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
-		if (sch_split(st, a, threads, false, NULL, NULL) == 0) {
+		if (sch_split(st, a, 2 << below(rng, 2), false, NULL, NULL) == 0) {
 			loop_at(st, si, st->stages[si].nleaves - 1, a, sizeof(a));
+			sch_vectorize(st, a);
+			last = 2;
+		}
+	}
+	if (below(rng, 4) != 0) {
+		loop_at(st, si, st->stages[si].nleaves - last, a, sizeof(a));
+		if (sch_split(st, a, threads, false, NULL, NULL) == 0) {
+			loop_at(st, si, st->stages[si].nleaves - last, a, sizeof(a));
 			sch_bind(st, a, "threadIdx.x");
-			loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+			loop_at(st, si, st->stages[si].nleaves - last - 1, a, sizeof(a));
 			if (rows > 1 && sch_split(st, a, rows, false, NULL, NULL) == 0) {
-				loop_at(st, si, st->stages[si].nleaves - 2, a, sizeof(a));
+				loop_at(st, si, st->stages[si].nleaves - last - 1, a, sizeof(a));
 				sch_bind(st, a, "threadIdx.y");
 			}
 		}

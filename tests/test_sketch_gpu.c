@@ -268,6 +268,58 @@ Test(sketch_gpu, conv2d_feeds_registers_from_shared_tiles, .timeout = 600)
 		"shared Y_local -> ");
 }
 
+/* Return whether the OpenCL C of "st" copies a vector of 2 or 4 floats
+ * at once (codegen/gpu_c.c: a vectorized fetch into shared memory). */
+static bool fetches_vectors(fixture *f, sch_state *st)
+{
+	loop_prog *p = sch_program(st);
+	cr_assert(p, "%s", tessel_ctx_error(f->t.ctx)->message);
+	cg_target t = cg_target_opencl();
+	cg_gpu_plan plan;
+	char *src = cg_print_gpu(p, &t, &plan, f->t.ctx);
+	cr_assert(src, "%s", tessel_ctx_error(f->t.ctx)->message);
+	bool wide = strstr(src, "float4 *)&") || strstr(src, "float2 *)&");
+	free(src);
+	cg_gpu_plan_free(&plan);
+	loop_prog_free(p);
+	return wide;
+}
+
+/* The sketches with shared tiles fetch them as vectors in some samples
+ * (tuner/sketch_gpu.c: draw_fetch_lanes), which print as vector copies
+ * and compute on the device what the interpreter computes. */
+Test(sketch_gpu, shared_tiles_are_fetched_as_vectors, .timeout = 600)
+{
+	need_opencl();
+	fixture f;
+	fixture_init(&f, "matmul", "M=64;N=64;K=32");
+	rt_cl_device *dev = open_device();
+	uint64_t rng = 11;
+	int wide = 0, failed = 0, samples = 0;
+	for (int k = 0; k < tune_space_num_sketches(f.space); k++) {
+		if (!strstr(tune_space_sketch_name(f.space, k), "shared"))
+			continue;
+		for (int i = 0; i < 6; i++) {
+			sch_state *st = tune_space_sample(f.space, k, &rng);
+			if (!st) {
+				tessel_ctx_clear_error(f.t.ctx);
+				continue;
+			}
+			samples++;
+			if (fetches_vectors(&f, st)) {
+				wide++;
+				failed += check_on_device(&f, dev, st, "vector fetch");
+			}
+			sch_state_free(st);
+		}
+	}
+	cr_log_info("%d of %d samples with shared tiles fetch vectors", wide, samples);
+	cr_expect_gt(wide, 0, "no sample of %d fetches vectors", samples);
+	cr_expect_eq(failed, 0);
+	rt_cl_close(dev);
+	fixture_fini(&f);
+}
+
 Test(sketch_gpu, softmax_reduces_across_threads, .timeout = 600)
 {
 	expect_structure("softmax", "shape=[4,64]", 3, "threadIdx.x");

@@ -273,10 +273,31 @@ static int do_cache_read_shared(sch_state *st, const char *tensor, const char *r
 	return sch_cache_read(st, tensor, "shared", 1, &reader);
 }
 
+/* Draw the lanes each thread of "tx" x "ty" fetches at once of the
+ * shared stage "s" as one vector: 4 or 2 when they divide the tile's
+ * rows (so that a vector never straddles two) and the lanes of all
+ * threads divide the tile (so that no guard splits one), with
+ * probability 2/3; else 1. */
+static int64_t draw_fetch_lanes(const sch_stage *s, int64_t tx, int64_t ty, uint64_t *rng)
+{
+	if (s->te->dtype != TESSEL_F32 || s->nleaves < 1 || !sk_chance(rng, 67))
+		return 1;
+	int64_t all = 1, row = s->iters[s->leaves[s->nleaves - 1]].extent;
+	for (int p = 0; p < s->nleaves; p++)
+		all *= s->iters[s->leaves[p]].extent;
+	for (int64_t lanes = 4; lanes >= 2; lanes /= 2)
+		if (row % lanes == 0 && all % (lanes * tx * ty) == 0)
+			return lanes;
+	return 1;
+}
+
 /* Fetch the shared stage "sh" by the threads of its reader "c": its
  * loops fused, split by the threadIdx.x extent of "c" with the inner loop
  * bound to it, and the outer loop likewise to threadIdx.y when "c" binds
- * it; sometimes a row padded by one element against bank conflicts. */
+ * it; sometimes each thread's innermost elements fetched as one vector
+ * (draw_fetch_lanes, vectorized: codegen/gpu_c.c prints it as one wide
+ * load and store), and sometimes a row padded against bank conflicts, by
+ * one element, or by a vector's lanes where a vector fetches it. */
 static void cooperative_fetch(sch_state *st, int sh, int c, uint64_t *rng)
 {
 	int64_t tx = bound_extent(&st->stages[c], LOOP_THREAD_X);
@@ -284,7 +305,16 @@ static void cooperative_fetch(sch_state *st, int sh, int c, uint64_t *rng)
 	const sch_stage *s = &st->stages[sh];
 	int leaves[MAX_AXES], n = s->nleaves < MAX_AXES ? s->nleaves : MAX_AXES;
 	memcpy(leaves, s->leaves, (size_t)n * sizeof(int));
-	int f = sk_fuse_iters(st, sh, leaves, n), fo, fi, yo, yi;
+	int64_t lanes = draw_fetch_lanes(s, tx, ty, rng);
+	int f = sk_fuse_iters(st, sh, leaves, n), fo, fi, yo, yi, vo, vi;
+	if (f >= 0 && lanes > 1) {
+		if (sk_split_iter(st, sh, f, lanes, &vo, &vi)) {
+			tessel_ctx_clear_error(st->ctx);
+			return;
+		}
+		sk_try_annotate(st, sh, vi, sch_vectorize);
+		f = vo;
+	}
 	if (f < 0 || sk_split_iter(st, sh, f, tx, &fo, &fi) || bind_iter(st, sh, fi, "threadIdx.x")) {
 		tessel_ctx_clear_error(st->ctx);
 		return;
@@ -296,7 +326,7 @@ static void cooperative_fetch(sch_state *st, int sh, int c, uint64_t *rng)
 	if (ndim >= 2 && sk_chance(rng, 25)) {
 		char axis[QNAME];
 		snprintf(axis, sizeof(axis), "%s.ax%d", st->stages[sh].name, ndim - 2);
-		if (sch_storage_align(st, axis, 32, 1))
+		if (sch_storage_align(st, axis, 32, lanes))
 			tessel_ctx_clear_error(st->ctx);
 	}
 }
