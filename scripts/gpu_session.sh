@@ -10,7 +10,8 @@
 #
 # SESSION_SECONDS (default 480) is the whole budget: the tests get at most
 # 120 s, the matmul 4096^3 then MATMUL_SHARE% (default 40) of what is
-# left, HAND_TRACE (a trace file, if set) 30 s against cuBLAS, and the conv layers
+# left, HAND_TRACE (trace files, if set, separated by spaces) 30 s each
+# against cuBLAS, and the conv layers
 # (the first CONV_LAYERS of bench/resnet50_conv_layers, default 1, at each
 # batch of CONV_BATCHES, default "1 32") share the rest; each tuning ends
 # (SIGINT, what was measured kept) with 30 s left for its comparison.
@@ -64,13 +65,16 @@ tune=$(( ($(left) * ${MATMUL_SHARE:-40} / 100) - 30 ))
 if [ "$tune" -gt 20 ]; then
 	BENCH_GROUPS=matmul TUNE_SECONDS=$tune bench/tune_cuda.sh "$bundle"
 fi
-# What the search space holds: the classic SGEMM blocking written by hand
-# (tests/sched/shared_register_tile_matmul.trace), against cuBLAS.
-if [ -n "${HAND_TRACE:-}" ] && [ "$(left)" -gt 60 ]; then
-	echo "== matmul M=4096,N=4096,K=4096, the hand-written trace $HAND_TRACE"
+# What the search space holds: traces written or edited by hand (the
+# classic SGEMM blocking, tests/sched/shared_register_tile_matmul.trace;
+# a best record with and without vectorized fetches,
+# bench/traces/matmul_4096_h200*.trace), each against cuBLAS.
+for trace in ${HAND_TRACE:-}; do
+	[ "$(left)" -gt 60 ] || break
+	echo "== matmul M=4096,N=4096,K=4096, the hand-written trace $trace"
 	timeout -k 10 30 "$bundle/bin/tessel" bench matmul --set M=4096,N=4096,K=4096 \
-		--target cuda --sched "$HAND_TRACE" --compare cublas --rounds 3 --settle 0 || true
-fi
+		--target cuda --sched "$trace" --compare cublas --rounds 3 --settle 0 || true
+done
 if [ "$nconv" -gt 0 ]; then
 	tune=$(( $(left) / nconv - 30 ))
 	if [ "$tune" -gt 20 ]; then
