@@ -7,19 +7,8 @@
  *   left alone so that the interpreter sees the expression as written.
  * Folding is what makes a printed and re-parsed op structurally equal to
  * the original: "-1" parses as a negation and folds to the literal. */
+#include "ir/intmath.h"
 #include "ir/te_impl.h"
-
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-	int64_t r = a % b;
-	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 
 static tessel_expr *int_lit(tessel_op *op, int64_t v, tessel_loc loc)
 {
@@ -51,11 +40,11 @@ static tessel_expr *fold_int_binary(tessel_op *op, tessel_expr *e, int64_t a,
 	case TESSEL_DIV:
 		if (b == 0 || (a == INT64_MIN && b == -1))
 			return e;
-		return int_lit(op, floor_div(a, b), e->loc);
+		return int_lit(op, te_floor_div(a, b), e->loc);
 	case TESSEL_MOD:
 		if (b == 0 || b == -1)
 			return e;
-		return int_lit(op, floor_mod(a, b), e->loc);
+		return int_lit(op, te_floor_mod(a, b), e->loc);
 	case TESSEL_MIN: return int_lit(op, a < b ? a : b, e->loc);
 	case TESSEL_MAX: return int_lit(op, a > b ? a : b, e->loc);
 	case TESSEL_LT: return bool_lit(op, a < b, e->loc);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/intmath.h"
 #include "ir/interp.h"
 #include "ir/te_impl.h"
 
@@ -175,26 +176,17 @@ static int64_t wrap_neg(int64_t a)
 	return (int64_t)(0 - (uint64_t)a);
 }
 
-/* Return "a" divided by the non-zero "b", rounded toward minus infinity. */
+/* Return "a" divided by the non-zero "b", rounded toward minus infinity,
+ * wrapping for INT64_MIN / -1. */
 static int64_t floor_div(int64_t a, int64_t b)
 {
-	if (b == -1)
-		return wrap_neg(a);
-	int64_t q = a / b;
-	if (a % b != 0 && ((a < 0) != (b < 0)))
-		q--;
-	return q;
+	return b == -1 ? wrap_neg(a) : te_floor_div(a, b);
 }
 
 /* Return "a" modulo the non-zero "b", with the sign of "b". */
 static int64_t floor_mod(int64_t a, int64_t b)
 {
-	if (b == -1)
-		return 0;
-	int64_t r = a % b;
-	if (r != 0 && ((r < 0) != (b < 0)))
-		r += b;
-	return r;
+	return b == -1 ? 0 : te_floor_mod(a, b);
 }
 
 /* Return "base" to the power "exp" >= 0, wrapping, by squaring. */

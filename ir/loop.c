@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/intmath.h"
 #include "ir/loop.h"
 #include "ir/te_impl.h"
 
@@ -111,18 +112,6 @@ loop_expr *lx_unary(loop_prog *p, tessel_unary op, loop_expr *a, tessel_dtype dt
 	return e;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-	int64_t r = a % b;
-	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
 static bool is_int(const loop_expr *e, int64_t v)
 {
 	return e->kind == LX_INT && e->u.ival == v;
@@ -139,12 +128,12 @@ static bool fold_ints(tessel_binary op, int64_t a, int64_t b, int64_t *r)
 	case TESSEL_DIV:
 		if (b == 0 || (a == INT64_MIN && b == -1))
 			return false;
-		*r = floor_div(a, b);
+		*r = te_floor_div(a, b);
 		return true;
 	case TESSEL_MOD:
 		if (b == 0 || b == -1)
 			return false;
-		*r = floor_mod(a, b);
+		*r = te_floor_mod(a, b);
 		return true;
 	case TESSEL_MIN: *r = a < b ? a : b; return true;
 	case TESSEL_MAX: *r = a > b ? a : b; return true;

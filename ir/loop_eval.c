@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/intmath.h"
 #include "ir/loop.h"
 #include "ir/loop_eval.h"
 #include "ir/te_impl.h"
@@ -77,18 +78,6 @@ static int64_t offset_of(evaluator *ev, const loop_buffer *b, int n,
 	return off;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-	int64_t r = a % b;
-	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
 static slot eval_float_binary(tessel_binary op, double a, double b)
 {
 	slot r;
@@ -121,7 +110,7 @@ static slot eval_int_binary(evaluator *ev, tessel_binary op, int64_t a, int64_t 
 			eval_fail(ev, "integer division by zero in", ev->p->name);
 			break;
 		}
-		r.i = op == TESSEL_DIV ? floor_div(a, b) : floor_mod(a, b);
+		r.i = op == TESSEL_DIV ? te_floor_div(a, b) : te_floor_mod(a, b);
 		break;
 	case TESSEL_MIN: r.i = a < b ? a : b; break;
 	case TESSEL_MAX: r.i = a > b ? a : b; break;

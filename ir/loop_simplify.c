@@ -18,9 +18,9 @@
  * one block of the divisor, or when the rest is g * h + l with g dividing
  * the divisor and l in [0, g) (a lane: (fi * 4 + v) / 32 = fi / 8); min
  * and max pick a side when the difference of the sides has a sign;
- * comparisons of integers fold when the difference has a sign.  A rule that needs a range applies only where every value
- * involved has a known range in i64, so that no rewrite depends on
- * overflow.  Identities that hold for every integer need no range:
+ * comparisons of integers fold when the difference has a sign.  A rule
+ * that needs a range applies only where every value involved has a known
+ * range in i64, so that no rewrite depends on overflow.  Identities that hold for every integer need no range:
  * (x / a) / b = x / (a * b), (x % a) % b = x % b when b divides a, and
  * (x / c) * c + x % c = x, for positive constants.  Float arithmetic is
  * never reassociated or folded, nor is arithmetic on narrower integers
@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/intmath.h"
 #include "ir/loop.h"
 #include "ir/te_impl.h"
 
@@ -79,20 +80,6 @@ typedef struct simplifier {
 static loop_expr *simplify_expr(simplifier *S, loop_expr *e);
 
 /* ---- integers and ranges ------------------------------------------------ */
-
-/* Return "a" / "b" rounded down ("b" != 0, not INT64_MIN / -1). */
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* Return "a" - "b" * floor_div("a", "b"), of the sign of "b". */
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-	int64_t r = a % b;
-	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 
 static range unknown_range(void)
 {
@@ -153,7 +140,7 @@ static range range_div(range a, int64_t c)
 {
 	if (!a.known || c == 0 || (c == -1 && a.lo == INT64_MIN))
 		return unknown_range();
-	int64_t x = floor_div(a.lo, c), y = floor_div(a.hi, c);
+	int64_t x = te_floor_div(a.lo, c), y = te_floor_div(a.hi, c);
 	return x <= y ? make_range(x, y) : make_range(y, x);
 }
 
@@ -162,8 +149,8 @@ static range range_mod(range a, int64_t c)
 {
 	if (c == 0 || c == -1)
 		return c ? exact_range(0) : unknown_range();
-	if (c > 0 && a.known && floor_div(a.lo, c) == floor_div(a.hi, c))
-		return make_range(floor_mod(a.lo, c), floor_mod(a.hi, c));
+	if (c > 0 && a.known && te_floor_div(a.lo, c) == te_floor_div(a.hi, c))
+		return make_range(te_floor_mod(a.lo, c), te_floor_mod(a.hi, c));
 	return c > 0 ? make_range(0, c - 1) : make_range(c + 1, 0);
 }
 
@@ -722,18 +709,6 @@ static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, i
 static loop_expr *divmod_by_constant(simplifier *S, tessel_binary op, loop_expr *a,
 	int64_t c);
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	a = a < 0 ? -a : a;
-	b = b < 0 ? -b : b;
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* Split "R" as "g" * "H" + "L" for a "g" that divides "c" (1 < g < c)
  * and some of R's coefficients, with "L" (the terms "g" does not divide
  * and the constant's remainder) in [0, g) over the ranges of "S": then
@@ -746,12 +721,12 @@ static bool split_lanes(const simplifier *S, const affine *R, int64_t c, affine 
 {
 	int64_t best = 0;
 	for (int i = 0; i < R->n; i++) {
-		int64_t cand = R->t[i].coef ? gcd64(R->t[i].coef, c) : 0;
+		int64_t cand = R->t[i].coef ? te_gcd(R->t[i].coef, c) : 0;
 		if (cand <= best || cand <= 1 || cand >= c)
 			continue;
 		affine h = affine_zero(), l = affine_zero();
-		add_const(&h, floor_div(R->c, cand));
-		add_const(&l, floor_mod(R->c, cand));
+		add_const(&h, te_floor_div(R->c, cand));
+		add_const(&l, te_floor_mod(R->c, cand));
 		for (int k = 0; k < R->n; k++) {
 			if (R->t[k].coef % cand == 0)
 				add_term(&h, R->t[k].atom, R->t[k].coef / cand);
@@ -809,8 +784,8 @@ static loop_expr *divmod_affine(simplifier *S, tessel_binary op, loop_expr *a, i
 	range q = affine_range(S, &Q), r = affine_range(S, &R);
 	if (!Q.ok || !R.ok || !q.known || !r.known || !affine_range(S, &A).known)
 		return NULL;
-	int64_t k = floor_div(r.lo, c), kc;
-	if (k == floor_div(r.hi, c) && !__builtin_mul_overflow(k, c, &kc)) {
+	int64_t k = te_floor_div(r.lo, c), kc;
+	if (k == te_floor_div(r.hi, c) && !__builtin_mul_overflow(k, c, &kc)) {
 		if (op == TESSEL_DIV)
 			add_const(&Q, k);
 		else if (__builtin_sub_overflow(R.c, kc, &R.c))

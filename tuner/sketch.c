@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/intmath.h"
 #include "ir/te_impl.h"
 #include "schedule/primitives.h"
 #include "schedule/random.h"
@@ -1133,16 +1134,6 @@ static int64_t loop_extent(sch_state *st, const char *loop)
 	return st->stages[s].iters[it].extent;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* Return a new value for the tile factor "v" of a loop of extent "n": a
  * neighbouring divisor (twice or half, or another small prime factor
  * moved) most of the time, any divisor otherwise.  A factor that does
@@ -1199,7 +1190,7 @@ static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 		int64_t n = loop_extent(st, loop), f = strtoll(s->args[1], NULL, 10);
 		int64_t was = loop_extent(parent, loop);
 		if (n > 0 && f > 0 && n % f && f < n && was > 0 && was % f == 0)
-			snprintf(s->args[1], sizeof(s->args[1]), "%lld", (long long)gcd64(n, f));
+			snprintf(s->args[1], sizeof(s->args[1]), "%lld", (long long)te_gcd(n, f));
 	}
 	return sch_apply_step(st, s);
 }
