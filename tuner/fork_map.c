@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -28,9 +29,17 @@ typedef struct copy {
 	bool alive;
 } copy;
 
+/* How long a copy may stay silent while the parent waits for its
+ * results before it is taken for stuck and ended (a copy forked while
+ * another thread of the process held a lock without a fork handler, such
+ * as ASan's allocator, waits on that lock forever): longer than any
+ * call's jobs take. */
+#define DEFAULT_PATIENCE_S 300
+
 struct tune_fork_pool {
 	int workers;
 	copy *copies;
+	double patience_s;
 };
 
 /* Write the frame of job "i" and its "len" bytes "buf" to "fd". */
@@ -138,6 +147,7 @@ tune_fork_pool *tune_fork_pool_new(int workers, tune_map_job job, void *arg)
 		return NULL;
 	}
 	pool->copies = c;
+	pool->patience_s = DEFAULT_PATIENCE_S;
 	for (int k = 0; k < workers; k++) {
 		int to[2], from[2];
 		if (pipe2(to, O_CLOEXEC))
@@ -174,16 +184,28 @@ tune_fork_pool *tune_fork_pool_new(int workers, tune_map_job job, void *arg)
 	return pool;
 }
 
-/* Stop using copy "c": close its pipes and reap it. */
+/* Stop using copy "c": close its pipes, end it (an idle copy would end
+ * at the end of its pipe, a stuck one never) and reap it. */
 static void retire(copy *c)
 {
 	if (!c->alive)
 		return;
 	close(c->to);
 	close(c->from);
+	kill(c->pid, SIGKILL);
 	while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	c->alive = false;
+}
+
+/* Return whether "fd" has something to read within "seconds". */
+static bool readable_within(int fd, double seconds)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	int r;
+	while ((r = poll(&p, 1, (int)(seconds * 1000))) < 0 && errno == EINTR)
+		;
+	return r > 0;
 }
 
 /* Send copy "k" of "pool" its jobs of the "n" "in", then the end; a
@@ -217,7 +239,7 @@ static void take_results(tune_fork_pool *pool, int k, int n, void **out, size_t 
 	while (c->alive) {
 		frame f;
 		void *buf;
-		if (recv_frame(c->from, &f, &buf)) {
+		if (!readable_within(c->from, pool->patience_s) || recv_frame(c->from, &f, &buf)) {
 			retire(c);
 			return;
 		}
@@ -255,6 +277,12 @@ void tune_fork_map(tune_fork_pool *pool, tune_map_job job, void *arg, int n,
 			for (int i = k; i < n; i += workers)
 				job(i, in[i], in_len[i], arg, &out[i], &len[i]);
 	free(here);
+}
+
+void tune_fork_pool_set_patience(tune_fork_pool *pool, double seconds)
+{
+	if (pool && seconds > 0)
+		pool->patience_s = seconds;
 }
 
 void tune_fork_pool_free(tune_fork_pool *pool)

@@ -31,10 +31,15 @@ tune_fork_pool *tune_fork_pool_new(int workers, tune_map_job job, void *arg);
  * "arg"), and store job i's result in out[i] (malloc'd, the caller frees
  * it) of len[i] bytes: NULL for a job without a result.  A copy that
  * dies loses its jobs of this call and is not used again; its share of
- * later calls runs here. */
+ * later calls runs here; so does a copy silent for longer than the
+ * pool's patience (tune_fork_pool_set_patience), which is ended. */
 void tune_fork_map(tune_fork_pool *pool, tune_map_job job, void *arg, int n,
 	const void *const *in, const size_t *in_len, void **out, size_t *len);
 
+/* Set how long tune_fork_map waits for a silent copy before it ends it
+ * as stuck and loses its jobs of the call (default 300 s; "seconds" > 0;
+ * "pool" may be NULL). */
+void tune_fork_pool_set_patience(tune_fork_pool *pool, double seconds);
 /* End the copies and free "pool" (may be NULL). */
 void tune_fork_pool_free(tune_fork_pool *pool);
 
