@@ -165,14 +165,14 @@ static cg_affine lane_zero(const cg_affine *aff, const loop_var *v)
 	return z;
 }
 
-/* Return whether a vector of "lanes" f32 may be read or written at an
+/* Return whether a vector of up to 4 f32 may be read or written at an
  * aligned offset of "b": kernel arguments and global temporaries come
  * from the device's allocator (256-byte aligned, docs/gpu.md), shared
  * arrays are declared aligned to 16 bytes; a thread's private arrays
  * have no alignment to rely on. */
-static bool vector_buffer_ok(const cg_printer *pr, const loop_buffer *b, int64_t lanes)
+static bool vector_buffer_ok(const cg_printer *pr, const loop_buffer *b)
 {
-	if (b->dtype != TESSEL_F32 || lanes * 4 > 16 || !pr->d->pointer_space[b->scope])
+	if (b->dtype != TESSEL_F32 || !pr->d->pointer_space[b->scope])
 		return false;
 	return b->scope == LOOP_GLOBAL || (b->scope == LOOP_SHARED && pr->d->shared_align);
 }
@@ -213,7 +213,7 @@ static bool print_vector_copy(cg_printer *pr, const loop_stmt *s)
 	cg_affine to, from;
 	cg_affine_offset(dst, body->u.store.n, body->u.store.index, &to);
 	cg_affine_offset(src, load->u.load.n, load->u.load.index, &from);
-	if (!vector_buffer_ok(pr, dst, lanes) || !vector_buffer_ok(pr, src, lanes) ||
+	if (!vector_buffer_ok(pr, dst) || !vector_buffer_ok(pr, src) ||
 	    !lanes_aligned(&to, v, lanes) || !lanes_aligned(&from, v, lanes))
 		return false;
 	cg_affine to0 = lane_zero(&to, v), from0 = lane_zero(&from, v);

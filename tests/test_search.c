@@ -319,6 +319,20 @@ static void square_or_die(int i, const void *in, size_t in_len, void *arg, void 
 	*len = sizeof(*r);
 }
 
+/* Run square_or_die over the "n" ints "v" in "pool" (the parent's pid
+ * "parent"), the results into "out" and "len". */
+static void map_squares(tune_fork_pool *pool, pid_t *parent, int n, int *v, void **out,
+	size_t *len)
+{
+	const void *in[n];
+	size_t in_len[n];
+	for (int i = 0; i < n; i++) {
+		in[i] = &v[i];
+		in_len[i] = sizeof(v[i]);
+	}
+	tune_fork_map(pool, square_or_die, parent, n, in, in_len, out, len);
+}
+
 /* Jobs run in the copies give their results in order; a copy that dies
  * loses its jobs of that call, and its share of later calls runs in the
  * parent. */
@@ -329,16 +343,12 @@ Test(fork_map, copies_run_jobs_and_a_dead_copy_is_replaced_by_the_parent)
 	cr_assert(pool);
 	enum { N = 10 };
 	int v[N];
-	const void *in[N];
-	size_t in_len[N], len[N];
+	size_t len[N];
 	void *out[N];
 	for (int round = 0; round < 3; round++) {
-		for (int i = 0; i < N; i++) {
+		for (int i = 0; i < N; i++)
 			v[i] = round == 1 && i == 4 ? -1 : i + round;
-			in[i] = &v[i];
-			in_len[i] = sizeof(v[i]);
-		}
-		tune_fork_map(pool, square_or_die, &parent, N, in, in_len, out, len);
+		map_squares(pool, &parent, N, v, out, len);
 		for (int i = 0; i < N; i++) {
 			bool lost = round == 1 && i % 3 == 4 % 3;
 			if (lost) {
@@ -367,17 +377,13 @@ Test(fork_map, a_stuck_copy_is_ended_after_the_patience)
 	tune_fork_pool_set_patience(pool, 1);
 	enum { N = 6 };
 	int v[N];
-	const void *in[N];
-	size_t in_len[N], len[N];
+	size_t len[N];
 	void *out[N];
 	for (int round = 0; round < 2; round++) {
-		for (int i = 0; i < N; i++) {
+		for (int i = 0; i < N; i++)
 			v[i] = round == 0 && i == 3 ? -2 : i;
-			in[i] = &v[i];
-			in_len[i] = sizeof(v[i]);
-		}
 		double t0 = rt_now_s();
-		tune_fork_map(pool, square_or_die, &parent, N, in, in_len, out, len);
+		map_squares(pool, &parent, N, v, out, len);
 		double took = rt_now_s() - t0;
 		if (round == 0)
 			cr_expect(took >= 0.9 && took < 30, "waited %.2f s for the stuck copy", took);
