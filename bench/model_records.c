@@ -50,11 +50,14 @@
  * number before 2026-11-26 did.
  *
  * --picks WORD scores only the held-out records the search measured for
- * that reason (records.pick, tuner/search.h: model, random, all,
- * default); training is unchanged.  "model" gives the records the model
- * chose itself, "random" those it did not (docs/cost-model.md, "The
- * later records are the model's own picks"); records of stores before
- * schema version 3 have no pick and are never scored with it.
+ * that reason (records.pick, tuner/search.h: model, novel, random,
+ * all, default); training is unchanged.  "model" gives the records the
+ * model chose itself, "novel" the exploration picks of the structures
+ * measured least, "random" those drawn at random (before a model, and
+ * the exploration picks of stores tuned before the twentieth session;
+ * docs/cost-model.md, "The later records are the model's own picks");
+ * records of stores before schema version 3 have no pick and are never
+ * scored with it.
  *
  * --bags K scores with the mean of K models instead of one, each trained
  * on its own random draw of --bag-fraction (0.7) of the training rows,

@@ -21,6 +21,7 @@
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/fork_map.h"
+#include "tuner/novelty.h"
 #include "tuner/search.h"
 #include "tuner/task.h"
 #include "tests/support.h"
@@ -204,8 +205,8 @@ static int collect_scales(const tune_record *r, void *arg)
 
 /* Every batch after the first carries its control's scale, and every
  * record why it was measured: the default and random picks before a
- * model, then per batch of 8 seven model picks and one random one
- * (epsilon 0.1). */
+ * model, then per batch of 8 seven model picks and one exploration
+ * pick (epsilon 0.1). */
 Test(search, records_carry_their_batch_scale_and_their_pick)
 {
 	fixture f;
@@ -243,10 +244,34 @@ Test(search, records_carry_their_batch_scale_and_their_pick)
 		cr_expect_str_eq(c.pick[i], TUNE_PICK_RANDOM, "record %d: before a model", i);
 	for (int b = 1; b < 3; b++)
 		for (int i = 8 * b; i < 8 * b + 8; i++)
-			cr_expect_str_eq(c.pick[i], i < 8 * b + 7 ? TUNE_PICK_MODEL : TUNE_PICK_RANDOM,
+			cr_expect_str_eq(c.pick[i], i < 8 * b + 7 ? TUNE_PICK_MODEL : TUNE_PICK_NOVEL,
 				"record %d: 7 of 8 by the model, first", i);
 	tune_db_close(db);
 	fixture_fini(&f);
+}
+
+/* A skeleton leaves out the integers that stand alone (split factors,
+ * limits, distances), not those in names; counts are per skeleton. */
+Test(search, structures_are_traces_without_their_numbers)
+{
+	uint64_t a = tune_trace_skeleton("split C.i 8 -> C.io C.ii\nvectorize C.ii\n");
+	cr_expect_eq(a, tune_trace_skeleton("split C.i 16 -> C.io C.ii\nvectorize C.ii\n"));
+	cr_expect_neq(a, tune_trace_skeleton("split C.j 8 -> C.jo C.ji\nvectorize C.ji\n"));
+	cr_expect_neq(tune_trace_skeleton("fuse W.ax0 W.ax1 -> f\n"),
+		tune_trace_skeleton("fuse W.ax1 W.ax0 -> f\n"));
+	cr_expect_eq(tune_trace_skeleton("annotate C.ko auto_unroll_max_step 64\n"),
+		tune_trace_skeleton("annotate C.ko auto_unroll_max_step 512\n"));
+	cr_expect_neq(tune_trace_skeleton("prefetch C.t X 2\n"),
+		tune_trace_skeleton("prefetch C.t X2 2\n"));
+	tune_novelty nv = { 0 };
+	cr_expect_eq(tune_novelty_count(&nv, a), 0);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(tune_novelty_add(&nv, i % 3 ? a : (uint64_t)i + 7), 0);
+	cr_expect_eq(tune_novelty_count(&nv, a), 66);
+	cr_expect_eq(tune_novelty_count(&nv, 7), 1);
+	cr_expect_eq(tune_novelty_count(&nv, 8), 0);
+	tune_novelty_clear(&nv);
+	cr_expect_eq(nv.n, 0);
 }
 
 /* The traces of a store, in the order they were recorded. */

@@ -1,5 +1,6 @@
 #include "tuner/search.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "tuner/fork_map.h"
 #include "tuner/gpu_redundant.h"
 #include "tuner/model.h"
+#include "tuner/novelty.h"
 #include "tuner/record_features.h"
 #include "tuner/sketch.h"
 
@@ -157,6 +159,8 @@ typedef struct search {
 	stale_set stale;
 	hash_set measured_traces;  /* of this task, in the store */
 	hash_set measured_progs;   /* of this task, measured in this run */
+	tune_novelty structures;   /* measured, of this task: in the store and
+	                            * in this run */
 	elite elites[ELITES];
 	int nelites;
 	uint64_t rng;
@@ -327,7 +331,8 @@ static int load_record(const tune_record *r, void *arg)
 	if (r->workload_id != s->workload_id)
 		return 0;
 	s->sum->known++;
-	if (set_add(&s->measured_traces, fnv1a(r->trace)) < 0)
+	if (set_add(&s->measured_traces, fnv1a(r->trace)) < 0 ||
+	    tune_novelty_add(&s->structures, tune_trace_skeleton(r->trace)))
 		return -1;
 	if (ok) {
 		elite_offer(s, r->trace, seconds);
@@ -690,9 +695,37 @@ static int evolve(search *s, candidate *pool, int cap)
 	return n;
 }
 
+/* The times the structure "k" was measured: in the store, and among
+ * the "ntaken" skeletons "taken" already in the batch. */
+static int times_measured(const search *s, uint64_t k, const uint64_t *taken, int ntaken)
+{
+	int c = tune_novelty_count(&s->structures, k);
+	for (int i = 0; i < ntaken; i++)
+		c += taken[i] == k;
+	return c;
+}
+
+/* The index of the best-scored member of the structure measured least
+ * among "pool[from..n)". */
+static int least_measured(const search *s, const candidate *pool, int from, int n,
+	const uint64_t *taken, int ntaken)
+{
+	int best = from, best_count = INT_MAX;
+	for (int i = from; i < n; i++) {
+		int c = times_measured(s, tune_trace_skeleton(pool[i].trace), taken, ntaken);
+		if (c < best_count || (c == best_count && pool[i].score > pool[best].score)) {
+			best = i;
+			best_count = c;
+		}
+	}
+	return best;
+}
+
 /* Move the batch to measure to the front of "pool": the best-scored,
- * then a fraction picked at random, each marked with its pick; return its
- * size. */
+ * then a fraction for exploration, each marked with its pick; return
+ * its size.  Before a model guides, the exploration picks are drawn at
+ * random; after, each is the best-scored member of the structure
+ * measured least so far, the batch's picks counted (tuner/novelty.h). */
 static int select_batch(search *s, candidate *pool, int n, int want)
 {
 	if (n <= want) {
@@ -700,19 +733,21 @@ static int select_batch(search *s, candidate *pool, int n, int want)
 			pool[i].pick = TUNE_PICK_ALL;
 		return n;
 	}
-	int random_picks = (int)lround(want * s->o->epsilon);
-	if (!model_ready(s))
-		random_picks = want;
+	bool guided = model_ready(s);
+	int explore = guided ? (int)lround(want * s->o->epsilon) : want;
 	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
-	int greedy = want - random_picks;
-	for (int i = 0; i < greedy; i++)
-		pool[i].pick = TUNE_PICK_MODEL;
-	for (int i = greedy; i < want; i++) {
-		int j = i + (int)(sch_rng_next(&s->rng) % (uint64_t)(n - i));
+	uint64_t taken[want > 0 ? want : 1];
+	for (int i = 0; i < want; i++) {
+		int j = i;
+		if (i >= want - explore)
+			j = guided ? least_measured(s, pool, i, n, taken, i) :
+				i + (int)(sch_rng_next(&s->rng) % (uint64_t)(n - i));
 		candidate tmp = pool[i];
 		pool[i] = pool[j];
 		pool[j] = tmp;
-		pool[i].pick = TUNE_PICK_RANDOM;
+		pool[i].pick = i < want - explore ? TUNE_PICK_MODEL :
+			guided ? TUNE_PICK_NOVEL : TUNE_PICK_RANDOM;
+		taken[i] = tune_trace_skeleton(pool[i].trace);
 	}
 	return want;
 }
@@ -793,6 +828,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		s->since_better++;
 		if (set_add(&s->measured_traces, batch[i].trace_hash) < 0 ||
 		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
+		    tune_novelty_add(&s->structures, tune_trace_skeleton(batch[i].trace)) ||
 		    train_add(&s->train, batch[i].features, label,
 			    (uint32_t)s->workload_id))
 			return fail(s, "out of memory");
@@ -1099,6 +1135,7 @@ static void search_teardown(search *s)
 	free(s->stale.row);
 	free(s->measured_traces.slots);
 	free(s->measured_progs.slots);
+	tune_novelty_clear(&s->structures);
 }
 
 int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,

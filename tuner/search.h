@@ -9,9 +9,10 @@
  *      candidates are lowered, their features predicted, the fitter ones
  *      mutated again;
  *   3. a batch of the best-predicted programs not measured before (by
- *      trace and by program text), a fraction of them picked at random
- *      (epsilon-greedy), measured (tuner/measure.h) and committed to the
- *      store in one transaction;
+ *      trace and by program text), a fraction of it kept for exploration
+ *      (the best-predicted of the structures measured least, tuner/
+ *      novelty.h), measured (tuner/measure.h) and committed to the store
+ *      in one transaction;
  *   4. the model retrained on every record of the target kind.
  * The default schedule is measured first, as the baseline.  The model is
  * loaded from the store when one was saved (another shape, another run)
@@ -44,14 +45,16 @@ typedef struct tune_progress {
 
 /* Why the search measured a record (tune_record.pick): the target's
  * default schedule; among the best the cost model scored in a larger
- * pool; drawn at random from the pool (the epsilon-greedy picks, and
- * every pick before a model guides); the whole pool, no larger than the
- * batch.  Only the "model" picks are chosen by the model, so only they
+ * pool; drawn at random from the pool (every pick before a model
+ * guides); the exploration picks after (the epsilon share): the
+ * best-scored member of the schedule structure measured least
+ * (tuner/novelty.h); the whole pool, no larger than the batch.  Only the "model" picks are chosen by the model, so only they
  * carry its selection (docs/cost-model.md, "The later records are the
  * model's own picks"). */
 #define TUNE_PICK_DEFAULT "default"
 #define TUNE_PICK_MODEL "model"
 #define TUNE_PICK_RANDOM "random"
+#define TUNE_PICK_NOVEL "novel"
 #define TUNE_PICK_ALL "all"
 
 typedef struct tune_search_opts {
@@ -62,7 +65,7 @@ typedef struct tune_search_opts {
 	int evolve_jobs;     /* processes that make the members of a
 	                      * generation (0: one per CPU; the members
 	                      * are the same for any number) */
-	double epsilon;      /* fraction of each batch picked at random */
+	double epsilon;      /* fraction of each batch kept for exploration */
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
 	int min_train;       /* records of the target before the model guides */
