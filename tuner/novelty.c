@@ -1,24 +1,22 @@
 /* Counts of measured schedule structures (tuner/novelty.h).  A search
- * meets a few dozen skeletons, so an array searched in order does. */
+ * meets a hundred or so structures in a thousand trials, so an array
+ * searched in order does. */
 #include "tuner/novelty.h"
 
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "ir/fnv.h"
+
 static bool name_char(char c)
 {
 	return isalnum((unsigned char)c) || c == '_';
 }
 
-static uint64_t fnv_step(uint64_t h, char c)
-{
-	return (h ^ (unsigned char)c) * 1099511628211ull;
-}
-
 uint64_t tune_trace_skeleton(const char *trace)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = TE_FNV1A_EMPTY;
 	const char *p = trace;
 	while (*p) {
 		const char *end = p;
@@ -26,14 +24,14 @@ uint64_t tune_trace_skeleton(const char *trace)
 			end++;
 		bool alone = end > p && (p == trace || !name_char(p[-1])) && !name_char(*end);
 		if (alone) {
-			h = fnv_step(h, '#');
+			h = te_fnv1a_byte(h, '#');
 			p = end;
 			continue;
 		}
 		if (end == p)
 			end = p + 1;
 		for (; p < end; p++)
-			h = fnv_step(h, *p);
+			h = te_fnv1a_byte(h, (unsigned char)*p);
 	}
 	return h ? h : 1;
 }
