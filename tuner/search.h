@@ -48,9 +48,10 @@ typedef struct tune_progress {
  * pool; drawn at random from the pool (every pick before a model
  * guides); the exploration picks after (the epsilon share): the
  * best-scored member of the schedule structure measured least
- * (tuner/novelty.h); the whole pool, no larger than the batch.  Only the "model" picks are chosen by the model, so only they
- * carry its selection (docs/cost-model.md, "The later records are the
- * model's own picks"). */
+ * (tuner/novelty.h); the whole pool, no larger than the batch.  The
+ * "model" picks carry the model's selection wholly, the "novel" ones
+ * only within their structure (docs/cost-model.md, "The later records
+ * are the model's own picks"). */
 #define TUNE_PICK_DEFAULT "default"
 #define TUNE_PICK_MODEL "model"
 #define TUNE_PICK_RANDOM "random"
