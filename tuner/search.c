@@ -736,16 +736,17 @@ static int select_batch(search *s, candidate *pool, int n, int want)
 	bool guided = model_ready(s);
 	int explore = guided ? (int)lround(want * s->o->epsilon) : want;
 	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
+	int greedy = want - explore;
 	uint64_t taken[want > 0 ? want : 1];
 	for (int i = 0; i < want; i++) {
 		int j = i;
-		if (i >= want - explore)
+		if (i >= greedy)
 			j = guided ? least_measured(s, pool, i, n, taken, i) :
 				i + (int)(sch_rng_next(&s->rng) % (uint64_t)(n - i));
 		candidate tmp = pool[i];
 		pool[i] = pool[j];
 		pool[j] = tmp;
-		pool[i].pick = i < want - explore ? TUNE_PICK_MODEL :
+		pool[i].pick = i < greedy ? TUNE_PICK_MODEL :
 			guided ? TUNE_PICK_NOVEL : TUNE_PICK_RANDOM;
 		taken[i] = tune_trace_skeleton(pool[i].trace);
 	}
