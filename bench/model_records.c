@@ -10,6 +10,7 @@
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH] [--time median|min]
  *                 [--raw] [--picks WORD] [--bags K] [--bag-fraction F]
+ *                 [--structures]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -63,7 +64,14 @@
  * on its own random draw of --bag-fraction (0.7) of the training rows,
  * without replacement, and its own seed: a bagged ensemble, the way some
  * tuners estimate the model's uncertainty (docs/cost-model.md, "Tried
- * and not adopted"). */
+ * and not adopted").
+ *
+ * --structures splits each workload's held-out pairs (time or random
+ * split) in two: pairs of records of one schedule structure (the trace
+ * without its numbers, tuner/novelty.h), which differ only in split
+ * factors, unroll limits and the like, and pairs of two structures, and
+ * gives the accuracy of each (docs/cost-model.md, "Where the later
+ * records fail"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +83,7 @@
 #include "tuner/db.h"
 #include "tuner/features.h"
 #include "tuner/model.h"
+#include "tuner/novelty.h"
 #include "tuner/record_features.h"
 
 #define MAX_WORKLOADS 256
@@ -86,6 +95,7 @@ typedef struct rows {
 	uint32_t *task;
 	int64_t *ids;           /* the record of each row */
 	bool *picked;           /* its pick is the one --picks asks for */
+	uint64_t *structure;    /* its trace's skeleton (tuner/novelty.h) */
 } rows;
 
 /* The op and target of each workload, for --recompute. */
@@ -110,6 +120,7 @@ typedef struct options {
 	                         * batch's scale */
 	const char *picks;      /* --picks: score only records of this pick */
 	int bags;               /* --bags K: the mean of K models */
+	bool structures;        /* --structures: pairs of one structure apart */
 	double bag_fraction;    /* of the training rows each of them sees */
 	tune_cost_model_opts model;
 } options;
@@ -139,7 +150,8 @@ static int rows_grow(rows *t)
 	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
 	t->ids = realloc(t->ids, (size_t)t->cap * sizeof(int64_t));
 	t->picked = realloc(t->picked, (size_t)t->cap * sizeof(bool));
-	return t->x && t->seconds && t->task && t->ids && t->picked ? 0 : -1;
+	t->structure = realloc(t->structure, (size_t)t->cap * sizeof(uint64_t));
+	return t->x && t->seconds && t->task && t->ids && t->picked && t->structure ? 0 : -1;
 }
 
 /* Return the op of workload "id" parsed from the store (NULL when it does
@@ -203,6 +215,7 @@ static int collect(const tune_record *r, void *arg)
 		rd->fastest ? r->cost_min_s : NAN, rd->raw ? NAN : r->cost_scale);
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->picked[t->n] = !rd->picks || (r->pick && strcmp(r->pick, rd->picks) == 0);
+	t->structure[t->n] = tune_trace_skeleton(r->trace);
 	t->n++;
 	return 0;
 }
@@ -257,9 +270,12 @@ typedef struct split {
 	int ntrain, ntest;
 } split;
 
-/* The score of one split. */
+/* The score of one split; with --structures also over the pairs of one
+ * structure and over those of two (-1 where there is no such pair). */
 typedef struct score {
 	double all, beyond;
+	double same_all, same_beyond, other_all, other_beyond;
+	double same_pairs, other_pairs;
 } score;
 
 static int compare_floats(const void *a, const void *b)
@@ -374,6 +390,57 @@ static int train_and_add(const rows *t, const int *idx, int n, const options *o,
  * "s->test".  With --bags K > 1 the score of a row is the mean of K
  * models, each trained on its own random --bag-fraction of the training
  * rows with its own seed.  Return 0 or -1 (the reason printed). */
+/* Number the held-out rows "s->test" of "t" by (workload, structure)
+ * into "group": rows of one workload and one structure share a number. */
+static int number_structures(const rows *t, const split *s, uint32_t *group)
+{
+	int *first = malloc((size_t)s->ntest * sizeof(int)), ngroups = 0;
+	if (!first)
+		return -1;
+	for (int i = 0; i < s->ntest; i++) {
+		int r = s->test[i], g = 0;
+		while (g < ngroups && (t->task[first[g]] != t->task[r] ||
+			t->structure[first[g]] != t->structure[r]))
+			g++;
+		if (g == ngroups)
+			first[ngroups++] = r;
+		group[i] = (uint32_t)g;
+	}
+	free(first);
+	return 0;
+}
+
+/* Fill the --structures fields of "out": the accuracy of the scores
+ * "pred" over the held-out pairs of "s" of one structure and over those
+ * of two, all pairs and beyond "margin" (labels "y", workloads "task"). */
+static int score_structures(const rows *t, const split *s, const float *pred,
+	const float *y, const uint32_t *task, double margin, score *out)
+{
+	uint32_t *group = malloc((size_t)s->ntest * sizeof(uint32_t));
+	if (!group || number_structures(t, s, group)) {
+		free(group);
+		return -1;
+	}
+	double c[2][2], p[2][2];   /* [all pairs, one structure][all, beyond] */
+	int rc = 0;
+	for (int m = 0; m < 2 && rc == 0; m++) {
+		double mg = m ? margin : 1;
+		rc = tune_pairwise_counts(pred, y, task, s->ntest, mg, &c[0][m], &p[0][m]) ||
+			tune_pairwise_counts(pred, y, group, s->ntest, mg, &c[1][m], &p[1][m]);
+	}
+	free(group);
+	if (rc)
+		return -1;
+	out->same_all = p[1][0] > 0 ? c[1][0] / p[1][0] : -1;
+	out->same_beyond = p[1][1] > 0 ? c[1][1] / p[1][1] : -1;
+	out->other_all = p[0][0] > p[1][0] ? (c[0][0] - c[1][0]) / (p[0][0] - p[1][0]) : -1;
+	out->other_beyond = p[0][1] > p[1][1] ?
+		(c[0][1] - c[1][1]) / (p[0][1] - p[1][1]) : -1;
+	out->same_pairs = p[1][0];
+	out->other_pairs = p[0][0] - p[1][0];
+	return 0;
+}
+
 static int evaluate(const rows *t, const split *s, const options *o, score *out)
 {
 	int ntest = s->ntest, nbag = o->bags > 1 ?
@@ -400,6 +467,8 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 	else {
 		out->all = tune_pairwise_accuracy(pred, y, task, ntest);
 		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, ntest, o->margin);
+		if (o->structures)
+			rc = score_structures(t, s, pred, y, task, o->margin, out);
 		dump_scores(t, s, sec, pred, o->dump);
 	}
 	free(x);
@@ -575,6 +644,12 @@ static int per_workload(const rows *t, const options *o)
 					"%d: accuracy %.3f, beyond %.0f%% %.3f\n", w, s.ntrain,
 					o->ntrain, s.ntest, sc.all, (o->margin - 1) * 100,
 					sc.beyond);
+			if (r == 0 && o->structures)
+				printf("    one structure: %.0f pairs, accuracy %.3f, beyond %.0f%% %.3f; "
+					"two structures: %.0f pairs, accuracy %.3f, beyond %.0f%% %.3f\n",
+					sc.same_pairs, sc.same_all, (o->margin - 1) * 100, sc.same_beyond,
+					sc.other_pairs, sc.other_all, (o->margin - 1) * 100,
+					sc.other_beyond);
 		}
 		if (r == 0) {
 			sum_all += sc.all;
@@ -636,6 +711,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->store = true;
 		else if (strcmp(a, "--raw") == 0)
 			o->raw = true;
+		else if (strcmp(a, "--structures") == 0)
+			o->structures = true;
 		else
 			flag = false;
 		if (flag)
@@ -694,7 +771,8 @@ static int parse_args(int argc, char **argv, options *o)
 	}
 	return o->path && o->ntrain >= 1 && o->next >= 0 && o->bags >= 1 &&
 		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
-		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) && o->others >= 0 && o->margin >= 1 &&
+		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) &&
+		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->margin >= 1 &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
@@ -706,7 +784,8 @@ int main(int argc, char **argv)
 			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
-			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F]\n");
+			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F] "
+			"[--structures]\n");
 		return 1;
 	}
 	char err[1024];
@@ -749,6 +828,7 @@ int main(int argc, char **argv)
 	tessel_ctx_free(rd.ctx);
 	free(t.ids);
 	free(t.picked);
+	free(t.structure);
 	tune_db_close(db);
 	free(t.x);
 	free(t.seconds);

@@ -615,6 +615,28 @@ Test(model, pairwise_accuracy_counts_pairs_within_tasks)
 	cr_expect_float_eq(tune_pairwise_accuracy(right, y, task, 1), -1.0, 0);
 }
 
+Test(model, pairwise_counts_are_the_numbers_behind_the_accuracy)
+{
+	float y[] = { 1, 2, 3, 1, 2 };
+	uint32_t task[] = { 0, 0, 0, 1, 1 };
+	float mixed[] = { 0.1f, 0.2f, 0.3f, 6, 5 };
+	float ties[] = { 1, 1, 1, 1, 1 };
+	double correct = -1, pairs = -1;
+	cr_assert_eq(tune_pairwise_counts(mixed, y, task, 5, 1, &correct, &pairs), 0);
+	cr_expect_float_eq(correct, 3.0, 0);
+	cr_expect_float_eq(pairs, 4.0, 0);
+	cr_assert_eq(tune_pairwise_counts(ties, y, task, 5, 1, &correct, &pairs), 0);
+	cr_expect_float_eq(correct, 2.0, 0);
+	cr_expect_float_eq(pairs, 4.0, 0);
+	/* Beyond a margin of 1.6: task 0's pairs (1, 2) and (1, 3) and task
+	 * 1's (1, 2) count, task 0's (2, 3), 1.5 apart, does not. */
+	cr_assert_eq(tune_pairwise_counts(mixed, y, task, 5, 1.6, &correct, &pairs), 0);
+	cr_expect_float_eq(pairs, 3.0, 0);
+	cr_expect_float_eq(correct, 2.0, 0);
+	cr_assert_eq(tune_pairwise_counts(mixed, y, task, 1, 1, &correct, &pairs), 0);
+	cr_expect_float_eq(pairs, 0.0, 0);
+}
+
 Test(model, pairwise_accuracy_leaves_out_pairs_within_the_margin)
 {
 	float y[] = { 1, 1.02f, 2, 0, 0.5f };

@@ -496,23 +496,32 @@ static void group_pairs(const task_row *r, int n, const float *pred, const float
 		}
 }
 
-double tune_pairwise_accuracy_margin(const float *pred, const float *y,
-	const uint32_t *task, int n, double margin)
+int tune_pairwise_counts(const float *pred, const float *y, const uint32_t *task,
+	int n, double margin, double *correct, double *pairs)
 {
+	*correct = *pairs = 0;
 	if (n < 2)
-		return -1;
+		return 0;
 	task_row *r = sort_by_task(task, n);
 	if (!r)
 		return -1;
-	double correct = 0, pairs = 0;
 	for (int start = 0; start < n;) {
 		int end = start + 1;
 		while (end < n && r[end].task == r[start].task)
 			end++;
-		group_pairs(r + start, end - start, pred, y, margin, &correct, &pairs);
+		group_pairs(r + start, end - start, pred, y, margin, correct, pairs);
 		start = end;
 	}
 	free(r);
+	return 0;
+}
+
+double tune_pairwise_accuracy_margin(const float *pred, const float *y,
+	const uint32_t *task, int n, double margin)
+{
+	double correct, pairs;
+	if (tune_pairwise_counts(pred, y, task, n, margin, &correct, &pairs))
+		return -1;
 	return pairs > 0 ? correct / pairs : -1;
 }
 

@@ -117,6 +117,11 @@ double tune_pairwise_accuracy(const float *pred, const float *y,
  * measurement, so their order is a coin toss (docs/cost-model.md). */
 double tune_pairwise_accuracy_margin(const float *pred, const float *y,
 	const uint32_t *task, int n, double margin);
+/* The counts behind tune_pairwise_accuracy_margin: into "correct" the
+ * pairs the scores order as the labels (a tie one half), into "pairs"
+ * all the pairs it counts.  Return 0, or -1 when memory runs out. */
+int tune_pairwise_counts(const float *pred, const float *y, const uint32_t *task,
+	int n, double margin, double *correct, double *pairs);
 
 /* Write into "y" the normalized throughput of "n" measurements: the best
  * (smallest positive finite) time of the record's task, "task"[i],
