@@ -73,3 +73,15 @@ sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
 	tune_task_clear(&task);
 	return st;
 }
+
+sch_state *cli_load_chosen_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched,
+	const char *db_path, const char *target, bool gpu, char *said, size_t saidlen)
+{
+	if (db_path)
+		return cli_load_best_schedule(ctx, op, target, db_path, said, saidlen);
+	if (sched)
+		snprintf(said, saidlen, "trace %s", sched);
+	else
+		snprintf(said, saidlen, "default %sschedule", gpu ? "GPU " : "");
+	return gpu ? cli_load_gpu_schedule(ctx, op, sched) : cli_load_schedule(ctx, op, sched);
+}

@@ -1,9 +1,11 @@
-/* The schedule an op gets from the record store: the best record of its
- * workload on a target, replayed; the default schedule when there is none
- * or it no longer replays.  For the commands that take --db. */
+/* The schedule an op gets from a command's options: the best record of
+ * its workload on a target in the record store (--db), replayed, or the
+ * default schedule when there is none or it no longer replays; else a
+ * trace file (--sched); else the default schedule of the target's kind. */
 #ifndef TESSEL_TOOLS_BEST_SCHEDULE_H
 #define TESSEL_TOOLS_BEST_SCHEDULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tessel/te.h"
@@ -21,5 +23,13 @@ typedef struct sch_state sch_state;
  * printing the error (a missing or refused store, a bad target). */
 sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
 	const char *target, const char *db_path, char *said, size_t saidlen);
+
+/* Return the schedule of the bound "op" that a command's options give:
+ * with "db_path", cli_load_best_schedule; else the trace file "sched"
+ * ("trace PATH" in "said"); else the default schedule, of a GPU when
+ * "gpu" ("default schedule", "default GPU schedule").  Return NULL after
+ * printing the error. */
+sch_state *cli_load_chosen_schedule(tessel_ctx *ctx, tessel_op *op, const char *sched,
+	const char *db_path, const char *target, bool gpu, char *said, size_t saidlen);
 
 #endif

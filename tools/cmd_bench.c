@@ -233,17 +233,8 @@ static int parse_bench_args(bench_args *a, int argc, char **argv)
 static sch_state *load_schedule(bench *b, tessel_ctx *ctx)
 {
 	const bench_args *a = b->a;
-	if (a->db)
-		return cli_load_best_schedule(ctx, b->op, a->target, a->db, b->schedule,
-			sizeof(b->schedule));
-	bool gpu = a->kind != RT_TARGET_CPU;
-	if (a->sched)
-		snprintf(b->schedule, sizeof(b->schedule), "trace %s", a->sched);
-	else
-		snprintf(b->schedule, sizeof(b->schedule), "default %sschedule",
-			gpu ? "GPU " : "");
-	return gpu ? cli_load_gpu_schedule(ctx, b->op, a->sched)
-		: cli_load_schedule(ctx, b->op, a->sched);
+	return cli_load_chosen_schedule(ctx, b->op, a->sched, a->db, a->target,
+		a->kind != RT_TARGET_CPU, b->schedule, sizeof(b->schedule));
 }
 
 /* Compile b->op under its schedule for the --target CPU into "k". */

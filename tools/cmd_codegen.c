@@ -9,12 +9,13 @@
 #include "runtime/nvrtc.h"
 #include "runtime/target.h"
 #include "schedule/state.h"
+#include "tools/best_schedule.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
 static const char codegen_help[] =
-	"usage: tessel codegen SPEC --set NAME=VALUE,... [--sched TRACE] [--target TARGET]\n"
-	"                      [--cubin FILE] [--ptx FILE]\n"
+	"usage: tessel codegen SPEC --set NAME=VALUE,... [--sched TRACE | --db PATH]\n"
+	"                      [--target TARGET] [--cubin FILE] [--ptx FILE]\n"
 	"\n"
 	"Print the self-contained source generated for an op under its default\n"
 	"schedule or the trace file TRACE. TARGET is \"cpu\" (this machine; the\n"
@@ -23,6 +24,10 @@ static const char codegen_help[] =
 	"clBuildProgram), or \"cuda\" or \"cuda:sm_NN\" (CUDA C for NVRTC; sm_90\n"
 	"when not given). For GPU targets without TRACE, the default GPU\n"
 	"schedule: spatial loops fused, split into blocks of 64 threads.\n"
+	"--db PATH (instead of --sched) uses the best record of the op on TARGET\n"
+	"in the record store PATH (`tessel tune` makes them), or the default\n"
+	"schedule when PATH has none or its trace no longer replays; a line on\n"
+	"standard error says which.\n"
 	"\n"
 	"With --cubin FILE (CUDA only), compile the source with NVRTC into the\n"
 	"cubin FILE instead, and print for each kernel its launch and what ptxas\n"
@@ -148,7 +153,7 @@ static cg_target dialect_target(rt_target_kind kind, const rt_cpu_target *cpu)
 }
 
 static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
-	const char *target, const char *cubin, const char *ptx)
+	const char *db, const char *target, const char *cubin, const char *ptx)
 {
 	rt_cpu_target cpu;
 	rt_target_kind kind;
@@ -161,9 +166,11 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 		return cli_fail("codegen: --cubin needs --target cuda or cuda:sm_NN");
 	if (ptx && kind != RT_TARGET_CUDA)
 		return cli_fail("codegen: --ptx needs --target cuda or cuda:sm_NN");
-	bool gpu = kind != RT_TARGET_CPU;
-	sch_state *st = gpu ? cli_load_gpu_schedule(ctx, op, sched)
-		: cli_load_schedule(ctx, op, sched);
+	char said[4500];
+	sch_state *st = cli_load_chosen_schedule(ctx, op, sched, db, target,
+		kind != RT_TARGET_CPU, said, sizeof(said));
+	if (st && db)
+		fprintf(stderr, "schedule: %s\n", said);
 	loop_prog *p = st ? sch_program(st) : NULL;
 	if (st && !p) {
 		sch_state_free(st);
@@ -195,7 +202,8 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 int cmd_codegen(int argc, char **argv)
 {
 	cli_set set = { 0 };
-	const char *spec = NULL, *sched = NULL, *target = NULL, *cubin = NULL, *ptx = NULL;
+	const char *spec = NULL, *sched = NULL, *db = NULL, *target = NULL, *cubin = NULL,
+		*ptx = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
@@ -207,6 +215,8 @@ int cmd_codegen(int argc, char **argv)
 				return cli_set_free(&set), 1;
 		} else if ((v = cli_option(argc, argv, &i, "--sched", &missing))) {
 			sched = v;
+		} else if ((v = cli_option(argc, argv, &i, "--db", &missing))) {
+			db = v;
 		} else if ((v = cli_option(argc, argv, &i, "--target", &missing))) {
 			target = v;
 		} else if ((v = cli_option(argc, argv, &i, "--cubin", &missing))) {
@@ -221,11 +231,15 @@ int cmd_codegen(int argc, char **argv)
 			spec = argv[i];
 		}
 	}
-	if (!spec)
-		return cli_fail("codegen: missing SPEC (see tessel codegen --help)");
+	if (!spec || (db && sched)) {
+		cli_set_free(&set);
+		if (!spec)
+			return cli_fail("codegen: missing SPEC (see tessel codegen --help)");
+		return cli_fail("codegen: --db and --sched both give the schedule; use one");
+	}
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_op *op = cli_load_op(ctx, spec, &set, true);
-	int status = op ? print_source(ctx, op, sched, target, cubin, ptx) : 1;
+	int status = op ? print_source(ctx, op, sched, db, target, cubin, ptx) : 1;
 	tessel_op_release(op);
 	cli_set_free(&set);
 	tessel_ctx_free(ctx);

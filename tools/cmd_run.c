@@ -156,16 +156,16 @@ static int parse_run_args(run_args *a, int argc, char **argv)
 	return 0;
 }
 
-/* Return the schedule of "op" from the best record in the store a->db, or
- * the default schedule, saying which (on stderr with --json, so that stdout
- * stays one JSON object); NULL after printing the error. */
-static sch_state *load_recorded_schedule(const run_args *a, tessel_ctx *ctx,
-	tessel_op *op)
+/* Return the schedule of "op" the options give; with --db say which (on
+ * stderr with --json, so that stdout stays one JSON object).  NULL after
+ * printing the error. */
+static sch_state *load_schedule(const run_args *a, tessel_ctx *ctx, tessel_op *op,
+	bool gpu)
 {
 	char said[4500];
-	sch_state *st = cli_load_best_schedule(ctx, op, a->target, a->db, said,
-		sizeof(said));
-	if (st)
+	sch_state *st = cli_load_chosen_schedule(ctx, op, a->sched, a->db, a->target,
+		gpu, said, sizeof(said));
+	if (st && a->db)
 		fprintf(a->json ? stderr : stdout, "schedule: %s\n", said);
 	return st;
 }
@@ -361,10 +361,7 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	te_check_plan plan = { 0 };
 	if (status == 0 && te_check_reference(op, in, ref, 0, a->data.seed, &plan))
 		status = cli_fail_ctx(ctx);
-	sch_state *st = status ? NULL : a->db
-		? load_recorded_schedule(a, ctx, op)
-		: gpu ? cli_load_gpu_schedule(ctx, op, a->sched)
-		: cli_load_schedule(ctx, op, a->sched);
+	sch_state *st = status ? NULL : load_schedule(a, ctx, op, gpu);
 	if (!st)
 		status = 1;
 	loop_prog *p = st ? sch_program(st) : NULL;

@@ -181,6 +181,26 @@ expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$db" --min-time 0.0
 expect 1 '--db and --sched' -- run "${mm64[@]}" --db "$db" --sched "$work/best.trace"
 expect 1 'no record store at .*missing.db' -- run "${mm64[@]}" --db "$work/missing.db"
 
+# codegen --db and lower --db: the source and the loop program of the best
+# record, said on stderr; stdout is the source alone
+expect 0 'schedule: best record #4 from .*records.db' -- codegen "${mm64[@]}" --db "$db"
+"$tessel" codegen "${mm64[@]}" --db "$db" > "$work/best.c" 2>/dev/null
+"$tessel" codegen "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.c" 2>/dev/null
+if cmp -s "$work/best.c" "$work/sched.c" && [ -s "$work/best.c" ]; then ok; else
+	bad "codegen --db printed another source than codegen --sched of the best trace"; fi
+expect 0 'schedule: no record for this workload/target in .*; default schedule' -- codegen matmul --set M=64,N=64,K=64 --db "$db"
+expect 1 '--db and --sched' -- codegen "${mm64[@]}" --db "$db" --sched "$work/best.trace"
+expect 1 'no record store at .*missing.db' -- codegen "${mm64[@]}" --db "$work/missing.db"
+expect 0 'schedule: best record #4 from .*records.db' -- lower "${mm64[@]}" --db "$db"
+"$tessel" lower "${mm64[@]}" --db "$db" > "$work/best.loop" 2>/dev/null
+"$tessel" lower "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.loop" 2>/dev/null
+if cmp -s "$work/best.loop" "$work/sched.loop" && [ -s "$work/best.loop" ]; then ok; else
+	bad "lower --db printed another loop program than lower --sched of the best trace"; fi
+expect 0 'schedule: best record #7 from .* no longer replays' -- lower "${mm32[@]}" --db "$db"
+expect 1 '--db and --sched' -- lower "${mm64[@]}" --db "$db" --sched "$work/best.trace"
+expect 1 'target: .*pentium' -- lower matmul --set M=64,N=64,K=64 --target "cpu -isa=pentium"
+expect 0 'threadIdx.x' -- lower matmul --set M=64,N=64,K=64 --target opencl
+
 # export: filters, and a round trip through a new store gives the same lines
 "$tessel" db export --db "$db" --out "$work/all.jsonl" 2>/dev/null
 if [ "$(wc -l < "$work/all.jsonl")" -eq 7 ]; then ok; else bad "export wrote $(wc -l < "$work/all.jsonl") lines, expected 7"; fi
