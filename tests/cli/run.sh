@@ -188,6 +188,11 @@ expect 0 'schedule: best record #4 from .*records.db' -- codegen "${mm64[@]}" --
 "$tessel" codegen "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.c" 2>/dev/null
 if cmp -s "$work/best.c" "$work/sched.c" && [ -s "$work/best.c" ]; then ok; else
 	bad "codegen --db printed another source than codegen --sched of the best trace"; fi
+# ... which builds into a program of one's own (examples/call_matmul.c)
+if cc -O2 -std=gnu17 -I"$root/include" "$root/examples/call_matmul.c" "$work/best.c" \
+		-lm -o "$work/call_matmul" 2>"$work/cc.log" &&
+	"$work/call_matmul" | grep -q 'matmul 64x64x64: .*: ok$'; then ok; else
+	bad "examples/call_matmul.c with codegen --db's source: $(cat "$work/cc.log")"; fi
 expect 0 'schedule: no record for this workload/target in .*; default schedule' -- codegen matmul --set M=64,N=64,K=64 --db "$db"
 expect 1 '--db and --sched' -- codegen "${mm64[@]}" --db "$db" --sched "$work/best.trace"
 expect 1 'no record store at .*missing.db' -- codegen "${mm64[@]}" --db "$work/missing.db"
