@@ -386,10 +386,6 @@ static int train_and_add(const rows *t, const int *idx, int n, const options *o,
 	return rc;
 }
 
-/* Train a model with "o" on the rows "s->train" of "t", score it on
- * "s->test".  With --bags K > 1 the score of a row is the mean of K
- * models, each trained on its own random --bag-fraction of the training
- * rows with its own seed.  Return 0 or -1 (the reason printed). */
 /* Number the held-out rows "s->test" of "t" by (workload, structure)
  * into "group": rows of one workload and one structure share a number. */
 static int number_structures(const rows *t, const split *s, uint32_t *group)
@@ -441,6 +437,10 @@ static int score_structures(const rows *t, const split *s, const float *pred,
 	return 0;
 }
 
+/* Train a model with "o" on the rows "s->train" of "t", score it on
+ * "s->test".  With --bags K > 1 the score of a row is the mean of K
+ * models, each trained on its own random --bag-fraction of the training
+ * rows with its own seed.  Return 0 or -1 (the reason printed). */
 static int evaluate(const rows *t, const split *s, const options *o, score *out)
 {
 	int ntest = s->ntest, nbag = o->bags > 1 ?
