@@ -467,8 +467,8 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 	else {
 		out->all = tune_pairwise_accuracy(pred, y, task, ntest);
 		out->beyond = tune_pairwise_accuracy_margin(pred, y, task, ntest, o->margin);
-		if (o->structures)
-			rc = score_structures(t, s, pred, y, task, o->margin, out);
+		if (o->structures && (rc = score_structures(t, s, pred, y, task, o->margin, out)))
+			fprintf(stderr, "model_records: out of memory\n");
 		dump_scores(t, s, sec, pred, o->dump);
 	}
 	free(x);
