@@ -182,27 +182,23 @@ expect 1 '--db and --sched' -- run "${mm64[@]}" --db "$db" --sched "$work/best.t
 expect 1 'no record store at .*missing.db' -- run "${mm64[@]}" --db "$work/missing.db"
 
 # codegen --db and lower --db: the source and the loop program of the best
-# record, said on stderr; stdout is the source alone
-expect 0 'schedule: best record #4 from .*records.db' -- codegen "${mm64[@]}" --db "$db"
-"$tessel" codegen "${mm64[@]}" --db "$db" > "$work/best.c" 2>/dev/null
-"$tessel" codegen "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.c" 2>/dev/null
-if cmp -s "$work/best.c" "$work/sched.c" && [ -s "$work/best.c" ]; then ok; else
-	bad "codegen --db printed another source than codegen --sched of the best trace"; fi
-# ... which builds into a program of one's own (examples/call_matmul.c)
-if cc -O2 -std=gnu17 -I"$root/include" "$root/examples/call_matmul.c" "$work/best.c" \
-		-lm -o "$work/call_matmul" 2>"$work/cc.log" &&
+# record, said on stderr; stdout is what --sched of the best trace prints
+for cmd in codegen lower; do
+	expect 0 'schedule: best record #4 from .*records.db' -- $cmd "${mm64[@]}" --db "$db"
+	"$tessel" $cmd "${mm64[@]}" --db "$db" > "$work/db.$cmd" 2>/dev/null
+	"$tessel" $cmd "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.$cmd" 2>/dev/null
+	if cmp -s "$work/db.$cmd" "$work/sched.$cmd" && [ -s "$work/db.$cmd" ]; then ok; else
+		bad "$cmd --db printed other than $cmd --sched of the best trace"; fi
+	expect 0 'schedule: best record #7 from .* no longer replays' -- $cmd "${mm32[@]}" --db "$db"
+	expect 0 'schedule: no record for this workload/target in .*; default schedule' -- $cmd matmul --set M=64,N=64,K=64 --db "$db"
+	expect 1 '--db and --sched' -- $cmd "${mm64[@]}" --db "$db" --sched "$work/best.trace"
+	expect 1 'no record store at .*missing.db' -- $cmd "${mm64[@]}" --db "$work/missing.db"
+done
+# ... the source builds into a program of one's own (examples/call_matmul.c)
+if cc -O2 -std=gnu17 -I"$root/include" -x c "$root/examples/call_matmul.c" \
+		"$work/db.codegen" -x none -lm -o "$work/call_matmul" 2>"$work/cc.log" &&
 	"$work/call_matmul" | grep -q 'matmul 64x64x64: .*: ok$'; then ok; else
 	bad "examples/call_matmul.c with codegen --db's source: $(cat "$work/cc.log")"; fi
-expect 0 'schedule: no record for this workload/target in .*; default schedule' -- codegen matmul --set M=64,N=64,K=64 --db "$db"
-expect 1 '--db and --sched' -- codegen "${mm64[@]}" --db "$db" --sched "$work/best.trace"
-expect 1 'no record store at .*missing.db' -- codegen "${mm64[@]}" --db "$work/missing.db"
-expect 0 'schedule: best record #4 from .*records.db' -- lower "${mm64[@]}" --db "$db"
-"$tessel" lower "${mm64[@]}" --db "$db" > "$work/best.loop" 2>/dev/null
-"$tessel" lower "${mm64[@]}" --sched "$work/best.trace" > "$work/sched.loop" 2>/dev/null
-if cmp -s "$work/best.loop" "$work/sched.loop" && [ -s "$work/best.loop" ]; then ok; else
-	bad "lower --db printed another loop program than lower --sched of the best trace"; fi
-expect 0 'schedule: best record #7 from .* no longer replays' -- lower "${mm32[@]}" --db "$db"
-expect 1 '--db and --sched' -- lower "${mm64[@]}" --db "$db" --sched "$work/best.trace"
 expect 1 'target: .*pentium' -- lower matmul --set M=64,N=64,K=64 --target "cpu -isa=pentium"
 expect 0 'threadIdx.x' -- lower matmul --set M=64,N=64,K=64 --target opencl
 
