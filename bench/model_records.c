@@ -95,7 +95,8 @@ typedef struct rows {
 	uint32_t *task;
 	int64_t *ids;           /* the record of each row */
 	bool *picked;           /* its pick is the one --picks asks for */
-	uint64_t *structure;    /* its trace's skeleton (tuner/novelty.h) */
+	uint64_t *structure;    /* its trace's skeleton (tuner/novelty.h; 0
+	                         * without --structures) */
 } rows;
 
 /* The op and target of each workload, for --recompute. */
@@ -134,6 +135,7 @@ typedef struct reader {
 	bool fastest;           /* the fastest repeat as the time */
 	bool raw;               /* ignore the batches' scales */
 	const char *picks;      /* the pick scored (NULL: every record) */
+	bool structures;        /* hash each record's trace skeleton */
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
 	workload_op ops[MAX_WORKLOADS];
@@ -215,7 +217,7 @@ static int collect(const tune_record *r, void *arg)
 		rd->fastest ? r->cost_min_s : NAN, rd->raw ? NAN : r->cost_scale);
 	t->task[t->n] = (uint32_t)r->workload_id;
 	t->picked[t->n] = !rd->picks || (r->pick && strcmp(r->pick, rd->picks) == 0);
-	t->structure[t->n] = tune_trace_skeleton(r->trace);
+	t->structure[t->n] = rd->structures ? tune_trace_skeleton(r->trace) : 0;
 	t->n++;
 	return 0;
 }
@@ -796,7 +798,7 @@ int main(int argc, char **argv)
 	}
 	rows t = { 0 };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute, .fastest = o.fastest,
-		.raw = o.raw, .picks = o.picks, .only_workload = o.others ? 0 : o.only_workload };
+		.raw = o.raw, .picks = o.picks, .structures = o.structures, .only_workload = o.others ? 0 : o.only_workload };
 	rd.ctx = tessel_ctx_new();
 	if (rd.ctx && store_target(db, &rd.cpu))
 		rt_cpu_target_host(&rd.cpu);
