@@ -22,6 +22,7 @@
 #include "tuner/features.h"
 #include "tuner/fork_map.h"
 #include "tuner/novelty.h"
+#include "tuner/reservoir.h"
 #include "tuner/search.h"
 #include "tuner/task.h"
 #include "tests/support.h"
@@ -272,6 +273,79 @@ Test(search, structures_are_traces_without_their_numbers)
 	cr_expect_eq(tune_novelty_count(&nv, 8), 0);
 	tune_novelty_clear(&nv);
 	cr_expect_eq(nv.n, 0);
+}
+
+Test(reservoir, keeps_the_first_items_then_each_with_the_same_chance)
+{
+	tune_reservoir r = tune_reservoir_make(3, 7);
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(tune_reservoir_offer(&r), i);
+	for (int i = 0; i < 100; i++) {
+		int slot = tune_reservoir_offer(&r);
+		cr_expect(slot >= -1 && slot < 3, "slot %d", slot);
+	}
+	cr_expect_eq(r.seen, 103);
+	tune_reservoir none = tune_reservoir_make(0, 7);
+	for (int i = 0; i < 10; i++)
+		cr_expect_eq(tune_reservoir_offer(&none), -1);
+	enum { ITEMS = 20, CAP = 5, DRAWS = 4000 };
+	int kept[ITEMS] = { 0 };
+	for (uint64_t seed = 1; seed <= DRAWS; seed++) {
+		int sample[CAP];
+		tune_reservoir d = tune_reservoir_make(CAP, seed);
+		for (int i = 0; i < ITEMS; i++) {
+			int slot = tune_reservoir_offer(&d);
+			if (slot >= 0)
+				sample[slot] = i;
+		}
+		for (int k = 0; k < CAP; k++)
+			kept[sample[k]]++;
+	}
+	for (int i = 0; i < ITEMS; i++)
+		cr_expect(fabs(kept[i] / (double)DRAWS - (double)CAP / ITEMS) < 0.03,
+			"item %d kept in %d of %d samples", i, kept[i], DRAWS);
+}
+
+typedef struct log_lines {
+	char text[4096];
+} log_lines;
+
+static void keep_log_line(const char *line, void *arg)
+{
+	log_lines *l = arg;
+	size_t used = strlen(l->text);
+	snprintf(l->text + used, sizeof(l->text) - used, "%s\n", line);
+}
+
+Test(search, the_model_trains_on_a_sample_of_other_workloads)
+{
+	fixture f, g;
+	small_matmul(&f);
+	const char *k[] = { "M", "N", "K" }, *v[] = { "32", "32", "32" };
+	fixture_init(&g, "matmul", 3, k, v);
+	tune_summary s;
+	char err[512];
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(16, 5);
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	log_lines l = { "" };
+	o = quick_opts(8, 6);
+	o.other_rows = 5;
+	o.log = keep_log_line;
+	o.log_arg = &l;
+	cr_assert_eq(tune_search(&g.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	cr_expect(strstr(l.text, "the task's records and 5 of the 16 records of other "
+		"workloads"), "%s", l.text);
+	l.text[0] = 0;
+	o.other_rows = 0;
+	cr_assert_eq(tune_search(&g.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	cr_expect(strstr(l.text, "0 of the 16 records"), "%s", l.text);
+	tune_db_close(db);
+	fixture_fini(&g);
+	fixture_fini(&f);
 }
 
 /* The traces of a store, in the order they were recorded. */
@@ -636,6 +710,11 @@ Test(search, bad_options_are_refused)
 	tune_search_opts o = quick_opts(0, 1);
 	cr_expect_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "trials"), "%s", err);
+	tune_summary_clear(&s);
+	o = quick_opts(4, 1);
+	o.other_rows = -1;
+	cr_expect_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "other_rows"), "%s", err);
 	tune_summary_clear(&s);
 	o = quick_opts(4, 1);
 	o.measure.timeout_s = -1;

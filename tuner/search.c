@@ -20,6 +20,7 @@
 #include "tuner/model.h"
 #include "tuner/novelty.h"
 #include "tuner/record_features.h"
+#include "tuner/reservoir.h"
 #include "tuner/sketch.h"
 
 /* The best measured traces kept as parents for mutation. */
@@ -37,6 +38,7 @@ tune_search_opts tune_search_opts_default(void)
 		.epsilon = 0.1,
 		.early_stop = 300,
 		.min_train = 16,
+		.other_rows = TUNE_OTHER_ROWS,
 		.seed = 1,
 		.measure = tune_measure_opts_default(),
 	};
@@ -126,12 +128,17 @@ typedef struct elite {
 	sch_trace *trace;
 } elite;
 
-/* The rows the model trains on: every record of the target. */
+/* The rows the model trains on: every record of the task, and a sample
+ * of the records of other workloads of the target ("others": which slot
+ * of the sample is in which row). */
 typedef struct train_set {
 	int n, cap;
 	float *x;             /* n * TUNE_PROGRAM_FEATURES */
 	double *seconds;      /* INFINITY for failed candidates */
 	uint32_t *task;
+	tune_reservoir others;
+	int *other_row;       /* others.cap entries, the first nother filled */
+	int nother;
 } train_set;
 
 /* Records of the task whose stored features were of another version:
@@ -252,11 +259,35 @@ static int train_add(train_set *t, const float *x, double seconds, uint32_t task
 	return 0;
 }
 
+/* Offer a record of another workload to the sample of "t": it takes a
+ * new row or replaces the row of the record in its slot, or is left
+ * out. */
+static int train_offer_other(train_set *t, const float *x, double seconds,
+	uint32_t task)
+{
+	int slot = tune_reservoir_offer(&t->others);
+	if (slot < 0)
+		return 0;
+	if (slot < t->nother) {
+		int row = t->other_row[slot];
+		memcpy(t->x + (size_t)row * TUNE_PROGRAM_FEATURES, x,
+			TUNE_PROGRAM_FEATURES * sizeof(float));
+		t->seconds[row] = seconds;
+		t->task[row] = task;
+		return 0;
+	}
+	if (train_add(t, x, seconds, task))
+		return -1;
+	t->other_row[t->nother++] = t->n - 1;
+	return 0;
+}
+
 static void train_free(train_set *t)
 {
 	free(t->x);
 	free(t->seconds);
 	free(t->task);
+	free(t->other_row);
 }
 
 /* ---- what the store already knows -------------------------------------------- */
@@ -280,17 +311,22 @@ static int stale_add(stale_set *t, int64_t id, int row)
 	return 0;
 }
 
-/* Add record "r" (of time "seconds") to the training rows: with its
- * stored features when they are this build's, else, for a record of the
- * task, with features computed again from its trace (remembered for the
- * write-back); a stale record of another workload is left out. */
+/* Add record "r" (of time "seconds") to the training rows.  A record of
+ * another workload is offered to the sample when its stored features are
+ * this build's, and left out otherwise.  A record of the task is added
+ * with its stored features when they are this build's, else with
+ * features computed again from its trace (remembered for the
+ * write-back). */
 static int train_record(search *s, const tune_record *r, double seconds)
 {
+	if (r->workload_id != s->workload_id)
+		return r->nfeatures == TUNE_PROGRAM_FEATURES ?
+			train_offer_other(&s->train, r->features, seconds,
+				(uint32_t)r->workload_id) : 0;
 	if (r->nfeatures == TUNE_PROGRAM_FEATURES)
 		return train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id);
 	float x[TUNE_PROGRAM_FEATURES];
-	if (r->workload_id != s->workload_id ||
-	    tune_trace_features(s->task->ctx, s->task->op, r->trace, &s->task->cpu, x))
+	if (tune_trace_features(s->task->ctx, s->task->op, r->trace, &s->task->cpu, x))
 		return 0;
 	return train_add(&s->train, x, seconds, (uint32_t)r->workload_id) ||
 		stale_add(&s->stale, r->id, s->train.n - 1) ? -1 : 0;
@@ -356,6 +392,10 @@ static int load_store(search *s)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
 	write_back_features(s);
+	if (s->train.others.seen)
+		logf_(s, "cost model: trains on the task's records and %d of the %lld "
+			"records of other workloads in the store", s->train.nother,
+			(long long)s->train.others.seen);
 	tune_model saved;
 	r = tune_db_load_model(s->db, s->task->target_kind, &saved);
 	if (r < 0)
@@ -1088,9 +1128,10 @@ static int check_opts(search *s)
 	const tune_search_opts *o = s->o;
 	if (o->trials < 1)
 		return fail(s, "the number of trials must be positive, not %d", o->trials);
-	if (o->batch < 1 || o->population < 1 || o->generations < 0 || o->evolve_jobs < 0)
-		return fail(s, "batch and population must be positive, generations and "
-			"evolve_jobs not negative");
+	if (o->batch < 1 || o->population < 1 || o->generations < 0 || o->evolve_jobs < 0 ||
+	    o->other_rows < 0)
+		return fail(s, "batch and population must be positive, generations, "
+			"evolve_jobs and other_rows not negative");
 	if (!(o->epsilon >= 0 && o->epsilon <= 1))
 		return fail(s, "epsilon must be in [0, 1]");
 	if (!(o->measure.timeout_s > 0))
@@ -1115,6 +1156,10 @@ static int search_setup(search *s)
 	s->measurer = tune_measurer_new(s->task, &s->o->measure, s->err, s->errlen);
 	if (!s->measurer)
 		return -1;
+	s->train.others = tune_reservoir_make(s->o->other_rows, s->o->seed);
+	s->train.other_row = malloc(((size_t)s->o->other_rows + 1) * sizeof(int));
+	if (!s->train.other_row)
+		return fail(s, "out of memory");
 	if (load_store(s))
 		return -1;
 	s->copies = tune_fork_pool_new(s->o->evolve_jobs > 0 ? s->o->evolve_jobs :

@@ -13,7 +13,8 @@
  *      (the best-predicted of the structures measured least, tuner/
  *      novelty.h), measured (tuner/measure.h) and committed to the store
  *      in one transaction;
- *   4. the model retrained on every record of the target kind.
+ *   4. the model retrained on every record of the task and a sample of
+ *      the records of other workloads of the target kind.
  * The default schedule is measured first, as the baseline.  The model is
  * loaded from the store when one was saved (another shape, another run)
  * and saved back at the end. */
@@ -58,6 +59,12 @@ typedef struct tune_progress {
 #define TUNE_PICK_NOVEL "novel"
 #define TUNE_PICK_ALL "all"
 
+/* The default of tune_search_opts.other_rows: a sample this large orders
+ * a workload's later records as well as all the other records of a store
+ * of 24,000 to 28,000 (docs/cost-model.md, "Other workloads in the
+ * store"), and keeps a retraining near a second on 2 cores. */
+#define TUNE_OTHER_ROWS 4096
+
 typedef struct tune_search_opts {
 	int trials;          /* candidates to measure, > 0 */
 	int batch;           /* measured per round */
@@ -70,6 +77,10 @@ typedef struct tune_search_opts {
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
 	int min_train;       /* records of the target before the model guides */
+	int other_rows;      /* the model trains on every record of the task
+	                      * and on a uniform sample of at most this many
+	                      * records of the store's other workloads of the
+	                      * target (0: none; tuner/reservoir.h) */
 	uint64_t seed;
 	tune_measure_opts measure;
 	/* Called after each batch and at the end; may be NULL. */
@@ -85,7 +96,8 @@ typedef struct tune_search_opts {
 
 /* Return the defaults: 64 trials, batches of 16, population 64,
  * 2 generations, epsilon 0.1, early stop after 300 trials, train from 16
- * records, seed 1, tune_measure_opts_default(). */
+ * records and on at most TUNE_OTHER_ROWS of other workloads, seed 1,
+ * tune_measure_opts_default(). */
 tune_search_opts tune_search_opts_default(void);
 
 /* What a search did. */
