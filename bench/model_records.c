@@ -4,7 +4,8 @@
  * protocol and the numbers.
  *
  *   model_records --db PATH [--train N] [--workload ID] [--shuffle SEED]
- *                 [--others none|past|all] [--margin M] [--recompute]
+ *                 [--others none|past|all] [--others-cap K] [--margin M]
+ *                 [--recompute]
  *                 [--pooled] [--store] [--objective rank|reg]
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
  *                 [--subsample F] [--colsample F] [--pairs P]
@@ -17,7 +18,10 @@
  * drawn at random instead), test on the rest of that workload.  With
  * --others past the training set also holds every record of other
  * workloads measured before the workload's N-th (what the tuner had at
- * that point); with --others all, every record of other workloads.  The
+ * that point); with --others all, every record of other workloads.  Of
+ * those, a uniform sample of at most K (--others-cap, by default
+ * TUNE_OTHER_ROWS) trains, drawn as the tuner draws it (tuner/
+ * reservoir.h, in record order, seeded with --seed).  The
  * score is the pairwise ranking accuracy over held-out pairs of the same
  * workload, once over every pair whose times differ and once over the
  * pairs whose times differ by more than the factor M (default 1.03: 3%,
@@ -85,6 +89,8 @@
 #include "tuner/model.h"
 #include "tuner/novelty.h"
 #include "tuner/record_features.h"
+#include "tuner/reservoir.h"
+#include "tuner/search.h"
 
 #define MAX_WORKLOADS 256
 
@@ -111,6 +117,7 @@ typedef struct options {
 	int64_t only_workload;
 	uint64_t shuffle_seed;
 	int others;             /* 0 none, 1 past, 2 all */
+	int others_cap;         /* a sample of at most this many of them */
 	double margin;
 	const char *label;
 	const char *dump;
@@ -512,9 +519,17 @@ static int split_workload(const rows *t, uint32_t w, const options *o, split *s)
 			s->test[s->ntest++] = mine[i];
 		}
 	}
+	tune_reservoir others = tune_reservoir_make(o->others_cap, o->model.seed);
+	int first_other = s->ntrain;
 	for (int i = 0; i < t->n && o->others; i++)
-		if (t->task[i] != w && (o->others == 2 || i < last))
-			s->train[s->ntrain++] = i;
+		if (t->task[i] != w && (o->others == 2 || i < last)) {
+			int slot = tune_reservoir_offer(&others);
+			if (slot < 0)
+				continue;
+			s->train[first_other + slot] = i;
+			if (first_other + slot == s->ntrain)
+				s->ntrain++;
+		}
 	free(mine);
 	return 0;
 }
@@ -700,7 +715,7 @@ static int pooled(const rows *t, const options *o)
 /* Parse the command line into "o"; return 0, or -1 on a bad option. */
 static int parse_args(int argc, char **argv, options *o)
 {
-	*o = (options){ .ntrain = 500, .margin = 1.03, .label = "throughput", .fastest = true,
+	*o = (options){ .ntrain = 500, .others_cap = TUNE_OTHER_ROWS, .margin = 1.03, .label = "throughput", .fastest = true,
 		.bags = 1, .bag_fraction = 0.7, .model = tune_cost_model_opts_default() };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -732,6 +747,8 @@ static int parse_args(int argc, char **argv, options *o)
 		else if (strcmp(a, "--others") == 0)
 			o->others = strcmp(v, "past") == 0 ? 1 : strcmp(v, "all") == 0 ? 2 :
 				strcmp(v, "none") == 0 ? 0 : -1;
+		else if (strcmp(a, "--others-cap") == 0)
+			o->others_cap = atoi(v);
 		else if (strcmp(a, "--label") == 0)
 			o->label = v;
 		else if (strcmp(a, "--margin") == 0)
@@ -774,7 +791,7 @@ static int parse_args(int argc, char **argv, options *o)
 	return o->path && o->ntrain >= 1 && o->next >= 0 && o->bags >= 1 &&
 		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
 		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) &&
-		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->margin >= 1 &&
+		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->others_cap >= 0 && o->margin >= 1 &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
@@ -783,7 +800,7 @@ int main(int argc, char **argv)
 	options o;
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
-			"[--shuffle SEED] [--others none|past|all] [--margin M] [--recompute] "
+			"[--shuffle SEED] [--others none|past|all] [--others-cap K] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
 			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F] "
