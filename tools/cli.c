@@ -25,6 +25,14 @@ int cli_fail(const char *fmt, ...)
 	return 1;
 }
 
+int cli_fail_target(const char *why)
+{
+	const char *prefix = "target: ";
+	if (strncmp(why, prefix, strlen(prefix)) == 0)
+		why += strlen(prefix);
+	return cli_fail("--target: %s", why);
+}
+
 int cli_fail_ctx(tessel_ctx *ctx)
 {
 	tessel_ctx_print_error(ctx, stderr);

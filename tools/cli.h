@@ -48,6 +48,9 @@ sch_state *cli_load_gpu_schedule(tessel_ctx *ctx, tessel_op *op, const char *sch
 
 /* Print "tessel: error: MESSAGE" and return 1 (the exit status). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "tessel: error: --target: WHY", the runtime's message "why" about
+ * the --target value without its own "target: " prefix, and return 1. */
+int cli_fail_target(const char *why);
 /* Print the error recorded in "ctx" and return 1. */
 int cli_fail_ctx(tessel_ctx *ctx);
 

@@ -219,7 +219,7 @@ static int parse_bench_args(bench_args *a, int argc, char **argv)
 		return cli_fail("bench: --db and --sched both give the schedule; use one");
 	char err[512], names[256];
 	if (rt_target_kind_of(a->target, &a->kind, err, sizeof(err)))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	if (a->kind == RT_TARGET_OPENCL)
 		return cli_fail("bench: no vendor library runs on OpenCL; give --target cpu "
 			"or cuda");
@@ -244,7 +244,7 @@ static int build_kernel(bench *b, tessel_ctx *ctx, cg_cpu_kernel *k)
 	char err[512];
 	if (rt_cpu_target_parse(b->a->target ? b->a->target : "cpu", &cpu, err,
 			sizeof(err)))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	sch_state *st = load_schedule(b, ctx);
 	loop_prog *p = st ? sch_program(st) : NULL;
 	int status = !st ? 1 : !p ? cli_fail_ctx(ctx) : 0;
@@ -582,7 +582,7 @@ static int open_cuda(bench *b)
 	char err[1024];
 	int sm = 0;
 	if (rt_cuda_target_parse(b->a->target, &sm, err, sizeof(err)))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	rt_cuda_device *d = rt_cuda_open(0, err, sizeof(err));
 	if (!d)
 		return cli_fail("bench: %s", err);

@@ -85,7 +85,7 @@ static int cuda_arch(const char *target, rt_gpu_target *t)
 	char err[512];
 	if (rt_cuda_target_parse(target, &sm, err, sizeof(err)) ||
 	    rt_gpu_target_for_sm(sm ? sm : RT_CUDA_DEFAULT_SM, t, err, sizeof(err))) {
-		cli_fail("--target: %s", err);
+		cli_fail_target(err);
 		return -1;
 	}
 	return 0;
@@ -161,7 +161,7 @@ static int print_source(tessel_ctx *ctx, tessel_op *op, const char *sched,
 	if (rt_target_kind_of(target, &kind, err, sizeof(err)) ||
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(target ? target : "cpu", &cpu, err, sizeof(err))))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	if (cubin && kind != RT_TARGET_CUDA)
 		return cli_fail("codegen: --cubin needs --target cuda or cuda:sm_NN");
 	if (ptx && kind != RT_TARGET_CUDA)

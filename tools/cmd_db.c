@@ -85,7 +85,7 @@ static const char *filter_target(tune_db *db, const char *target, char *buf,
 	rt_cpu_target cpu;
 	char err[512];
 	if (rt_cpu_target_parse(target, &cpu, err, sizeof(err))) {
-		cli_fail("--target: %s", err);
+		cli_fail_target(err);
 		return NULL;
 	}
 	rt_cpu_target_print(&cpu, buf, len);

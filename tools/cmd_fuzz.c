@@ -347,11 +347,11 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (rt_target_kind_of(a->target, &kind, err, sizeof(err)) ||
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	cuda_fuzz cf = { 0, false, false };
 	if (kind == RT_TARGET_CUDA && rt_cuda_target_parse(a->target, &cf.sm, err,
 			sizeof(err)))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	bool gpu = kind != RT_TARGET_CPU;
 	fuzz_data d = { 0 };
 	if (make_data(a, ctx, op, &d)) {

@@ -36,7 +36,7 @@ static sch_state *load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sche
 	if (rt_target_kind_of(target, &kind, err, sizeof(err)) ||
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(target ? target : "cpu", &cpu, err, sizeof(err)))) {
-		cli_fail("--target: %s", err);
+		cli_fail_target(err);
 		return NULL;
 	}
 	sch_state *st = cli_load_chosen_schedule(ctx, op, sched, db, target,

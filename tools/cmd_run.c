@@ -217,7 +217,7 @@ static int execute_cuda(const run_args *a, tessel_ctx *ctx, const loop_prog *p,
 	int nin = tessel_op_num_inputs(op), nout = tessel_op_num_outputs(op), sm = 0;
 	char why[1024], device[256];
 	if (rt_cuda_target_parse(a->target, &sm, why, sizeof(why)))
-		return cli_fail("--target: %s", why);
+		return cli_fail_target(why);
 	void *args[128];
 	for (int i = 0; i < nin; i++)
 		args[i] = in[i]->data;
@@ -352,7 +352,7 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 	if (rt_target_kind_of(a->target, &kind, err, sizeof(err)) ||
 	    (kind == RT_TARGET_CPU &&
 	     rt_cpu_target_parse(a->target ? a->target : "cpu", &cpu, err, sizeof(err))))
-		return cli_fail("--target: %s", err);
+		return cli_fail_target(err);
 	bool gpu = kind != RT_TARGET_CPU;
 	tessel_tensor *in[64] = { 0 }, *out[64] = { 0 }, *ref[64] = { 0 };
 	if (cli_make_inputs(&a->data, op, in))
