@@ -31,6 +31,7 @@
  * share buffers and expressions.  Duplication is bounded: a loop is not
  * partitioned once the statements copied in the program would exceed
  * PARTITION_BUDGET. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,16 +91,28 @@ static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s);
 
 /* ---- variables --------------------------------------------------------------- */
 
+/* Return "p" grown to "bytes"; out of memory, stop as the IR's arena
+ * does (ir/arena.c). */
+static void *grow_or_die(void *p, size_t bytes)
+{
+	void *q = realloc(p, bytes);
+	if (!q) {
+		fprintf(stderr, "tessel: out of memory\n");
+		abort();
+	}
+	return q;
+}
+
 /* Make room for the variables of "P"'s program in its arrays. */
 static void grow_slots(partitioner *P)
 {
 	int n = P->p->nvars + 1;
 	if (n <= P->nslots)
 		return;
-	P->place = realloc(P->place, (size_t)n);
-	P->lo = realloc(P->lo, sizeof(int64_t) * (size_t)n);
-	P->hi = realloc(P->hi, sizeof(int64_t) * (size_t)n);
-	P->subst = realloc(P->subst, sizeof(loop_expr *) * (size_t)n);
+	P->place = grow_or_die(P->place, (size_t)n);
+	P->lo = grow_or_die(P->lo, sizeof(int64_t) * (size_t)n);
+	P->hi = grow_or_die(P->hi, sizeof(int64_t) * (size_t)n);
+	P->subst = grow_or_die(P->subst, sizeof(loop_expr *) * (size_t)n);
 	for (int i = P->nslots; i < n; i++) {
 		P->place[i] = VAR_OUTSIDE;
 		P->subst[i] = NULL;
