@@ -317,31 +317,35 @@ static void keep_log_line(const char *line, void *arg)
 	snprintf(l->text + used, sizeof(l->text) - used, "%s\n", line);
 }
 
+/* Run a search of "task" in "db" under "o" that must succeed. */
+static void search_ok(const tune_task *task, tune_db *db, const tune_search_opts *o)
+{
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(task, db, o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+}
+
 Test(search, the_model_trains_on_a_sample_of_other_workloads)
 {
 	fixture f, g;
 	small_matmul(&f);
 	const char *k[] = { "M", "N", "K" }, *v[] = { "32", "32", "32" };
 	fixture_init(&g, "matmul", 3, k, v);
-	tune_summary s;
-	char err[512];
 	tune_db *db = open_db(&f);
 	tune_search_opts o = quick_opts(16, 5);
-	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
-	tune_summary_clear(&s);
+	search_ok(&f.task, db, &o);
 	log_lines l = { "" };
 	o = quick_opts(8, 6);
 	o.other_rows = 5;
 	o.log = keep_log_line;
 	o.log_arg = &l;
-	cr_assert_eq(tune_search(&g.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
-	tune_summary_clear(&s);
+	search_ok(&g.task, db, &o);
 	cr_expect(strstr(l.text, "the task's records and 5 of the 16 records of other "
 		"workloads"), "%s", l.text);
 	l.text[0] = 0;
 	o.other_rows = 0;
-	cr_assert_eq(tune_search(&g.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
-	tune_summary_clear(&s);
+	search_ok(&g.task, db, &o);
 	cr_expect(strstr(l.text, "0 of the 16 records"), "%s", l.text);
 	tune_db_close(db);
 	fixture_fini(&g);
