@@ -30,7 +30,9 @@ static const char db_help[] =
 	"         malformed line fails its file, which then adds nothing. Prints\n"
 	"         the lines read and the records added and skipped.\n"
 	"info     print the schema version and how many targets, workloads,\n"
-	"         records and cost models PATH holds.\n";
+	"         records and cost models PATH holds; the targets; and a line per\n"
+	"         task (workload on a target): its key and op, its records and\n"
+	"         failures, and its best median time.\n";
 
 typedef struct db_args {
 	const char *db, *workload, *target, *out;
@@ -189,6 +191,71 @@ static void print_meta(tune_db *db, const char *label, const char *key)
 	sqlite3_finalize(st);
 }
 
+/* Print the stored targets of "db", a line each: its id and string.
+ * Return 0, or -1 on a database error. */
+static int print_targets(tune_db *db)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(tune_db_sqlite(db), "SELECT id, description FROM targets "
+		"ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		printf("  #%lld %s\n", (long long)sqlite3_column_int64(st, 0),
+			(const char *)sqlite3_column_text(st, 1));
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Print the op's signature: the first line of "op_text" without "op "
+ * and the opening brace. */
+static void print_signature(const char *op_text)
+{
+	if (strncmp(op_text, "op ", 3) == 0)
+		op_text += 3;
+	size_t n = strcspn(op_text, "{\n");
+	while (n > 0 && op_text[n - 1] == ' ')
+		n--;
+	printf("%.*s", (int)n, op_text);
+}
+
+/* Print the tasks of "db" (a workload on a target), a line each in the
+ * order they were first measured: the workload key, the op's signature,
+ * the target's id, the records and failures, and the best median time,
+ * as `tessel best` chooses it, with its throughput.  Return 0, or -1 on
+ * a database error. */
+static int print_tasks(tune_db *db)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(tune_db_sqlite(db), "SELECT w.key, w.op_text, w.flops, "
+		"r.target_id, count(*), sum(r.error_class <> 'ok'), "
+		"min(CASE WHEN r.error_class = 'ok' THEN r.cost_median_s END) "
+		"FROM records r JOIN workloads w ON w.id = r.workload_id "
+		"GROUP BY r.workload_id, r.target_id ORDER BY min(r.id)", -1, &st,
+		NULL) != SQLITE_OK)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		printf("  %s ", (const char *)sqlite3_column_text(st, 0));
+		print_signature((const char *)sqlite3_column_text(st, 1));
+		long long n = sqlite3_column_int64(st, 4);
+		printf(" on #%lld: %lld record%s (%lld failed), best ",
+			(long long)sqlite3_column_int64(st, 3), n, n == 1 ? "" : "s",
+			(long long)sqlite3_column_int64(st, 5));
+		if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
+			printf("none\n");
+			continue;
+		}
+		double best_s = sqlite3_column_double(st, 6), flops = sqlite3_column_double(st, 2);
+		printf("%.4g ms", best_s * 1e3);
+		if (flops > 0 && best_s > 0)
+			printf(" (%.1f GFLOP/s)", flops / best_s * 1e-9);
+		printf("\n");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 static int db_info(const db_args *a)
 {
 	if (a->nfiles || a->workload || a->target || a->out || a->ok_only)
@@ -211,10 +278,18 @@ static int db_info(const db_args *a)
 		print_meta(db, "schema version", "schema_version");
 		print_meta(db, "created by", "created_by");
 		print_meta(db, "created at", "created_at");
-		printf("targets: %lld\nworkloads: %lld\nrecords: %lld (%lld ok, %lld failed)\n"
-			"models: %lld\n", (long long)targets, (long long)workloads,
-			(long long)records, (long long)ok, (long long)(records - ok),
-			(long long)models);
+		printf("targets: %lld\n", (long long)targets);
+		if (print_targets(db) == 0) {
+			printf("workloads: %lld\nrecords: %lld (%lld ok, %lld failed)\n"
+				"models: %lld\ntasks:\n", (long long)workloads, (long long)records,
+				(long long)ok, (long long)(records - ok), (long long)models);
+			if (print_tasks(db))
+				status = 1;
+		} else {
+			status = 1;
+		}
+		if (status)
+			cli_fail("%s: %s", tune_db_path(db), sqlite3_errmsg(tune_db_sqlite(db)));
 	}
 	tune_db_close(db);
 	return status;
