@@ -42,9 +42,9 @@
  * --next B scores what the search sees, which retrains the model after
  * every measured batch: each workload's records after its first N are
  * cut in batches of B in time order, and each batch is scored by a model
- * trained on every record of the workload before it; the pairs of all
- * batches of a workload are pooled (pairs across batches are not
- * counted).
+ * trained on every record of the workload before it (and with --others
+ * on the sample of other workloads' records); the pairs of all batches
+ * of a workload are pooled (pairs across batches are not counted).
  *
  * A record's time, for training and scoring alike, is its fastest repeat
  * (cost_min_s; on the CPU since 2026-11-25 its fastest visit of the batch
@@ -579,16 +579,23 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 		return r;
 	}
 	int *mine = malloc((size_t)(s.ntrain + s.ntest) * sizeof(int)), nmine = 0;
+	int *others = malloc(((size_t)s.ntrain + 1) * sizeof(int)), nothers = 0;
+	int *train = malloc(((size_t)s.ntrain + s.ntest + 1) * sizeof(int));
 	int *batch = malloc(((size_t)o->next + 1) * sizeof(int));
-	if (!mine || !batch) {
+	if (!mine || !others || !train || !batch) {
 		free(mine);
+		free(others);
+		free(train);
 		free(batch);
 		split_free(&s);
 		return -1;
 	}
-	for (int i = 0; i < s.ntrain; i++)
+	for (int i = 0; i < s.ntrain; i++) {
 		if (t->task[s.train[i]] == w)
 			mine[nmine++] = s.train[i];
+		else
+			others[nothers++] = s.train[i];
+	}
 	for (int i = 0; i < s.ntest; i++)
 		mine[nmine++] = s.test[i];
 	double ok_all = 0, ok_beyond = 0, pairs_all = 0, pairs_beyond = 0;
@@ -596,7 +603,9 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 	for (int start = o->ntrain; r == 0 && start < nmine; start += o->next) {
 		int end = start + o->next < nmine ? start + o->next : nmine;
 		memcpy(batch, mine + start, (size_t)(end - start) * sizeof(int));
-		split b = { mine, batch, start, keep_picked(t, batch, end - start) };
+		memcpy(train, mine, (size_t)start * sizeof(int));
+		memcpy(train + start, others, (size_t)nothers * sizeof(int));
+		split b = { train, batch, start + nothers, keep_picked(t, batch, end - start) };
 		double all = 0, beyond = 0;
 		score sc;
 		count_pairs(t, b.test, b.ntest, o->margin, &all, &beyond);
@@ -618,6 +627,8 @@ static int next_batches(const rows *t, uint32_t w, const options *o, score *out,
 	out->all = pairs_all > 0 ? ok_all / pairs_all : -1;
 	out->beyond = pairs_beyond > 0 ? ok_beyond / pairs_beyond : -1;
 	free(mine);
+	free(others);
+	free(train);
 	free(batch);
 	split_free(&s);
 	return r;
@@ -790,7 +801,7 @@ static int parse_args(int argc, char **argv, options *o)
 	}
 	return o->path && o->ntrain >= 1 && o->next >= 0 && o->bags >= 1 &&
 		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
-		(!o->next || (!o->shuffle_seed && !o->others && !o->pooled)) &&
+		(!o->next || (!o->shuffle_seed && !o->pooled)) &&
 		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->others_cap >= 0 && o->margin >= 1 &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
