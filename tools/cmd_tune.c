@@ -19,7 +19,8 @@ static const char tune_help[] =
 	"usage: tessel tune SPEC [--set NAME=VALUE,...] --trials N [--db PATH]\n"
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
 	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
-	"                   [--early-stop N] [--epsilon E] [--jobs N] [--verbose]\n"
+	"                   [--early-stop N] [--epsilon E] [--jobs N]\n"
+	"                   [--other-records N] [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -50,7 +51,10 @@ static const char tune_help[] =
 	"candidate alone and the fastest pass is kept). --jobs N is how many\n"
 	"processes compile the candidates and make each population (default:\n"
 	"one per CPU this process may use); the populations do not depend on\n"
-	"it. `tessel best` and `tessel run --db` use the result.\n";
+	"it. The cost model trains on every record of the op in the store and a\n"
+	"sample of at most --other-records N (default 4096; 0: none) of the\n"
+	"records of other workloads there, drawn once as the store is read.\n"
+	"`tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {
 	const char *spec, *db, *target;
@@ -112,6 +116,8 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 		return cli_parse_count(v, "--threads", 0, 1024, &o->measure.threads);
 	if ((v = cli_option(argc, argv, i, "--epsilon", &missing)))
 		return cli_parse_fraction(v, "--epsilon", &o->epsilon);
+	if ((v = cli_option(argc, argv, i, "--other-records", &missing)))
+		return cli_parse_count(v, "--other-records", 0, 1000000, &o->other_rows);
 	if ((v = cli_option(argc, argv, i, "--early-stop", &missing)))
 		return cli_parse_count(v, "--early-stop", 0, 1000000, &o->early_stop);
 	if ((v = cli_option(argc, argv, i, "--seed", &missing))) {
