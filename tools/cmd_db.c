@@ -176,18 +176,25 @@ static int64_t query_count(tune_db *db, const char *sql)
 	return n;
 }
 
+/* Return text column "col" of the row "st" stands on, "?" for NULL. */
+static const char *column_or_unknown(sqlite3_stmt *st, int col)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+	return v ? (const char *)v : "?";
+}
+
 /* Print the value of "key" in the meta table of "db" ("?" when absent). */
 static void print_meta(tune_db *db, const char *label, const char *key)
 {
 	sqlite3_stmt *st = NULL;
-	const unsigned char *v = NULL;
+	const char *v = "?";
 	if (sqlite3_prepare_v2(tune_db_sqlite(db), "SELECT value FROM meta "
 		"WHERE key = ?1", -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_text(st, 0);
+			v = column_or_unknown(st, 0);
 	}
-	printf("%s: %s\n", label, v ? (const char *)v : "?");
+	printf("%s: %s\n", label, v);
 	sqlite3_finalize(st);
 }
 
@@ -202,7 +209,7 @@ static int print_targets(tune_db *db)
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		printf("  #%lld %s\n", (long long)sqlite3_column_int64(st, 0),
-			(const char *)sqlite3_column_text(st, 1));
+			column_or_unknown(st, 1));
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
@@ -236,8 +243,8 @@ static int print_tasks(tune_db *db)
 		return -1;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		printf("  %s ", (const char *)sqlite3_column_text(st, 0));
-		print_signature((const char *)sqlite3_column_text(st, 1));
+		printf("  %s ", column_or_unknown(st, 0));
+		print_signature(column_or_unknown(st, 1));
 		long long n = sqlite3_column_int64(st, 4);
 		printf(" on #%lld: %lld record%s (%lld failed), best ",
 			(long long)sqlite3_column_int64(st, 3), n, n == 1 ? "" : "s",
