@@ -38,10 +38,8 @@ void *te_arena_alloc(te_arena *a, size_t size)
 		if (cap < size)
 			cap = size;
 		te_arena_chunk *c = malloc(sizeof(*c) + cap);
-		if (!c) {
-			fprintf(stderr, "tessel: out of memory\n");
-			abort();
-		}
+		if (!c)
+			te_out_of_memory();
 		c->next = a->head;
 		c->size = cap;
 		a->head = c;
@@ -65,4 +63,10 @@ char *te_arena_strndup(te_arena *a, const char *s, size_t len)
 char *te_arena_strdup(te_arena *a, const char *s)
 {
 	return te_arena_strndup(a, s, strlen(s));
+}
+
+void te_out_of_memory(void)
+{
+	fprintf(stderr, "tessel: out of memory\n");
+	abort();
 }

@@ -24,4 +24,8 @@ void *te_arena_alloc(te_arena *a, size_t size);
 char *te_arena_strndup(te_arena *a, const char *s, size_t len);
 char *te_arena_strdup(te_arena *a, const char *s);
 
+/* Print "tessel: out of memory" and abort: what the IR does when memory
+ * runs out (arenas, string buffers, the passes' own arrays). */
+_Noreturn void te_out_of_memory(void);
+
 #endif

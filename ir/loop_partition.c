@@ -31,7 +31,6 @@
  * share buffers and expressions.  Duplication is bounded: a loop is not
  * partitioned once the statements copied in the program would exceed
  * PARTITION_BUDGET. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,15 +90,12 @@ static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s);
 
 /* ---- variables --------------------------------------------------------------- */
 
-/* Return "p" grown to "bytes"; out of memory, stop as the IR's arena
- * does (ir/arena.c). */
+/* Return "p" grown to "bytes"; out of memory, stop as the IR does. */
 static void *grow_or_die(void *p, size_t bytes)
 {
 	void *q = realloc(p, bytes);
-	if (!q) {
-		fprintf(stderr, "tessel: out of memory\n");
-		abort();
-	}
+	if (!q)
+		te_out_of_memory();
 	return q;
 }
 

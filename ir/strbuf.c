@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/arena.h"
+
 static void reserve(te_strbuf *sb, size_t extra)
 {
 	if (sb->len + extra + 1 <= sb->cap)
@@ -12,10 +14,8 @@ static void reserve(te_strbuf *sb, size_t extra)
 	while (cap < sb->len + extra + 1)
 		cap *= 2;
 	char *d = realloc(sb->data, cap);
-	if (!d) {
-		fprintf(stderr, "tessel: out of memory\n");
-		abort();
-	}
+	if (!d)
+		te_out_of_memory();
 	sb->data = d;
 	sb->cap = cap;
 }

@@ -233,6 +233,16 @@ static void elite_offer(search *s, const char *trace, double seconds)
 	s->elites[worst] = (elite){ seconds, t };
 }
 
+/* Write row "row" of "t" (one that exists). */
+static void train_put(train_set *t, int row, const float *x, double seconds,
+	uint32_t task)
+{
+	memcpy(t->x + (size_t)row * TUNE_PROGRAM_FEATURES, x,
+		TUNE_PROGRAM_FEATURES * sizeof(float));
+	t->seconds[row] = seconds;
+	t->task[row] = task;
+}
+
 static int train_add(train_set *t, const float *x, double seconds, uint32_t task)
 {
 	if (t->n == t->cap) {
@@ -251,11 +261,7 @@ static int train_add(train_set *t, const float *x, double seconds, uint32_t task
 		t->task = nt;
 		t->cap = cap;
 	}
-	memcpy(t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES, x,
-		TUNE_PROGRAM_FEATURES * sizeof(float));
-	t->seconds[t->n] = seconds;
-	t->task[t->n] = task;
-	t->n++;
+	train_put(t, t->n++, x, seconds, task);
 	return 0;
 }
 
@@ -269,11 +275,7 @@ static int train_offer_other(train_set *t, const float *x, double seconds,
 	if (slot < 0)
 		return 0;
 	if (slot < t->nother) {
-		int row = t->other_row[slot];
-		memcpy(t->x + (size_t)row * TUNE_PROGRAM_FEATURES, x,
-			TUNE_PROGRAM_FEATURES * sizeof(float));
-		t->seconds[row] = seconds;
-		t->task[row] = task;
+		train_put(t, t->other_row[slot], x, seconds, task);
 		return 0;
 	}
 	if (train_add(t, x, seconds, task))
