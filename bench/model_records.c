@@ -4,7 +4,8 @@
  * protocol and the numbers.
  *
  *   model_records --db PATH [--train N] [--workload ID] [--shuffle SEED]
- *                 [--others none|past|all] [--others-cap K] [--margin M]
+ *                 [--others none|past|all] [--others-cap K] [--prior]
+ *                 [--margin M]
  *                 [--recompute]
  *                 [--pooled] [--store] [--objective rank|reg]
  *                 [--rounds R] [--depth D] [--eta E] [--min-child-weight W]
@@ -21,7 +22,10 @@
  * that point); with --others all, every record of other workloads.  Of
  * those, a uniform sample of at most K (--others-cap, by default
  * TUNE_OTHER_ROWS) trains, drawn as the tuner draws it (tuner/
- * reservoir.h, in record order, seeded with --seed).  The
+ * reservoir.h, in record order, seeded with --seed).  With --prior the
+ * sample trains a model of its own, and the workload's records train
+ * over it (tuner/model.h, tune_cost_model_set_prior), as the tuner
+ * does; without, one model trains on both.  The
  * score is the pairwise ranking accuracy over held-out pairs of the same
  * workload, once over every pair whose times differ and once over the
  * pairs whose times differ by more than the factor M (default 1.03: 3%,
@@ -118,6 +122,8 @@ typedef struct options {
 	uint64_t shuffle_seed;
 	int others;             /* 0 none, 1 past, 2 all */
 	int others_cap;         /* a sample of at most this many of them */
+	bool prior;             /* --prior: they train a prior, the workload's
+	                         * records a model over it */
 	double margin;
 	const char *label;
 	const char *dump;
@@ -357,41 +363,54 @@ static int gather(const rows *t, const int *idx, int n, float *x, double *sec,
 	return tune_normalize_throughput(sec, task, n, y);
 }
 
-/* Train one model with "o" (its seed "seed") on the rows "idx"[0..n) of
- * "t" and add its scores of the "ntest" rows "testx" to "sum".  Return 0
- * or -1 (the reason in "err"). */
-static int train_and_add(const rows *t, const int *idx, int n, const options *o,
-	uint64_t seed, const float *testx, int ntest, float *sum, char *err, size_t errlen)
+/* Return a model with "o" (its seed "seed") over "prior" (NULL: none)
+ * trained on the rows "idx"[0..n) of "t", or NULL (the reason in
+ * "err"). */
+static tune_cost_model *train_rows(const rows *t, const int *idx, int n,
+	const options *o, uint64_t seed, tune_cost_model *prior, char *err, size_t errlen)
 {
 	float *x = malloc((size_t)n * TUNE_PROGRAM_FEATURES * sizeof(float));
 	float *y = malloc((size_t)n * sizeof(float));
-	float *pred = malloc((size_t)ntest * sizeof(float));
 	double *sec = malloc((size_t)n * sizeof(double));
 	uint32_t *task = malloc((size_t)n * sizeof(uint32_t));
 	tune_cost_model_opts mo = o->model;
 	mo.seed = seed;
 	tune_cost_model *m = NULL;
-	int rc = x && y && pred && sec && task ? 0 : -1;
+	int rc = x && y && sec && task ? 0 : -1;
 	if (rc == 0)
 		rc = gather(t, idx, n, x, sec, task, y);
 	if (rc == 0) {
 		relabel(y, task, n, o->label);
 		m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, err, errlen);
-		rc = m ? 0 : -1;
+		rc = m ? tune_cost_model_set_prior(m, prior, err, errlen) : -1;
 	}
 	if (rc == 0)
 		rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task, n, err, errlen);
+	free(x);
+	free(y);
+	free(sec);
+	free(task);
 	if (rc == 0)
-		rc = tune_cost_model_predict(m, testx, TUNE_PROGRAM_FEATURES, ntest, pred,
-			err, errlen);
+		return m;
+	tune_cost_model_free(m);
+	return NULL;
+}
+
+/* Train one model with "o" (its seed "seed") over "prior" on the rows
+ * "idx"[0..n) of "t" and add its scores of the "ntest" rows "testx" to
+ * "sum".  Return 0 or -1 (the reason in "err"). */
+static int train_and_add(const rows *t, const int *idx, int n, const options *o,
+	uint64_t seed, tune_cost_model *prior, const float *testx, int ntest, float *sum,
+	char *err, size_t errlen)
+{
+	float *pred = malloc((size_t)ntest * sizeof(float));
+	tune_cost_model *m = pred ? train_rows(t, idx, n, o, seed, prior, err, errlen) : NULL;
+	int rc = m ? tune_cost_model_predict(m, testx, TUNE_PROGRAM_FEATURES, ntest, pred,
+		err, errlen) : -1;
 	for (int i = 0; rc == 0 && i < ntest; i++)
 		sum[i] += pred[i];
 	tune_cost_model_free(m);
-	free(x);
-	free(y);
 	free(pred);
-	free(sec);
-	free(task);
 	return rc;
 }
 
@@ -452,24 +471,37 @@ static int score_structures(const rows *t, const split *s, const float *pred,
  * rows with its own seed.  Return 0 or -1 (the reason printed). */
 static int evaluate(const rows *t, const split *s, const options *o, score *out)
 {
-	int ntest = s->ntest, nbag = o->bags > 1 ?
-		(int)ceil(o->bag_fraction * s->ntrain) : s->ntrain;
+	int ntest = s->ntest;
 	float *x = malloc((size_t)ntest * TUNE_PROGRAM_FEATURES * sizeof(float));
 	float *y = malloc((size_t)ntest * sizeof(float));
 	float *pred = calloc((size_t)ntest, sizeof(float));
 	double *sec = malloc((size_t)ntest * sizeof(double));
 	uint32_t *task = malloc((size_t)ntest * sizeof(uint32_t));
-	int *bag = malloc((size_t)s->ntrain * sizeof(int));
+	int *own = malloc(((size_t)s->ntrain + 1) * sizeof(int));
+	int *bag = malloc(((size_t)s->ntrain + 1) * sizeof(int));
+	int *others = malloc(((size_t)s->ntrain + 1) * sizeof(int));
+	int nown = 0, nothers = 0;
+	tune_cost_model *prior = NULL;
 	char err[1024] = "";
-	int rc = x && y && pred && sec && task && bag ? 0 : -1;
+	int rc = x && y && pred && sec && task && own && bag && others ? 0 : -1;
+	for (int i = 0; rc == 0 && i < s->ntrain; i++) {
+		if (o->prior && t->task[s->train[i]] != t->task[s->test[0]])
+			others[nothers++] = s->train[i];
+		else
+			own[nown++] = s->train[i];
+	}
+	if (rc == 0 && nothers > 0 &&
+	    !(prior = train_rows(t, others, nothers, o, o->model.seed, NULL, err, sizeof(err))))
+		rc = -1;
+	int nbag = o->bags > 1 ? (int)ceil(o->bag_fraction * nown) : nown;
 	if (rc == 0)
 		rc = gather(t, s->test, ntest, x, sec, task, y);
 	for (int b = 0; rc == 0 && b < o->bags; b++) {
-		memcpy(bag, s->train, (size_t)s->ntrain * sizeof(int));
+		memcpy(bag, own, (size_t)nown * sizeof(int));
 		if (o->bags > 1)
-			shuffle(bag, s->ntrain, o->model.seed * 7919 + (uint64_t)b + 1);
-		rc = train_and_add(t, bag, nbag, o, o->model.seed + (uint64_t)b, x, ntest, pred,
-			err, sizeof(err));
+			shuffle(bag, nown, o->model.seed * 7919 + (uint64_t)b + 1);
+		rc = train_and_add(t, bag, nbag, o, o->model.seed + (uint64_t)b, prior, x, ntest,
+			pred, err, sizeof(err));
 	}
 	if (rc)
 		fprintf(stderr, "model_records: %s\n", err[0] ? err : "out of memory");
@@ -485,7 +517,10 @@ static int evaluate(const rows *t, const split *s, const options *o, score *out)
 	free(pred);
 	free(sec);
 	free(task);
+	free(own);
 	free(bag);
+	free(others);
+	tune_cost_model_free(prior);
 	return rc ? -1 : 0;
 }
 
@@ -741,6 +776,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->raw = true;
 		else if (strcmp(a, "--structures") == 0)
 			o->structures = true;
+		else if (strcmp(a, "--prior") == 0)
+			o->prior = true;
 		else
 			flag = false;
 		if (flag)
@@ -803,6 +840,7 @@ static int parse_args(int argc, char **argv, options *o)
 		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
 		(!o->next || (!o->shuffle_seed && !o->pooled)) &&
 		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->others_cap >= 0 && o->margin >= 1 &&
+		(!o->prior || (o->others && !o->pooled)) &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
@@ -811,7 +849,7 @@ int main(int argc, char **argv)
 	options o;
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: model_records --db PATH [--train N] [--workload ID] "
-			"[--shuffle SEED] [--others none|past|all] [--others-cap K] [--margin M] [--recompute] "
+			"[--shuffle SEED] [--others none|past|all] [--others-cap K] [--prior] [--margin M] [--recompute] "
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
 			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F] "
@@ -843,10 +881,10 @@ int main(int argc, char **argv)
 		printf(", features of %d computed again", rd.recomputed);
 	if (rd.unusable)
 		printf(" (%d records no longer replay, left out)", rd.unusable);
-	printf("; %s, %s split%s%s%s\n", tune_objective_name(o.model.objective),
+	printf("; %s, %s split%s%s%s%s\n", tune_objective_name(o.model.objective),
 		o.shuffle_seed ? "random" : "time",
 		o.others == 2 ? ", other workloads all" : o.others == 1 ?
-		", other workloads measured before" : "",
+		", other workloads measured before" : "", o.prior ? " as a prior" : "",
 		o.picks ? ", scoring the picks " : "", o.picks ? o.picks : "");
 	if (o.store && store_features(db, &t, t.ids)) {
 		fprintf(stderr, "model_records: %s\n", tune_db_error(db));

@@ -408,6 +408,24 @@ static void synthetic(int n, uint64_t seed, float *X, float *y, uint32_t *task)
 	free(seconds);
 }
 
+/* Return a new model of "obj" (60 rounds, one thread) trained on "n" rows
+ * of "X" with labels "y" and tasks "task", over "prior" (NULL: none). */
+static tune_cost_model *train_over(tune_objective obj, tune_cost_model *prior,
+	const float *X, const float *y, const uint32_t *task, int n)
+{
+	tune_cost_model_opts o = tune_cost_model_opts_default();
+	o.objective = obj;
+	o.rounds = 60;
+	o.nthread = 1;
+	char err[512] = "";
+	tune_cost_model *m = tune_cost_model_new(NSYN, &o, err, sizeof(err));
+	cr_assert_not_null(m, "%s", err);
+	cr_assert_eq(tune_cost_model_set_prior(m, prior, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tune_cost_model_train(m, X, NSYN, y, task, n, err, sizeof(err)), 0,
+		"%s", err);
+	return m;
+}
+
 static tune_cost_model *trained_model(tune_objective obj, float *Xtest, float *ytest,
 	uint32_t *ttest, int ntest)
 {
@@ -416,15 +434,7 @@ static tune_cost_model *trained_model(tune_objective obj, float *Xtest, float *y
 	uint32_t *task = malloc(NTRAIN * sizeof(uint32_t));
 	synthetic(NTRAIN, 11, X, y, task);
 	synthetic(ntest, 12, Xtest, ytest, ttest);
-	tune_cost_model_opts o = tune_cost_model_opts_default();
-	o.objective = obj;
-	o.rounds = 60;
-	o.nthread = 1;
-	char err[512] = "";
-	tune_cost_model *m = tune_cost_model_new(NSYN, &o, err, sizeof(err));
-	cr_assert_not_null(m, "%s", err);
-	cr_assert_eq(tune_cost_model_train(m, X, NSYN, y, task, NTRAIN, err, sizeof(err)), 0,
-		"%s", err);
+	tune_cost_model *m = train_over(obj, NULL, X, y, task, NTRAIN);
 	cr_assert(tune_cost_model_trained(m));
 	free(X);
 	free(y);
@@ -584,6 +594,94 @@ Test(model, errors_are_reported)
 	cr_expect_eq(tune_cost_model_predict(m, X, 4, 2, pred, err, sizeof(err)), 0, "%s", err);
 	tune_cost_model_free(m);
 	tune_cost_model_free(NULL);
+}
+
+Test(model, scores_over_a_prior_add_to_the_priors)
+{
+	enum { NTRAIN = 300, NTEST = 100 };
+	float X[NTRAIN * NSYN], y[NTRAIN], shifted[NTRAIN], Xt[NTEST * NSYN], yt[NTEST];
+	float prior_pred[NTEST], pred[NTEST];
+	uint32_t task[NTRAIN], tt[NTEST];
+	char err[512] = "";
+	synthetic(NTRAIN, 21, X, y, task);
+	synthetic(NTEST, 22, Xt, yt, tt);
+	for (int i = 0; i < NTRAIN; i++)
+		shifted[i] = y[i] + 0.5f;
+	tune_cost_model *prior = train_over(TUNE_OBJ_REGRESSION, NULL, X, y, task, NTRAIN);
+	tune_cost_model *m = train_over(TUNE_OBJ_REGRESSION, prior, X, shifted, task, NTRAIN);
+	cr_assert_eq(tune_cost_model_predict(prior, Xt, NSYN, NTEST, prior_pred, err,
+		sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tune_cost_model_predict(m, Xt, NSYN, NTEST, pred, err, sizeof(err)), 0,
+		"%s", err);
+	double mean = 0;
+	for (int i = 0; i < NTEST; i++)
+		mean += (pred[i] - prior_pred[i]) / NTEST;
+	cr_expect(fabs(mean - 0.5) < 0.05, "the trees over the prior add %.3f, not 0.5", mean);
+	void *blob = NULL;
+	size_t len = 0;
+	cr_expect_eq(tune_cost_model_save(m, &blob, &len, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "prior") != NULL, "%s", err);
+	cr_assert_eq(tune_cost_model_set_prior(m, NULL, err, sizeof(err)), 0, "%s", err);
+	float bare[NTEST];
+	cr_assert_eq(tune_cost_model_predict(m, Xt, NSYN, NTEST, bare, err, sizeof(err)), 0);
+	double moved = 0;
+	for (int i = 0; i < NTEST; i++)
+		moved += fabs(bare[i] - pred[i]) / NTEST;
+	cr_expect_gt(moved, 0.1, "taking the prior away changes the scores (%.3f)", moved);
+	tune_cost_model_free(m);
+	tune_cost_model_free(prior);
+}
+
+Test(model, a_prior_orders_a_task_few_records_cannot)
+{
+	enum { NTRAIN = 300, NFEW = 6, NTEST = 120 };
+	float X[NTRAIN * NSYN], y[NTRAIN], Xt[NTEST * NSYN], yt[NTEST];
+	float alone[NTEST], over[NTEST];
+	uint32_t task[NTRAIN], tt[NTEST];
+	char err[512] = "";
+	synthetic(NTRAIN, 31, X, y, task);
+	synthetic(NTEST, 32, Xt, yt, tt);
+	tune_cost_model *prior = train_over(TUNE_OBJ_RANK, NULL, X, y, task, NTRAIN);
+	float Xf[NFEW * NSYN], yf[NFEW];
+	uint32_t tf[NFEW];
+	synthetic(NFEW, 33, Xf, yf, tf);
+	for (int i = 0; i < NFEW; i++)
+		tf[i] = 99;
+	tune_cost_model *m = train_over(TUNE_OBJ_RANK, prior, Xf, yf, tf, NFEW);
+	tune_cost_model *a = train_over(TUNE_OBJ_RANK, NULL, Xf, yf, tf, NFEW);
+	cr_assert_eq(tune_cost_model_predict(m, Xt, NSYN, NTEST, over, err, sizeof(err)), 0);
+	cr_assert_eq(tune_cost_model_predict(a, Xt, NSYN, NTEST, alone, err, sizeof(err)), 0);
+	double acc_over = tune_pairwise_accuracy(over, yt, tt, NTEST);
+	double acc_alone = tune_pairwise_accuracy(alone, yt, tt, NTEST);
+	cr_expect_geq(acc_over, 0.8, "over the prior: %.3f", acc_over);
+	cr_expect_gt(acc_over, acc_alone + 0.05, "over the prior %.3f, alone %.3f", acc_over,
+		acc_alone);
+	tune_cost_model_free(a);
+	tune_cost_model_free(m);
+	tune_cost_model_free(prior);
+}
+
+Test(model, bad_priors_are_refused)
+{
+	char err[512] = "";
+	tune_cost_model *m = tune_cost_model_new(NSYN, NULL, err, sizeof(err));
+	tune_cost_model *untrained = tune_cost_model_new(NSYN, NULL, err, sizeof(err));
+	tune_cost_model *other = tune_cost_model_new(NSYN + 1, NULL, err, sizeof(err));
+	cr_assert(m && untrained && other);
+	cr_expect_eq(tune_cost_model_set_prior(m, untrained, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "not trained") != NULL, "%s", err);
+	float X[2 * (NSYN + 1)] = { 0, 1 }, y[2] = { 1, 0.5f };
+	uint32_t task[2] = { 0, 0 };
+	cr_assert_eq(tune_cost_model_train(other, X, NSYN + 1, y, task, 2, err, sizeof(err)),
+		0, "%s", err);
+	cr_expect_eq(tune_cost_model_set_prior(m, other, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "features") != NULL, "%s", err);
+	cr_assert_eq(tune_cost_model_train(m, X, NSYN, y, task, 2, err, sizeof(err)), 0);
+	cr_expect_eq(tune_cost_model_set_prior(m, m, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "own prior") != NULL, "%s", err);
+	tune_cost_model_free(other);
+	tune_cost_model_free(untrained);
+	tune_cost_model_free(m);
 }
 
 Test(model, objectives_have_names)

@@ -5,7 +5,10 @@
  * contiguous query group, as rank:pairwise needs (Burges, "From RankNet
  * to LambdaRank to LambdaMART", 2010: the pairwise logistic loss); the
  * regression objective ignores the groups.  Tessel's options and the
- * feature version travel as booster attributes inside the JSON model. */
+ * feature version travel as booster attributes inside the JSON model.
+ * A model over a prior gives every row the prior's score as its base
+ * margin, in training and in prediction alike, so that its trees add to
+ * the prior's. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@ struct tune_cost_model {
 	int nfeatures;
 	tune_cost_model_opts opts;
 	BoosterHandle booster;   /* NULL until trained */
+	tune_cost_model *prior;  /* borrowed; NULL: none */
 };
 
 static const char *const objective_names[TUNE_OBJ_COUNT] = {
@@ -154,6 +158,20 @@ const tune_cost_model_opts *tune_cost_model_options(const tune_cost_model *m)
 bool tune_cost_model_trained(const tune_cost_model *m)
 {
 	return m->booster != NULL;
+}
+
+int tune_cost_model_set_prior(tune_cost_model *m, tune_cost_model *prior, char *err,
+	size_t errlen)
+{
+	if (prior && !prior->booster)
+		return fail(err, errlen, "the prior is not trained");
+	if (prior && prior->nfeatures != m->nfeatures)
+		return fail(err, errlen, "the prior has %d features, the model %d",
+			prior->nfeatures, m->nfeatures);
+	if (prior == m)
+		return fail(err, errlen, "a model cannot be its own prior");
+	m->prior = prior;
+	return 0;
 }
 
 /* Set the XGBoost parameter "name" of "b" to the formatted value. */
@@ -312,6 +330,24 @@ static int boost(const tune_cost_model *m, DMatrixHandle dtrain, BoosterHandle *
 	return 0;
 }
 
+/* Set the prior's scores of the "n" rows "X" of "d" as its base margin
+ * when "m" has a prior. */
+static int set_base_margin(const tune_cost_model *m, DMatrixHandle d, const float *X,
+	int n, char *err, size_t errlen)
+{
+	if (!m->prior)
+		return 0;
+	float *margin = malloc((size_t)n * sizeof(float));
+	if (!margin)
+		return fail(err, errlen, "out of memory");
+	int r = tune_cost_model_predict(m->prior, X, m->nfeatures, n, margin, err, errlen);
+	if (r == 0)
+		r = xgb_check(XGDMatrixSetFloatInfo(d, "base_margin", margin, (bst_ulong)n),
+			"set base margin", err, errlen);
+	free(margin);
+	return r;
+}
+
 int tune_cost_model_train(tune_cost_model *m, const float *X, int ncols, const float *y,
 	const uint32_t *task, int n, char *err, size_t errlen)
 {
@@ -338,6 +374,8 @@ int tune_cost_model_train(tune_cost_model *m, const float *X, int ncols, const f
 	if (r == 0)
 		r = xgb_check(XGDMatrixSetUIntInfo(d, "group", s.groups,
 			(bst_ulong)s.ngroups), "set groups", err, errlen);
+	if (r == 0)
+		r = set_base_margin(m, d, s.X, n, err, errlen);
 	if (r == 0)
 		r = boost(m, d, &b, err, errlen);
 	if (d)
@@ -367,6 +405,8 @@ int tune_cost_model_predict(tune_cost_model *m, const float *X, int ncols, int n
 	int r = xgb_check(XGDMatrixCreateFromMat(X, (bst_ulong)n, (bst_ulong)ncols, NAN,
 		&d), "create matrix", err, errlen);
 	if (r == 0)
+		r = set_base_margin(m, d, X, n, err, errlen);
+	if (r == 0)
 		r = xgb_check(XGBoosterPredict(m->booster, d, 0, 0, 0, &len, &res),
 			"predict", err, errlen);
 	if (r == 0 && len != (bst_ulong)n)
@@ -384,6 +424,8 @@ int tune_cost_model_save(tune_cost_model *m, void **blob, size_t *len, char *err
 {
 	if (!m->booster)
 		return fail(err, errlen, "the model is not trained");
+	if (m->prior)
+		return fail(err, errlen, "a model over a prior cannot be saved alone");
 	bst_ulong n = 0;
 	const char *buf = NULL;
 	if (xgb_check(XGBoosterSaveModelToBuffer(m->booster, "{\"format\": \"json\"}",

@@ -70,6 +70,17 @@ const tune_cost_model_opts *tune_cost_model_options(const tune_cost_model *m);
 /* Return whether "m" has been trained (or loaded trained). */
 bool tune_cost_model_trained(const tune_cost_model *m);
 
+/* Make "prior" (trained, with the features of "m"; NULL: none) the model
+ * "m" builds on: in training, every row starts from the prior's score
+ * (XGBoost's base margin), so that the trees of "m" learn what the prior
+ * orders wrongly among the rows "m" is given; in prediction, the score of
+ * "m" is the prior's plus its trees'.  "m" borrows "prior", which must
+ * outlive its use by "m".  A model over a prior cannot be saved (its trees
+ * mean nothing without the prior).  Return 0, or -1 with the reason in
+ * "err". */
+int tune_cost_model_set_prior(tune_cost_model *m, tune_cost_model *prior, char *err,
+	size_t errlen);
+
 /* Train "m" from scratch on "n" records: row i of "X" (n rows of "ncols"
  * floats, row-major; NaN is a missing value) has the label "y"[i]
  * (normalized throughput, higher is better) and belongs to the task
@@ -90,7 +101,7 @@ int tune_cost_model_predict(tune_cost_model *m, const float *X, int ncols, int n
 
 /* Store in "blob" (malloc'ed; the caller frees it) and "len" the trained
  * "m" as XGBoost's JSON model with tessel's attributes.  Return 0, or -1
- * with the reason in "err". */
+ * with the reason in "err" (untrained, or over a prior). */
 int tune_cost_model_save(tune_cost_model *m, void **blob, size_t *len, char *err,
 	size_t errlen);
 
