@@ -326,7 +326,7 @@ static void search_ok(const tune_task *task, tune_db *db, const tune_search_opts
 	tune_summary_clear(&s);
 }
 
-Test(search, the_model_trains_on_a_sample_of_other_workloads)
+Test(search, a_sample_of_other_workloads_trains_a_prior)
 {
 	fixture f, g;
 	small_matmul(&f);
@@ -341,12 +341,18 @@ Test(search, the_model_trains_on_a_sample_of_other_workloads)
 	o.log = keep_log_line;
 	o.log_arg = &l;
 	search_ok(&g.task, db, &o);
-	cr_expect(strstr(l.text, "the task's records and 5 of the 16 records of other "
-		"workloads"), "%s", l.text);
+	cr_expect(strstr(l.text, "5 of the 16 records of other workloads in the store "
+		"train a prior"), "%s", l.text);
+	tune_model saved;
+	cr_assert_eq(tune_db_load_model(db, "cpu", &saved), 0);
+	cr_expect_eq(saved.n_records, 8 + 5, "the saved model is of the task's 8 records "
+		"and the sample's 5, not %lld", (long long)saved.n_records);
+	tune_model_clear(&saved);
 	l.text[0] = 0;
 	o.other_rows = 0;
 	search_ok(&g.task, db, &o);
-	cr_expect(strstr(l.text, "0 of the 16 records"), "%s", l.text);
+	cr_expect(strstr(l.text, "0 of the 16 records of other workloads in the store "
+		"train; the task's records alone do"), "%s", l.text);
 	tune_db_close(db);
 	fixture_fini(&g);
 	fixture_fini(&f);

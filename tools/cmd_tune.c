@@ -51,9 +51,9 @@ static const char tune_help[] =
 	"candidate alone and the fastest pass is kept). --jobs N is how many\n"
 	"processes compile the candidates and make each population (default:\n"
 	"one per CPU this process may use); the populations do not depend on\n"
-	"it. The cost model trains on every record of the op in the store and a\n"
-	"sample of at most --other-records N (default 4096; 0: none) of the\n"
-	"records of other workloads there, drawn once as the store is read.\n"
+	"it. The cost model trains on every record of the op in the store, over\n"
+	"a prior model trained once on a sample of at most --other-records N\n"
+	"(default 4096; 0: none) of the records of other workloads there.\n"
 	"`tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {

@@ -128,17 +128,12 @@ typedef struct elite {
 	sch_trace *trace;
 } elite;
 
-/* The rows the model trains on: every record of the task, and a sample
- * of the records of other workloads of the target ("others": which slot
- * of the sample is in which row). */
+/* Rows a model trains on: features, times, tasks. */
 typedef struct train_set {
 	int n, cap;
 	float *x;             /* n * TUNE_PROGRAM_FEATURES */
 	double *seconds;      /* INFINITY for failed candidates */
 	uint32_t *task;
-	tune_reservoir others;
-	int *other_row;       /* others.cap entries, the first nother filled */
-	int nother;
 } train_set;
 
 /* Records of the task whose stored features were of another version:
@@ -160,9 +155,13 @@ typedef struct search {
 	int64_t workload_id, target_id;
 	tune_space *space;
 	tune_measurer *measurer;
-	tune_cost_model *model;
+	tune_cost_model *model;  /* of the task's records over the prior, or
+	                          * the one saved in the store */
 	int model_rows;          /* rows the model was trained on */
-	train_set train;
+	train_set train;         /* every record of the task */
+	tune_reservoir sample;   /* of the records of other workloads */
+	train_set others;        /* the sample: row i is its slot i */
+	tune_cost_model *prior;  /* trained once on "others"; NULL without */
 	stale_set stale;
 	hash_set measured_traces;  /* of this task, in the store */
 	hash_set measured_progs;   /* of this task, measured in this run */
@@ -265,23 +264,18 @@ static int train_add(train_set *t, const float *x, double seconds, uint32_t task
 	return 0;
 }
 
-/* Offer a record of another workload to the sample of "t": it takes a
- * new row or replaces the row of the record in its slot, or is left
- * out. */
-static int train_offer_other(train_set *t, const float *x, double seconds,
-	uint32_t task)
+/* Offer a record of another workload to the sample of "s": it takes a
+ * new row or replaces the row of its slot, or is left out. */
+static int offer_other(search *s, const float *x, double seconds, uint32_t task)
 {
-	int slot = tune_reservoir_offer(&t->others);
+	int slot = tune_reservoir_offer(&s->sample);
 	if (slot < 0)
 		return 0;
-	if (slot < t->nother) {
-		train_put(t, t->other_row[slot], x, seconds, task);
+	if (slot < s->others.n) {
+		train_put(&s->others, slot, x, seconds, task);
 		return 0;
 	}
-	if (train_add(t, x, seconds, task))
-		return -1;
-	t->other_row[t->nother++] = t->n - 1;
-	return 0;
+	return train_add(&s->others, x, seconds, task);
 }
 
 static void train_free(train_set *t)
@@ -289,7 +283,6 @@ static void train_free(train_set *t)
 	free(t->x);
 	free(t->seconds);
 	free(t->task);
-	free(t->other_row);
 }
 
 /* ---- what the store already knows -------------------------------------------- */
@@ -323,8 +316,7 @@ static int train_record(search *s, const tune_record *r, double seconds)
 {
 	if (r->workload_id != s->workload_id)
 		return r->nfeatures == TUNE_PROGRAM_FEATURES ?
-			train_offer_other(&s->train, r->features, seconds,
-				(uint32_t)r->workload_id) : 0;
+			offer_other(s, r->features, seconds, (uint32_t)r->workload_id) : 0;
 	if (r->nfeatures == TUNE_PROGRAM_FEATURES)
 		return train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id);
 	float x[TUNE_PROGRAM_FEATURES];
@@ -385,6 +377,48 @@ static int load_record(const tune_record *r, void *arg)
 	return 0;
 }
 
+/* Return a new model over "prior" (NULL: none) trained on the rows "t",
+ * labelled by normalized throughput; NULL when training fails (logged). */
+static tune_cost_model *train_model(search *s, const train_set *t, tune_cost_model *prior)
+{
+	float *y = malloc((size_t)t->n * sizeof(float) + 1);
+	char why[512] = "out of memory";
+	tune_cost_model_opts mo = tune_cost_model_opts_default();
+	mo.seed = s->o->seed;
+	tune_cost_model *m = y && tune_normalize_throughput(t->seconds, t->task, t->n, y) == 0 ?
+		tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, why, sizeof(why)) : NULL;
+	if (m && (tune_cost_model_set_prior(m, prior, why, sizeof(why)) ||
+		  tune_cost_model_train(m, t->x, TUNE_PROGRAM_FEATURES, y, t->task, t->n,
+			  why, sizeof(why)))) {
+		tune_cost_model_free(m);
+		m = NULL;
+	}
+	if (!m)
+		logf_(s, "cost model: training failed (%s)", why);
+	free(y);
+	return m;
+}
+
+/* Train the prior on the sample of other workloads' records, once: they
+ * do not change during the search, so each retraining only fits the
+ * task's records over it (tuner/model.h, tune_cost_model_set_prior). */
+static void train_prior(search *s)
+{
+	if (s->others.n == 0) {
+		if (s->sample.seen)
+			logf_(s, "cost model: 0 of the %lld records of other workloads in the "
+				"store train; the task's records alone do",
+				(long long)s->sample.seen);
+		return;
+	}
+	double t0 = rt_now_s();
+	s->prior = train_model(s, &s->others, NULL);
+	if (s->prior)
+		logf_(s, "cost model: %d of the %lld records of other workloads in the "
+			"store train a prior (in %.2f s); the task's records train over it",
+			s->others.n, (long long)s->sample.seen, rt_now_s() - t0);
+}
+
 /* Read the records of the target (training rows; the task's measured
  * traces, best and parents) and the newest saved model. */
 static int load_store(search *s)
@@ -394,10 +428,7 @@ static int load_store(search *s)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
 	write_back_features(s);
-	if (s->train.others.seen)
-		logf_(s, "cost model: trains on the task's records and %d of the %lld "
-			"records of other workloads in the store", s->train.nother,
-			(long long)s->train.others.seen);
+	train_prior(s);
 	tune_model saved;
 	r = tune_db_load_model(s->db, s->task->target_kind, &saved);
 	if (r < 0)
@@ -661,9 +692,16 @@ static int initial_population(search *s, hash_set *seen, candidate *pop, int n)
 	return k;
 }
 
+/* The model that scores candidates: the task's (over the prior, or the
+ * saved one), else the prior alone, else none. */
+static tune_cost_model *scorer(const search *s)
+{
+	return s->model && tune_cost_model_trained(s->model) ? s->model : s->prior;
+}
+
 static bool model_ready(const search *s)
 {
-	return s->model && tune_cost_model_trained(s->model);
+	return scorer(s) != NULL;
 }
 
 /* Score the "n" candidates of "pop" with the model (0 without one). */
@@ -681,7 +719,7 @@ static void score(search *s, candidate *pop, int n)
 		for (int i = 0; i < n; i++)
 			memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES, pop[i].features,
 				TUNE_PROGRAM_FEATURES * sizeof(float));
-		if (tune_cost_model_predict(s->model, x, TUNE_PROGRAM_FEATURES, n, y, why,
+		if (tune_cost_model_predict(scorer(s), x, TUNE_PROGRAM_FEATURES, n, y, why,
 			sizeof(why)) == 0)
 			for (int i = 0; i < n; i++)
 				pop[i].score = y[i];
@@ -896,48 +934,60 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	return 0;
 }
 
-/* Retrain the model on every row when enough new rows came. */
+/* Retrain the model of the task's records over the prior when enough
+ * new ones came. */
 static void retrain(search *s)
 {
 	if (s->train.n < s->o->min_train || s->train.n == s->model_rows)
 		return;
-	float *y = malloc((size_t)s->train.n * sizeof(float));
-	char why[512];
-	if (!y || tune_normalize_throughput(s->train.seconds, s->train.task, s->train.n, y)) {
-		free(y);
-		return;
-	}
-	tune_cost_model_opts mo = tune_cost_model_opts_default();
-	mo.seed = s->o->seed;
-	tune_cost_model *m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, why, sizeof(why));
-	if (m && tune_cost_model_train(m, s->train.x, TUNE_PROGRAM_FEATURES, y,
-		s->train.task, s->train.n, why, sizeof(why)) == 0) {
+	tune_cost_model *m = train_model(s, &s->train, s->prior);
+	if (m) {
 		tune_cost_model_free(s->model);
 		s->model = m;
 		s->model_rows = s->train.n;
-	} else {
-		logf_(s, "cost model: training failed (%s)", why);
-		tune_cost_model_free(m);
 	}
-	free(y);
 }
 
-/* Save the model in the store for later runs. */
+/* Return the rows of "a" followed by those of "b" in "out"; 0 or -1. */
+static int train_concat(const train_set *a, const train_set *b, train_set *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < a->n + b->n; i++) {
+		const train_set *t = i < a->n ? a : b;
+		int r = i < a->n ? i : i - a->n;
+		if (train_add(out, t->x + (size_t)r * TUNE_PROGRAM_FEATURES, t->seconds[r],
+			t->task[r]))
+			return -1;
+	}
+	return 0;
+}
+
+/* Save a model of every row for later runs: the task's model, or, when
+ * it is one over the prior (which cannot be saved alone), one trained
+ * on the task's rows and the sample together, as later runs read it. */
 static void save_model(search *s)
 {
-	if (!model_ready(s))
+	tune_cost_model *m = s->prior ? NULL : scorer(s), *whole = NULL;
+	int rows = s->model_rows;
+	if (s->prior) {
+		train_set all;
+		if (train_concat(&s->train, &s->others, &all) == 0)
+			m = whole = train_model(s, &all, NULL);
+		rows = all.n;
+		train_free(&all);
+	}
+	if (!m)
 		return;
 	void *blob = NULL;
 	size_t len = 0;
 	char why[512];
-	if (tune_cost_model_save(s->model, &blob, &len, why, sizeof(why))) {
+	if (tune_cost_model_save(m, &blob, &len, why, sizeof(why)))
 		logf_(s, "cost model: not saved (%s)", why);
-		return;
-	}
-	if (!tune_db_save_model(s->db, s->task->target_kind, s->model_rows, blob, len,
+	else if (!tune_db_save_model(s->db, s->task->target_kind, rows, blob, len,
 		"{\"features\": \"program\"}"))
 		logf_(s, "cost model: not saved (%s)", tune_db_error(s->db));
 	free(blob);
+	tune_cost_model_free(whole);
 }
 
 /* The default schedule as a candidate, unless it was measured before:
@@ -1158,10 +1208,7 @@ static int search_setup(search *s)
 	s->measurer = tune_measurer_new(s->task, &s->o->measure, s->err, s->errlen);
 	if (!s->measurer)
 		return -1;
-	s->train.others = tune_reservoir_make(s->o->other_rows, s->o->seed);
-	s->train.other_row = malloc(((size_t)s->o->other_rows + 1) * sizeof(int));
-	if (!s->train.other_row)
-		return fail(s, "out of memory");
+	s->sample = tune_reservoir_make(s->o->other_rows, s->o->seed);
 	if (load_store(s))
 		return -1;
 	s->copies = tune_fork_pool_new(s->o->evolve_jobs > 0 ? s->o->evolve_jobs :
@@ -1178,7 +1225,9 @@ static void search_teardown(search *s)
 	tune_space_free(s->space);
 	tune_measurer_free(s->measurer);
 	tune_cost_model_free(s->model);
+	tune_cost_model_free(s->prior);
 	train_free(&s->train);
+	train_free(&s->others);
 	free(s->stale.id);
 	free(s->stale.row);
 	free(s->measured_traces.slots);

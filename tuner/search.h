@@ -13,11 +13,13 @@
  *      (the best-predicted of the structures measured least, tuner/
  *      novelty.h), measured (tuner/measure.h) and committed to the store
  *      in one transaction;
- *   4. the model retrained on every record of the task and a sample of
- *      the records of other workloads of the target kind.
+ *   4. the model retrained on every record of the task, over a prior
+ *      trained once, as the store is read, on a sample of the records of
+ *      other workloads of the target kind (tune_cost_model_set_prior).
  * The default schedule is measured first, as the baseline.  The model is
- * loaded from the store when one was saved (another shape, another run)
- * and saved back at the end. */
+ * loaded from the store when one was saved (another shape, another run),
+ * guides until the task's own model trains, and a model of the task's
+ * records and the sample together is saved back at the end. */
 #ifndef TESSEL_TUNER_SEARCH_H
 #define TESSEL_TUNER_SEARCH_H
 
@@ -76,11 +78,13 @@ typedef struct tune_search_opts {
 	double epsilon;      /* fraction of each batch kept for exploration */
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
-	int min_train;       /* records of the target before the model guides */
-	int other_rows;      /* the model trains on every record of the task
-	                      * and on a uniform sample of at most this many
-	                      * records of the store's other workloads of the
-	                      * target (0: none; tuner/reservoir.h) */
+	int min_train;       /* records of the task before its model trains
+	                      * (until then the saved model or the prior
+	                      * guides, if any) */
+	int other_rows;      /* a uniform sample of at most this many records
+	                      * of the store's other workloads of the target
+	                      * trains the prior the task's model is trained
+	                      * over (0: none; tuner/reservoir.h) */
 	uint64_t seed;
 	tune_measure_opts measure;
 	/* Called after each batch and at the end; may be NULL. */

@@ -405,7 +405,7 @@ expect 0 '12 found in the store' -- tune "${mm32[@]}" --trials 4 --batch 4 --min
 expect 0 'GFLOP/s' -- best "${mm32[@]}" --db "$tdb"
 expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$tdb"
 expect 0 'records: 16 \(16 ok' -- db info --db "$tdb"
-expect 0 "the task's records and 5 of the 16 records of other workloads" -- tune matmul --set M=16,N=16,K=16 --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --other-records 5 --verbose
+expect 0 "5 of the 16 records of other workloads in the store train a prior" -- tune matmul --set M=16,N=16,K=16 --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --other-records 5 --verbose
 expect 1 "--other-records expects an integer in 0..1000000, got '-1'" -- tune "${mm32[@]}" --trials 4 --other-records -1 --db "$tdb"
 expect 1 "--trials expects an integer in 1..1000000, got '0'" -- tune "${mm32[@]}" --trials 0 --db "$tdb"
 expect 1 "--trials expects an integer in 1..1000000, got '-3'" -- tune "${mm32[@]}" --trials -3 --db "$tdb"
