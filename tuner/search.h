@@ -64,7 +64,8 @@ typedef struct tune_progress {
 /* The default of tune_search_opts.other_rows: a sample this large orders
  * a workload's later records as well as all the other records of a store
  * of 24,000 to 28,000 (docs/cost-model.md, "Other workloads in the
- * store"), and keeps a retraining near a second on 2 cores. */
+ * store"), and keeps the prior's one training near a second on 2 cores
+ * (docs/cost-model.md, "A prior of the other workloads"). */
 #define TUNE_OTHER_ROWS 4096
 
 typedef struct tune_search_opts {
