@@ -948,17 +948,13 @@ static void retrain(search *s)
 	}
 }
 
-/* Return the rows of "a" followed by those of "b" in "out"; 0 or -1. */
-static int train_concat(const train_set *a, const train_set *b, train_set *out)
+/* Append every row of "src" to "dst"; 0 or -1. */
+static int train_append(train_set *dst, const train_set *src)
 {
-	memset(out, 0, sizeof(*out));
-	for (int i = 0; i < a->n + b->n; i++) {
-		const train_set *t = i < a->n ? a : b;
-		int r = i < a->n ? i : i - a->n;
-		if (train_add(out, t->x + (size_t)r * TUNE_PROGRAM_FEATURES, t->seconds[r],
-			t->task[r]))
+	for (int i = 0; i < src->n; i++)
+		if (train_add(dst, src->x + (size_t)i * TUNE_PROGRAM_FEATURES, src->seconds[i],
+			src->task[i]))
 			return -1;
-	}
 	return 0;
 }
 
@@ -967,12 +963,13 @@ static int train_concat(const train_set *a, const train_set *b, train_set *out)
  * on the task's rows and the sample together, as later runs read it. */
 static void save_model(search *s)
 {
-	tune_cost_model *m = s->prior ? NULL : scorer(s), *whole = NULL;
+	tune_cost_model *m = scorer(s), *whole = NULL;
 	int rows = s->model_rows;
 	if (s->prior) {
-		train_set all;
-		if (train_concat(&s->train, &s->others, &all) == 0)
-			m = whole = train_model(s, &all, NULL);
+		train_set all = { 0 };
+		m = train_append(&all, &s->train) == 0 && train_append(&all, &s->others) == 0 ?
+			train_model(s, &all, NULL) : NULL;
+		whole = m;
 		rows = all.n;
 		train_free(&all);
 	}
