@@ -21,6 +21,7 @@
 #include <isl/set.h>
 #include <isl/val.h>
 
+#include "ir/isl_budget.h"
 #include "ir/isl_text.h"
 #include "ir/memo.h"
 #include "ir/strbuf.h"
@@ -387,6 +388,7 @@ static int bound_box(isl_ctx *ctx, isl_set *region, int pdim, sch_region *r, isl
 typedef struct box_memo {
 	sch_region r;
 	int failed;       /* the dimension that could not be bounded, or -1 */
+	bool over;        /* ISL ran out of its budget (ir/isl_budget.h) */
 } box_memo;
 
 static void free_box_memo(void *p)
@@ -425,19 +427,27 @@ static int box_of(sch_state *st, isl_set *region, int pdim, sch_region *r,
 	const char *k = key.len ? te_sb_str(&key) : NULL;
 	const box_memo *m = k ? te_memo_get(st->ctx, k) : NULL;
 	int failed;
+	bool over;
 	if (m) {
 		copy_bounds(r, &m->r);
 		failed = m->failed;
+		over = m->over;
 	} else {
+		te_isl_budget_begin(st->ctx, TE_ISL_BUDGET_OPS);
 		failed = bound_box(te_isl(st->ctx), region, pdim, r, box);
+		over = te_isl_budget_end(st->ctx);
 		box_memo *keep = k ? calloc(1, sizeof(*keep)) : NULL;
 		if (keep) {
 			copy_bounds(&keep->r, r);
 			keep->failed = failed;
+			keep->over = over;
 			te_memo_put(st->ctx, k, keep, free_box_memo);
 		}
 	}
 	te_sb_free(&key);
+	if (over)
+		return sch_refuse(st, "the region of '%s' needed there is too complex to "
+			"bound (over %lu ISL operations)", pname, TE_ISL_BUDGET_OPS);
 	if (failed >= 0)
 		return sch_refuse(st, "cannot bound the region of '%s' needed "
 			"there (dimension %d)", pname, failed);
