@@ -45,9 +45,10 @@ typedef struct te_check_plan {
 	int64_t *npoints;
 } te_check_plan;
 
-/* The interpreter evaluates about 31 M reduction steps a second on the
- * build machine: an op is evaluated in full up to TE_CHECK_FULL_COST
- * steps (te_interp_cost; matmul 1024^3, about 35 s), else at chosen
+/* The interpreter evaluates about 31 M reduction steps a second on one
+ * CPU of the build machine (a large stage on every CPU: ir/interp.c): an
+ * op is evaluated in full up to TE_CHECK_FULL_COST steps
+ * (te_interp_cost; matmul 1024^3, about 35 s on one CPU), else at chosen
  * elements of each output, about TE_CHECK_POINT_COST steps' worth and at
  * least TE_CHECK_MIN_POINTS (matmul 4096^3: about 15 thousand of 16.8 M,
  * in 3 s against 37 minutes in full). */

@@ -22,6 +22,7 @@
  *    error recorded in the op's context. */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "ir/intmath.h"
 #include "ir/interp.h"
 #include "ir/te_impl.h"
+#include "runtime/target.h"
 
 #define INTERP_MAX_ELEMS (INT64_C(1) << 31)  /* per stage and in all */
 #define INTERP_MAX_DEPTH (4 * TE_MAX_DEPTH)   /* expression nesting */
@@ -568,6 +570,11 @@ static int check_tensors(const tessel_op *op, tessel_tensor *const *inputs,
 
 static int eval(interp *in, const tessel_expr *e, interp_value *out);
 static int evaluate_element(interp *in, const tessel_stage *s, int64_t flat);
+static double reduction_points(const tessel_stage *s);
+
+/* A stage of at least this many reduction steps (elements times points
+ * of its reductions) is evaluated on every CPU: about 0.1 s of one. */
+#define INTERP_PARALLEL_STEPS (INT64_C(1) << 22)
 
 /* Return the number of elements of the stage "s". */
 static int64_t stage_numel(const tessel_stage *s)
@@ -979,15 +986,16 @@ static int eval_reduction(interp *in, const tessel_stage *s,
 	return 0;
 }
 
-/* Evaluate the compute stage "s" at every point of its index space, in C
- * order, into its buffer. */
-static int eval_stage(interp *in, const tessel_stage *s)
+/* Evaluate the elements "from" to "to" (exclusive, C order) of the
+ * compute stage "s" into its buffer. */
+static int eval_range(interp *in, const tessel_stage *s, int64_t from, int64_t to)
 {
 	interp_value *buf = in->buf[s->index];
-	int64_t numel = stage_numel(s);
-	for (int d = 0; d < s->ndim; d++)
-		in->axis[d] = 0;
-	for (int64_t flat = 0; flat < numel; flat++) {
+	for (int64_t d = s->ndim - 1, rest = from; d >= 0; d--) {
+		in->axis[d] = rest % s->extent[d];
+		rest /= s->extent[d];
+	}
+	for (int64_t flat = from; flat < to; flat++) {
 		int r = s->reduce == TESSEL_REDUCE_NONE ?
 			eval_body(in, s, &buf[flat]) :
 			eval_reduction(in, s, &buf[flat]);
@@ -996,6 +1004,78 @@ static int eval_stage(interp *in, const tessel_stage *s)
 		odometer_next(in->axis, NULL, s->extent, s->ndim);
 	}
 	return 0;
+}
+
+/* One thread's share of a stage evaluated in parallel: its own counters
+ * and a context of its own for errors, the buffers shared. */
+typedef struct stage_chunk {
+	interp in;
+	const tessel_stage *s;
+	int64_t from, to;
+	int status;
+	pthread_t thread;
+} stage_chunk;
+
+static void *eval_chunk(void *arg)
+{
+	stage_chunk *c = arg;
+	c->status = eval_range(&c->in, c->s, c->from, c->to);
+	return NULL;
+}
+
+/* Evaluate "s" in "nthreads" chunks of its elements, one thread each;
+ * return 0, or -1 when a chunk failed or a thread could not start (the
+ * caller then evaluates it again in order, for the first error). */
+static int eval_stage_parallel(const interp *in, const tessel_stage *s, int nthreads)
+{
+	stage_chunk *c = calloc((size_t)nthreads, sizeof(*c));
+	int64_t *scratch = calloc((size_t)nthreads * 4 * (size_t)(in->nscratch + 1),
+		sizeof(int64_t));
+	int started = 0, failed = !c || !scratch;
+	int64_t numel = stage_numel(s), n1 = (int64_t)in->nscratch + 1;
+	for (int t = 0; !failed && t < nthreads; t++, started++) {
+		c[t].in = *in;
+		c[t].in.ctx = tessel_ctx_new();
+		c[t].in.scratch = scratch + (size_t)t * 4 * (size_t)n1;
+		c[t].in.axis = c[t].in.scratch;
+		c[t].in.rax = c[t].in.axis + n1;
+		c[t].in.rax_lo = c[t].in.rax + n1;
+		c[t].in.rax_hi = c[t].in.rax_lo + n1;
+		c[t].s = s;
+		c[t].from = numel * t / nthreads;
+		c[t].to = numel * (t + 1) / nthreads;
+		if (!c[t].in.ctx || pthread_create(&c[t].thread, NULL, eval_chunk, &c[t])) {
+			tessel_ctx_free(c[t].in.ctx);
+			failed = 1;
+			break;
+		}
+	}
+	for (int t = 0; t < started; t++) {
+		pthread_join(c[t].thread, NULL);
+		failed |= c[t].status != 0;
+		tessel_ctx_free(c[t].in.ctx);
+	}
+	free(scratch);
+	free(c);
+	return failed ? -1 : 0;
+}
+
+/* Evaluate the compute stage "s" at every point of its index space into
+ * its buffer: in chunks on every CPU when it has at least
+ * INTERP_PARALLEL_STEPS reduction steps (each element is still computed
+ * in order, so the values are the same), in C order otherwise and after
+ * a chunk failed, so that the error reported is the first. */
+static int eval_stage(interp *in, const tessel_stage *s)
+{
+	int64_t numel = stage_numel(s);
+	double steps = (double)numel * reduction_points(s);
+	int nthreads = rt_num_cpus();
+	if (nthreads > numel)
+		nthreads = (int)numel;
+	if (nthreads > 1 && steps >= (double)INTERP_PARALLEL_STEPS &&
+	    eval_stage_parallel(in, s, nthreads) == 0)
+		return 0;
+	return eval_range(in, s, 0, numel);
 }
 
 /* Evaluate the element "flat" (C order) of the compute stage "s" into its

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tessel/te.h"
@@ -957,6 +958,59 @@ Test(interp, out_of_bounds_access_is_an_error_not_a_crash)
 		"index out of bounds: X[3, 0] outside shape [3, 2]");
 	cr_expect_eq(tessel_ctx_error(c.ctx)->loc.line, 2);
 	cr_expect_eq(tessel_ctx_error(c.ctx)->loc.col, 13);
+	case_close(&c);
+}
+
+/* A stage of enough reduction steps is evaluated in chunks on every CPU
+ * (2^22 here: 128 x 128 elements of 256 steps); its values are those of
+ * the same elements evaluated one by one, bit for bit. */
+Test(interp, a_costly_stage_in_parallel_gives_the_values_in_order)
+{
+	interp_case c;
+	case_open(&c, matmul_src, "matmul", 3, NAMES("M", "N", "K"), I64S(128, 128, 256));
+	cr_assert_geq(te_interp_cost(c.op), INT64_C(1) << 22);
+	c.in[0] = tessel_tensor_new(TESSEL_F32, 2, SHAPE(128, 256), NULL, 0);
+	c.in[1] = tessel_tensor_new(TESSEL_F32, 2, SHAPE(256, 128), NULL, 0);
+	c.ninputs = 2;
+	tessel_tensor_fill_random(c.in[0], 5);
+	tessel_tensor_fill_random(c.in[1], 6);
+	case_run(&c);
+	int64_t n = 128 * 128;
+	int64_t *all = malloc(sizeof(int64_t) * (size_t)n);
+	for (int64_t k = 0; k < n; k++)
+		all[k] = k;
+	tessel_tensor *one_by_one = tessel_tensor_new(TESSEL_F32, 2, SHAPE(128, 128), NULL, 0);
+	const int64_t *const points[] = { all };
+	cr_assert_eq(te_interp_points(c.op, c.in, &one_by_one, points, &n), 0, "%s",
+		tessel_ctx_error(c.ctx)->message);
+	int64_t differ = 0;
+	for (int64_t k = 0; k < n; k++)
+		differ += tessel_tensor_get(c.out[0], k) != tessel_tensor_get(one_by_one, k);
+	cr_expect_eq(differ, 0, "%lld of %lld elements differ", (long long)differ,
+		(long long)n);
+	tessel_tensor_free(one_by_one);
+	free(all);
+	case_close(&c);
+}
+
+/* An error in a stage evaluated in parallel is the first in C order, as
+ * in order: here every row from 2000 on reads outside X, in the chunks
+ * of every thread but the first. */
+Test(interp, a_costly_stage_in_parallel_reports_the_first_error)
+{
+	interp_case c;
+	case_open(&c, "op o(X: f64[N, M]) -> Y {\n"
+		"  Y[i] = sum(k) X[i, k] * 2.0\n"
+		"}\n", NULL, 2, NAMES("N", "M"), I64S(4096, 1024));
+	cr_assert_geq(te_interp_cost(c.op), INT64_C(1) << 22);
+	tessel_stage *x = tessel_op_input_at(c.op, 0);
+	x->extent[0] = 2000;
+	c.in[0] = tessel_tensor_new(TESSEL_F64, 2, SHAPE(2000, 1024), NULL, 0);
+	c.ninputs = 1;
+	tessel_tensor_fill_random(c.in[0], 7);
+	cr_assert_eq(case_try_run(&c), -1);
+	expect_error(&c, TESSEL_ERR_SHAPE,
+		"index out of bounds: X[2000, 0] outside shape [2000, 1024]");
 	case_close(&c);
 }
 
