@@ -16,7 +16,8 @@
 # 300) and CONV_TRIALS (default TRIALS); TUNE_SECONDS, when set, ends each
 # workload's tuning after that many seconds (SIGINT: what was measured is
 # kept) and BENCH_SECONDS bounds each comparison (default 120).
-# CONV_LAYERS=N takes the first N layers only.  A re-run on the same DB
+# CONV_LAYERS=N takes N layers only, from the CONV_FIRST-th (default 1).
+# A re-run on the same DB
 # resumes without measuring known programs again, so a budget can be
 # spent in several calls of the device tool (10 minutes each).
 set -euo pipefail
@@ -60,7 +61,7 @@ for group in ${BENCH_GROUPS:-matmul conv}; do
 	conv)
 		for n in ${CONV_BATCHES:-1 32}; do
 			for layer in $(grep -v '^#' bench/resnet50_conv_layers |
-				head -n "${CONV_LAYERS:-100}"); do
+				tail -n "+${CONV_FIRST:-1}" | head -n "${CONV_LAYERS:-100}"); do
 				tune_and_compare conv2d "N=$n,$layer" "$conv_trials" cudnn
 			done
 		done

@@ -12,7 +12,8 @@
 # 120 s, the matmul 4096^3 then MATMUL_SHARE% (default 40) of what is
 # left, HAND_TRACE (trace files, if set, separated by spaces) 30 s each
 # against cuBLAS, and the conv layers
-# (the first CONV_LAYERS of bench/resnet50_conv_layers, default 1, at each
+# (CONV_LAYERS of bench/resnet50_conv_layers, default 1, from the
+# CONV_FIRST-th, default 1, at each
 # batch of CONV_BATCHES, default "1 32") share the rest; each tuning ends
 # (SIGINT, what was measured kept) with 30 s left for its comparison.
 # The record store is BUNDLE/session.db when there is one (the store an
@@ -58,7 +59,8 @@ if [ -f "$bundle/session.db" ]; then
 	echo "records: resuming $bundle/session.db"
 fi
 export TRIALS=${TRIALS:-100000} BENCH_SECONDS=30
-layers=${CONV_LAYERS:-1}
+first=${CONV_FIRST:-1}
+layers=$(grep -v '^#' bench/resnet50_conv_layers | tail -n "+$first" | head -n "${CONV_LAYERS:-1}" | wc -l)
 batches=${CONV_BATCHES:-1 32}
 nconv=$((layers * $(wc -w <<<"$batches")))
 tune=$(( ($(left) * ${MATMUL_SHARE:-40} / 100) - 30 ))
@@ -78,7 +80,8 @@ done
 if [ "$nconv" -gt 0 ]; then
 	tune=$(( $(left) / nconv - 30 ))
 	if [ "$tune" -gt 20 ]; then
-		BENCH_GROUPS=conv CONV_LAYERS=$layers CONV_BATCHES=$batches TUNE_SECONDS=$tune \
+		BENCH_GROUPS=conv CONV_FIRST=$first CONV_LAYERS=$layers CONV_BATCHES=$batches \
+			TUNE_SECONDS=$tune \
 			bench/tune_cuda.sh "$bundle"
 	fi
 fi
