@@ -1007,10 +1007,13 @@ static int eval_range(interp *in, const tessel_stage *s, int64_t from, int64_t t
 }
 
 /* One thread's share of a stage evaluated in parallel: its own counters
- * and a context of its own for errors, the buffers shared. */
+ * and a context of its own for errors, the buffers shared.  It evaluates
+ * the elements "from" to "to" in C order or, with "points", the elements
+ * points[from] to points[to - 1]. */
 typedef struct stage_chunk {
 	interp in;
 	const tessel_stage *s;
+	const int64_t *points;
 	int64_t from, to;
 	int status;
 	pthread_t thread;
@@ -1019,20 +1022,25 @@ typedef struct stage_chunk {
 static void *eval_chunk(void *arg)
 {
 	stage_chunk *c = arg;
-	c->status = eval_range(&c->in, c->s, c->from, c->to);
+	if (!c->points)
+		c->status = eval_range(&c->in, c->s, c->from, c->to);
+	for (int64_t k = c->from; c->points && k < c->to && c->status == 0; k++)
+		c->status = evaluate_element(&c->in, c->s, c->points[k]);
 	return NULL;
 }
 
-/* Evaluate "s" in "nthreads" chunks of its elements, one thread each;
+/* Evaluate the "n" elements of "s" (all of them in C order when "points"
+ * is NULL, else those listed) in "nthreads" chunks, one thread each;
  * return 0, or -1 when a chunk failed or a thread could not start (the
- * caller then evaluates it again in order, for the first error). */
-static int eval_stage_parallel(const interp *in, const tessel_stage *s, int nthreads)
+ * caller then evaluates them again in order, for the first error). */
+static int eval_parallel(const interp *in, const tessel_stage *s, const int64_t *points,
+	int64_t n, int nthreads)
 {
 	stage_chunk *c = calloc((size_t)nthreads, sizeof(*c));
 	int64_t *scratch = calloc((size_t)nthreads * 4 * (size_t)(in->nscratch + 1),
 		sizeof(int64_t));
 	int started = 0, failed = !c || !scratch;
-	int64_t numel = stage_numel(s), n1 = (int64_t)in->nscratch + 1;
+	int64_t n1 = (int64_t)in->nscratch + 1;
 	for (int t = 0; !failed && t < nthreads; t++, started++) {
 		c[t].in = *in;
 		c[t].in.ctx = tessel_ctx_new();
@@ -1042,8 +1050,9 @@ static int eval_stage_parallel(const interp *in, const tessel_stage *s, int nthr
 		c[t].in.rax_lo = c[t].in.rax + n1;
 		c[t].in.rax_hi = c[t].in.rax_lo + n1;
 		c[t].s = s;
-		c[t].from = numel * t / nthreads;
-		c[t].to = numel * (t + 1) / nthreads;
+		c[t].points = points;
+		c[t].from = n * t / nthreads;
+		c[t].to = n * (t + 1) / nthreads;
 		if (!c[t].in.ctx || pthread_create(&c[t].thread, NULL, eval_chunk, &c[t])) {
 			tessel_ctx_free(c[t].in.ctx);
 			failed = 1;
@@ -1060,20 +1069,28 @@ static int eval_stage_parallel(const interp *in, const tessel_stage *s, int nthr
 	return failed ? -1 : 0;
 }
 
+/* Return the threads to evaluate "n" elements of "s" with: every CPU
+ * (at most one an element) when they take at least INTERP_PARALLEL_STEPS
+ * reduction steps, else 1. */
+static int threads_for(const tessel_stage *s, int64_t n)
+{
+	int nthreads = rt_num_cpus();
+	if (nthreads > n)
+		nthreads = (int)n;
+	return (double)n * reduction_points(s) >= (double)INTERP_PARALLEL_STEPS ?
+		nthreads : 1;
+}
+
 /* Evaluate the compute stage "s" at every point of its index space into
- * its buffer: in chunks on every CPU when it has at least
- * INTERP_PARALLEL_STEPS reduction steps (each element is still computed
- * in order, so the values are the same), in C order otherwise and after
- * a chunk failed, so that the error reported is the first. */
+ * its buffer: in chunks on every CPU when that pays (threads_for; each
+ * element is still computed in order, so the values are the same), in C
+ * order otherwise and after a chunk failed, so that the error reported
+ * is the first. */
 static int eval_stage(interp *in, const tessel_stage *s)
 {
 	int64_t numel = stage_numel(s);
-	double steps = (double)numel * reduction_points(s);
-	int nthreads = rt_num_cpus();
-	if (nthreads > numel)
-		nthreads = (int)numel;
-	if (nthreads > 1 && steps >= (double)INTERP_PARALLEL_STEPS &&
-	    eval_stage_parallel(in, s, nthreads) == 0)
+	int nthreads = threads_for(s, numel);
+	if (nthreads > 1 && eval_parallel(in, s, NULL, numel, nthreads) == 0)
 		return 0;
 	return eval_range(in, s, 0, numel);
 }
@@ -1293,24 +1310,54 @@ static int alloc_known(interp *in)
 	return 0;
 }
 
+/* Evaluate the "n" elements "p" of the output stage "s" of "in" not
+ * known yet, in order. */
+static int eval_points(interp *in, const tessel_stage *s, const int64_t *p, int64_t n)
+{
+	int64_t numel = stage_numel(s);
+	for (int64_t k = 0; k < n; k++) {
+		if (p[k] < 0 || p[k] >= numel)
+			return te_error(in->op->ctx, TESSEL_ERR_SHAPE, stage_loc(in->op, s),
+				"point %" PRId64 " of '%s' is outside its %" PRId64
+				" elements", p[k], s->name, numel);
+		if (!in->known[s->index][p[k]] && evaluate_element(in, s, p[k]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Return true when the "n" elements "p" of "s" may be evaluated in
+ * parallel: "s" is the op's only compute stage (no element of another
+ * is evaluated on demand, by two threads at once) and "p" lists
+ * distinct elements of it in increasing order. */
+static bool points_in_parallel(const interp *in, const tessel_stage *s, const int64_t *p,
+	int64_t n)
+{
+	for (int i = 0; i < in->op->nstages; i++)
+		if (in->op->stages[i]->kind == TE_COMPUTE && in->op->stages[i] != s)
+			return false;
+	int64_t numel = stage_numel(s);
+	for (int64_t k = 0; k < n; k++)
+		if (p[k] < 0 || p[k] >= numel || (k && p[k] <= p[k - 1]))
+			return false;
+	return true;
+}
+
 /* Evaluate the listed elements of each output of "in" and write them to
- * "outputs". */
+ * "outputs": on every CPU where points_in_parallel and threads_for allow,
+ * else (and after a chunk failed, for the first error) in order. */
 static int run_points(interp *in, tessel_tensor *const *outputs,
 	const int64_t *const *points, const int64_t *npoints)
 {
 	const tessel_op *op = in->op;
 	for (int o = 0; o < op->noutputs; o++) {
 		const tessel_stage *s = op->outputs[o];
-		int64_t numel = stage_numel(s);
-		for (int64_t k = 0; k < npoints[o]; k++) {
-			int64_t flat = points[o][k];
-			if (flat < 0 || flat >= numel)
-				return te_error(op->ctx, TESSEL_ERR_SHAPE, stage_loc(op, s),
-					"point %" PRId64 " of '%s' is outside its %" PRId64
-					" elements", flat, s->name, numel);
-			if (!in->known[s->index][flat] && evaluate_element(in, s, flat) < 0)
-				return -1;
-		}
+		int nthreads = threads_for(s, npoints[o]);
+		if (nthreads > 1 && points_in_parallel(in, s, points[o], npoints[o]) &&
+		    eval_parallel(in, s, points[o], npoints[o], nthreads) == 0)
+			continue;
+		if (eval_points(in, s, points[o], npoints[o]) < 0)
+			return -1;
 	}
 	for (int o = 0; o < op->noutputs; o++) {
 		const tessel_stage *s = op->outputs[o];

@@ -962,8 +962,9 @@ Test(interp, out_of_bounds_access_is_an_error_not_a_crash)
 }
 
 /* A stage of enough reduction steps is evaluated in chunks on every CPU
- * (2^22 here: 128 x 128 elements of 256 steps); its values are those of
- * the same elements evaluated one by one, bit for bit. */
+ * (2^22 here: 128 x 128 elements of 256 steps), in full and at chosen
+ * elements; its values are those of the elements evaluated in order, a
+ * row at a time (too few steps for threads), bit for bit. */
 Test(interp, a_costly_stage_in_parallel_gives_the_values_in_order)
 {
 	interp_case c;
@@ -975,27 +976,36 @@ Test(interp, a_costly_stage_in_parallel_gives_the_values_in_order)
 	tessel_tensor_fill_random(c.in[0], 5);
 	tessel_tensor_fill_random(c.in[1], 6);
 	case_run(&c);
-	int64_t n = 128 * 128;
+	int64_t n = 128 * 128, row = 128;
 	int64_t *all = malloc(sizeof(int64_t) * (size_t)n);
 	for (int64_t k = 0; k < n; k++)
 		all[k] = k;
-	tessel_tensor *one_by_one = tessel_tensor_new(TESSEL_F32, 2, SHAPE(128, 128), NULL, 0);
-	const int64_t *const points[] = { all };
-	cr_assert_eq(te_interp_points(c.op, c.in, &one_by_one, points, &n), 0, "%s",
+	tessel_tensor *at_points = tessel_tensor_new(TESSEL_F32, 2, SHAPE(128, 128), NULL, 0);
+	tessel_tensor *in_order = tessel_tensor_new(TESSEL_F32, 2, SHAPE(128, 128), NULL, 0);
+	const int64_t *const every[] = { all };
+	cr_assert_eq(te_interp_points(c.op, c.in, &at_points, every, &n), 0, "%s",
 		tessel_ctx_error(c.ctx)->message);
+	for (int64_t i = 0; i < 128; i++) {
+		const int64_t *const one_row[] = { all + i * 128 };
+		cr_assert_eq(te_interp_points(c.op, c.in, &in_order, one_row, &row), 0, "%s",
+			tessel_ctx_error(c.ctx)->message);
+	}
 	int64_t differ = 0;
 	for (int64_t k = 0; k < n; k++)
-		differ += tessel_tensor_get(c.out[0], k) != tessel_tensor_get(one_by_one, k);
+		differ += tessel_tensor_get(c.out[0], k) != tessel_tensor_get(in_order, k) ||
+			  tessel_tensor_get(at_points, k) != tessel_tensor_get(in_order, k);
 	cr_expect_eq(differ, 0, "%lld of %lld elements differ", (long long)differ,
 		(long long)n);
-	tessel_tensor_free(one_by_one);
+	tessel_tensor_free(at_points);
+	tessel_tensor_free(in_order);
 	free(all);
 	case_close(&c);
 }
 
-/* An error in a stage evaluated in parallel is the first in C order, as
- * in order: here every row from 2000 on reads outside X, in the chunks
- * of every thread but the first. */
+/* An error in a stage evaluated in parallel, in full or at chosen
+ * elements, is the first in C order, as in order: here every row from
+ * 2000 on reads outside X, in the chunks of every thread but the
+ * first. */
 Test(interp, a_costly_stage_in_parallel_reports_the_first_error)
 {
 	interp_case c;
@@ -1008,9 +1018,17 @@ Test(interp, a_costly_stage_in_parallel_reports_the_first_error)
 	c.in[0] = tessel_tensor_new(TESSEL_F64, 2, SHAPE(2000, 1024), NULL, 0);
 	c.ninputs = 1;
 	tessel_tensor_fill_random(c.in[0], 7);
+	const char *want = "index out of bounds: X[2000, 0] outside shape [2000, 1024]";
 	cr_assert_eq(case_try_run(&c), -1);
-	expect_error(&c, TESSEL_ERR_SHAPE,
-		"index out of bounds: X[2000, 0] outside shape [2000, 1024]");
+	expect_error(&c, TESSEL_ERR_SHAPE, want);
+	tessel_ctx_clear_error(c.ctx);
+	int64_t n = 4096, *all = malloc(sizeof(int64_t) * (size_t)n);
+	for (int64_t k = 0; k < n; k++)
+		all[k] = k;
+	const int64_t *const every[] = { all };
+	cr_assert_eq(te_interp_points(c.op, c.in, c.out, every, &n), -1);
+	expect_error(&c, TESSEL_ERR_SHAPE, want);
+	free(all);
 	case_close(&c);
 }
 
