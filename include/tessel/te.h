@@ -196,7 +196,9 @@ TESSEL_API tessel_op *tessel_module_find(__tessel_keep tessel_ctx *ctx,
 
 /* Evaluate the bound op "op" in float64 (integers exactly) on "inputs"
  * (one per input, in order, matching dtype and shape) into "outputs"
- * (allocated by the caller, one per output, matching dtype and shape). */
+ * (allocated by the caller, one per output, matching dtype and shape).
+ * A stage of 2^22 reduction steps or more is evaluated by one thread per
+ * CPU the caller may run on, started and joined within the call. */
 TESSEL_API int tessel_interp(__tessel_keep const tessel_op *op,
 	tessel_tensor *const *inputs, tessel_tensor *const *outputs);
 
