@@ -986,15 +986,34 @@ static int eval_reduction(interp *in, const tessel_stage *s,
 	return 0;
 }
 
+/* Point the counters of "in" into "scratch" (4 arrays of nscratch + 1
+ * entries). */
+static void use_counters(interp *in, int64_t *scratch)
+{
+	int64_t n1 = (int64_t)in->nscratch + 1;
+	in->scratch = scratch;
+	in->axis = scratch;
+	in->rax = in->axis + n1;
+	in->rax_lo = in->rax + n1;
+	in->rax_hi = in->rax_lo + n1;
+}
+
+/* Set the index counters of "in" to the element "flat" (C order) of
+ * "s". */
+static void set_axis(interp *in, const tessel_stage *s, int64_t flat)
+{
+	for (int64_t d = s->ndim - 1; d >= 0; d--) {
+		in->axis[d] = flat % s->extent[d];
+		flat /= s->extent[d];
+	}
+}
+
 /* Evaluate the elements "from" to "to" (exclusive, C order) of the
  * compute stage "s" into its buffer. */
 static int eval_range(interp *in, const tessel_stage *s, int64_t from, int64_t to)
 {
 	interp_value *buf = in->buf[s->index];
-	for (int64_t d = s->ndim - 1, rest = from; d >= 0; d--) {
-		in->axis[d] = rest % s->extent[d];
-		rest /= s->extent[d];
-	}
+	set_axis(in, s, from);
 	for (int64_t flat = from; flat < to; flat++) {
 		int r = s->reduce == TESSEL_REDUCE_NONE ?
 			eval_body(in, s, &buf[flat]) :
@@ -1022,9 +1041,11 @@ typedef struct stage_chunk {
 static void *eval_chunk(void *arg)
 {
 	stage_chunk *c = arg;
-	if (!c->points)
+	if (!c->points) {
 		c->status = eval_range(&c->in, c->s, c->from, c->to);
-	for (int64_t k = c->from; c->points && k < c->to && c->status == 0; k++)
+		return NULL;
+	}
+	for (int64_t k = c->from; k < c->to && c->status == 0; k++)
 		c->status = evaluate_element(&c->in, c->s, c->points[k]);
 	return NULL;
 }
@@ -1044,11 +1065,7 @@ static int eval_parallel(const interp *in, const tessel_stage *s, const int64_t 
 	for (int t = 0; !failed && t < nthreads; t++, started++) {
 		c[t].in = *in;
 		c[t].in.ctx = tessel_ctx_new();
-		c[t].in.scratch = scratch + (size_t)t * 4 * (size_t)n1;
-		c[t].in.axis = c[t].in.scratch;
-		c[t].in.rax = c[t].in.axis + n1;
-		c[t].in.rax_lo = c[t].in.rax + n1;
-		c[t].in.rax_hi = c[t].in.rax_lo + n1;
+		use_counters(&c[t].in, scratch + (size_t)t * 4 * (size_t)n1);
 		c[t].s = s;
 		c[t].points = points;
 		c[t].from = n * t / nthreads;
@@ -1102,10 +1119,7 @@ static int evaluate_element(interp *in, const tessel_stage *s, int64_t flat)
 {
 	int64_t saved[4 * (in->nscratch + 1)];
 	memcpy(saved, in->scratch, sizeof(saved));
-	for (int64_t d = s->ndim - 1, rest = flat; d >= 0; d--) {
-		in->axis[d] = rest % s->extent[d];
-		rest /= s->extent[d];
-	}
+	set_axis(in, s, flat);
 	interp_value *v = &in->buf[s->index][flat];
 	int r = s->reduce == TESSEL_REDUCE_NONE ? eval_body(in, s, v) :
 		eval_reduction(in, s, v);
@@ -1189,10 +1203,7 @@ static int interp_init(interp *in, const tessel_op *op,
 	if (!in->scratch)
 		return te_error(op->ctx, TESSEL_ERR_LIMIT, op->loc,
 			"out of memory");
-	in->axis = in->scratch;
-	in->rax = in->axis + nscratch + 1;
-	in->rax_lo = in->rax + nscratch + 1;
-	in->rax_hi = in->rax_lo + nscratch + 1;
+	use_counters(in, in->scratch);
 	return 0;
 }
 
