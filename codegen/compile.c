@@ -1,13 +1,9 @@
 /* The system C compiler behind a content-addressed cache of shared
- * objects.  The compiler runs through posix_spawn with an argument vector
- * (never a shell), in its own process group so that a timeout kills it with
- * its children; its stdout and stderr are read from a pipe. */
+ * objects.  The compiler runs as codegen/process.h runs programs: an
+ * argument vector, never a shell, killed with its children on timeout. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,11 +17,9 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "codegen/process.h"
 #include "ir/fdio.h"
 
-extern char **environ;
-
-#define OUTPUT_MAX 2048
 #define MAX_ARGS 256
 #define MAX_COMMAND_WORDS 16
 #define PATH_LEN 4096
@@ -49,15 +43,6 @@ typedef struct compiler {
 	char version[VERSION_LEN];
 } compiler;
 
-/* How a child process ended, and the start of what it printed. */
-typedef struct run_result {
-	bool timed_out;
-	int status;
-	char output[OUTPUT_MAX + 1];
-	size_t output_len;
-	bool output_truncated;
-} run_result;
-
 /* An argument vector under construction. */
 typedef struct arg_vector {
 	char *argv[MAX_ARGS + 1];
@@ -77,13 +62,6 @@ report(int status, char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return status;
-}
-
-static double monotonic_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Return the default cache directory; see compile.h. */
@@ -121,35 +99,6 @@ static void push_args(arg_vector *v, const char *const *args)
 		push_arg(v, *args);
 }
 
-/* Return whether "path" is an executable regular file. */
-static bool is_executable(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	       access(path, X_OK) == 0;
-}
-
-/* Write into "path" of size "len" where the program "name" is: "name"
- * itself when it holds a slash, else the first match in $PATH.  Return 0,
- * or -1 when it is not found. */
-static int find_program(const char *name, char *path, size_t len)
-{
-	if (strchr(name, '/')) {
-		snprintf(path, len, "%s", name);
-		return is_executable(path) ? 0 : -1;
-	}
-	const char *dirs = getenv("PATH");
-	dirs = dirs && *dirs ? dirs : "/usr/local/bin:/usr/bin:/bin";
-	while (*dirs) {
-		size_t dir_len = strcspn(dirs, ":");
-		int n = snprintf(path, len, "%.*s/%s", (int)dir_len, dirs, name);
-		if (dir_len > 0 && n > 0 && (size_t)n < len && is_executable(path))
-			return 0;
-		dirs += dir_len + (dirs[dir_len] == ':');
-	}
-	return -1;
-}
-
 /* Split the command "command" into the words of "c" and resolve its
  * program; return CG_COMPILE_OK or CG_COMPILE_ENOCC with a message. */
 static int compiler_init(compiler *c, const char *command, char *err,
@@ -167,7 +116,7 @@ static int compiler_init(compiler *c, const char *command, char *err,
 	if (c->num_words == 0)
 		return report(CG_COMPILE_ENOCC, err, errlen,
 			      "C compiler '%s' not found (empty command)", command);
-	if (find_program(c->words[0], c->path, sizeof c->path) < 0)
+	if (cg_find_program(c->words[0], c->path, sizeof c->path) < 0)
 		return report(CG_COMPILE_ENOCC, err, errlen,
 			      "C compiler '%s' not found", c->words[0]);
 	return CG_COMPILE_OK;
@@ -176,136 +125,6 @@ static int compiler_init(compiler *c, const char *command, char *err,
 static void compiler_free(compiler *c)
 {
 	free(c->text);
-}
-
-/* Start "argv" (the program at "path") with stdout and stderr on
- * "out_fd", stdin on /dev/null, default signal handling and an empty
- * signal mask, in a new process group; store its id in "pid" and return
- * 0, or an errno value. */
-static int spawn_in_group(const char *path, char *const argv[], int out_fd,
-	pid_t *pid)
-{
-	posix_spawn_file_actions_t actions;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-	posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &all);
-	int rc = posix_spawn(pid, path, &actions, &attr, argv, environ);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&actions);
-	return rc;
-}
-
-/* Keep the first OUTPUT_MAX bytes of the "len" bytes at "data" in "r". */
-static void keep_output(run_result *r, const char *data, size_t len)
-{
-	size_t room = OUTPUT_MAX - r->output_len;
-	size_t take = len < room ? len : room;
-	memcpy(r->output + r->output_len, data, take);
-	r->output_len += take;
-	r->output[r->output_len] = 0;
-	r->output_truncated |= take < len;
-}
-
-/* Return the milliseconds left until "deadline", rounded up, at least 0. */
-static int ms_until(double deadline)
-{
-	double left = deadline - monotonic_s();
-	if (left <= 0)
-		return 0;
-	return left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1000) + 1;
-}
-
-/* Read "fd" into "r" until end of file; return false when "deadline"
- * passes first. */
-static bool read_until_eof(int fd, double deadline, run_result *r)
-{
-	char chunk[4096];
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int ready = poll(&p, 1, ms_until(deadline));
-		if (ready < 0 && errno == EINTR)
-			continue;
-		if (ready == 0)
-			return false;
-		ssize_t got = ready < 0 ? 0 : read(fd, chunk, sizeof chunk);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return true;
-		keep_output(r, chunk, (size_t)got);
-	}
-}
-
-/* Reap "pid" into "status"; return false when "deadline" passes first. */
-static bool wait_until(pid_t pid, double deadline, int *status)
-{
-	const struct timespec pause = { 0, 1000000 };
-	for (;;) {
-		pid_t done = waitpid(pid, status, WNOHANG);
-		if (done == pid || (done < 0 && errno != EINTR))
-			return true;
-		if (monotonic_s() >= deadline)
-			return false;
-		nanosleep(&pause, NULL);
-	}
-}
-
-/* Kill the process group led by "pid" and reap "pid" into "status". */
-static void kill_group(pid_t pid, int *status)
-{
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		continue;
-}
-
-/* Run "argv" (the program at "path") for at most "timeout_s" seconds,
- * collecting how it ended and the start of its output in "r".  Return 0,
- * or an errno value when it cannot be started. */
-static int run_captured(const char *path, char *const argv[],
-	double timeout_s, run_result *r)
-{
-	memset(r, 0, sizeof *r);
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return errno;
-	pid_t pid;
-	int rc = spawn_in_group(path, argv, fds[1], &pid);
-	close(fds[1]);
-	if (rc != 0) {
-		close(fds[0]);
-		return rc;
-	}
-	double deadline = monotonic_s() + timeout_s;
-	r->timed_out = !read_until_eof(fds[0], deadline, r) ||
-		       !wait_until(pid, deadline, &r->status);
-	if (r->timed_out)
-		kill_group(pid, &r->status);
-	close(fds[0]);
-	return 0;
-}
-
-/* Describe in "buf" of size "len" how the process of "r" ended. */
-static const char *describe_end(const run_result *r, char *buf, size_t len)
-{
-	if (WIFEXITED(r->status))
-		snprintf(buf, len, "exit status %d", WEXITSTATUS(r->status));
-	else if (WIFSIGNALED(r->status))
-		snprintf(buf, len, "killed by signal %d", WTERMSIG(r->status));
-	else
-		snprintf(buf, len, "status %d", r->status);
-	return buf;
 }
 
 /* Run "c" with --version and keep the first line of what it prints as its
@@ -317,8 +136,8 @@ static int probe_version(compiler *c, double timeout_s, char *err,
 	for (int i = 0; i < c->num_words; i++)
 		push_arg(&v, c->words[i]);
 	push_arg(&v, "--version");
-	run_result r;
-	int rc = run_captured(c->path, v.argv, timeout_s, &r);
+	cg_run_result r;
+	int rc = cg_run_captured(c->path, v.argv, timeout_s, NULL, NULL, &r);
 	if (rc != 0)
 		return report(CG_COMPILE_ENOCC, err, errlen,
 			      "C compiler '%s' cannot be run: %s", c->path,
@@ -443,7 +262,7 @@ static int write_file_atomically(const char *path, const char *data,
 
 /* Report the failure of the compilation of "c_path" that ended as "r". */
 static int report_failure(const compiler *c, const char *c_path,
-	const run_result *r, double timeout_s, char *err, size_t errlen)
+	const cg_run_result *r, double timeout_s, char *err, size_t errlen)
 {
 	char how[64];
 	if (r->timed_out)
@@ -452,7 +271,7 @@ static int report_failure(const compiler *c, const char *c_path,
 			      "and was killed", c->words[0], timeout_s, c_path);
 	return report(CG_COMPILE_EFAILED, err, errlen,
 		      "C compiler '%s' failed (%s) compiling %s:\n%s%s",
-		      c->words[0], describe_end(r, how, sizeof how), c_path,
+		      c->words[0], cg_describe_end(r, how, sizeof how), c_path,
 		      r->output, r->output_truncated ? "\n[...]" : "");
 }
 
@@ -483,8 +302,9 @@ static int compile_into(const compiler *c, const char *const *flags,
 	push_args(&v, extra);
 	push_arg(&v, "-o");
 	push_arg(&v, tmp);
-	run_result r;
-	int spawn_rc = v.overflow ? E2BIG : run_captured(c->path, v.argv, timeout_s, &r);
+	cg_run_result r;
+	int spawn_rc = v.overflow ? E2BIG :
+		cg_run_captured(c->path, v.argv, timeout_s, NULL, NULL, &r);
 	if (spawn_rc != 0)
 		rc = report(CG_COMPILE_ENOCC, err, errlen,
 			    "C compiler '%s' cannot be run: %s", c->path,
