@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/c_printer.h"
+#include "codegen/code_stats.h"
 #include "codegen/compile.h"
 #include "ir/loop.h"
 #include "ir/loop_eval.h"
@@ -1424,4 +1426,99 @@ Test(codegen, golden_parallel_vector)
 	cr_assert_str_eq(text, golden_scale);
 	free(text);
 	loop_prog_free(p);
+}
+
+/* ---- counting the compiled code ---------------------------------------------- */
+
+/* A listing as `objdump -d --no-show-raw-insn` prints it: a loop nest
+ * whose inner loop holds two FMAs, a spill and a reload. */
+static const char listing[] =
+	"/tmp/k.so:     file format elf64-x86-64\n"
+	"\n\nDisassembly of section .text:\n\n"
+	"0000000000001100 <kernel>:\n"
+	"    1100:\tpush   %rbp\n"
+	"    1101:\tmov    %rsp,%rbp\n"
+	"    1104:\tand    $0xffffffffffffffc0,%rsp\n"
+	"    1108:\tsub    $0x1c0,%rsp\n"
+	"    110f:\txor    %eax,%eax\n"
+	"    1111:\tvmovups (%rdi,%rax,4),%zmm0\n"
+	"    1118:\tvbroadcastss (%rsi),%zmm1\n"
+	"    111e:\tvfmadd231ps %zmm1,%zmm0,%zmm2\n"
+	"    1124:\tvfmadd231ps 0x40(%rdx),%zmm0,%zmm3\n"
+	"    112b:\tvmovaps %zmm2,0x40(%rsp)\n"
+	"    1133:\tadd    $0x10,%rax\n"
+	"    1137:\tcmp    %rcx,%rax\n"
+	"    113a:\tjne    1111 <kernel+0x11>\n"
+	"    113c:\tvmovups %zmm3,(%r8)\n"
+	"    1142:\tadd    $0x1,%r9\n"
+	"    1146:\tcmp    %r10,%r9\n"
+	"    1149:\tjb     110f <kernel+0xf>\n"
+	"    114b:\tvmovaps 0x40(%rsp),%zmm4\n"
+	"    1153:\tjmp    1100 <kernel>\n"
+	"    1155:\tret\n";
+
+Test(code_stats, a_listing_is_counted_and_its_inner_loop_found)
+{
+	cg_code_stats s;
+	cr_assert_eq(cg_code_stats_parse(listing, &s), 0);
+	cr_expect_eq(s.all.instructions, 20);
+	cr_expect_eq(s.all.fma, 2);
+	cr_expect_eq(s.all.vector_loads, 3, "vmovups, vbroadcastss and the reload");
+	cr_expect_eq(s.all.vector_stores, 2, "the spill and the store to %%r8");
+	cr_expect_eq(s.all.stack_refs, 2);
+	cr_expect_eq(s.all.broadcasts, 1);
+	cr_expect_eq(s.all.zmm, 7);
+	cr_expect_eq(s.loops, 2, "backward conditional branches; jmp is not one");
+	cr_expect_eq(s.frame_bytes, 0x1c0);
+	cr_expect_eq(s.inner.instructions, 8, "1111 to 113a");
+	cr_expect_eq(s.inner.fma, 2);
+	cr_expect_eq(s.inner.vector_loads, 2);
+	cr_expect_eq(s.inner.vector_stores, 1);
+	cr_expect_eq(s.inner.stack_refs, 1);
+	cr_expect_eq(cg_code_stats_parse("no instructions here\n", &s), -1);
+}
+
+/* A kernel compiled by the system compiler, disassembled by objdump:
+ * its loop is found, and with FMA on this CPU it is fused. */
+Test(code_stats, a_compiled_kernel_is_disassembled_and_counted)
+{
+	char tool[4096], so[4096], err[4096];
+	if (cg_code_stats_tool(tool, sizeof(tool)))
+		cr_skip_test("no disassembler (objdump)");
+	char dir[] = "/tmp/tessel-code-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	cg_compile_opts opts = { .cache_dir = dir };
+	const char *src =
+		"void axpy(float *restrict y, const float *restrict x, float a, int n)\n"
+		"{\n\tfor (int i = 0; i < n; i++)\n\t\ty[i] += a * x[i];\n}\n";
+	cr_assert_eq(cg_compile_c(&opts, src, so, sizeof(so), err, sizeof(err)),
+		CG_COMPILE_OK, "%s", err);
+	cg_code_stats s;
+	cr_assert_eq(cg_code_stats_of(tool, so, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_gt(s.all.instructions, 5);
+	cr_expect_geq(s.loops, 1);
+	cr_expect_gt(s.inner.instructions, 0);
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("fma"))
+		cr_expect_geq(s.inner.fma, 1, "-march=native contracts a * x + y");
+	test_remove_tree(dir);
+}
+
+Test(code_stats, what_cannot_be_disassembled_is_an_error)
+{
+	char tool[4096], err[512];
+	cg_code_stats s;
+	cr_expect_eq(cg_code_stats_of("/nonexistent/objdump", "/bin/sh", &s, err,
+		sizeof(err)), -1);
+	cr_expect(strstr(err, "cannot be run"), "%s", err);
+	if (cg_code_stats_tool(tool, sizeof(tool)))
+		cr_skip_test("no disassembler (objdump)");
+	char path[] = "/tmp/tessel-code-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, "not an object\n", 14), 14);
+	close(fd);
+	cr_expect_eq(cg_code_stats_of(tool, path, &s, err, sizeof(err)), -1);
+	cr_expect(strstr(err, path), "the message names the file: %s", err);
+	unlink(path);
 }
