@@ -12,7 +12,7 @@
  *                 [--subsample F] [--colsample F] [--pairs P]
  *                 [--seed S] [--next B] [--dump PATH] [--time median|min]
  *                 [--raw] [--picks WORD] [--bags K] [--bag-fraction F]
- *                 [--structures]
+ *                 [--structures] [--code]
  *
  * Per workload of the store with more than N (500) records: train on its
  * first N records in the order they were measured (--shuffle SEED: N
@@ -42,6 +42,12 @@
  * copy one may change).  --dump PATH writes one line per held-out record
  * (workload, record id, seconds, model score) for a look at which pairs
  * the model orders wrongly.
+ *
+ * --code trains and scores on the program features followed by the
+ * code features (tuner/code_features.h), as the search's code model
+ * does; records stored without them have them computed (their trace
+ * replayed, compiled through the kernel cache, disassembled).  It does
+ * not combine with --others.
  *
  * --next B scores what the search sees, which retrains the model after
  * every measured batch: each workload's records after its first N are
@@ -87,6 +93,7 @@
 
 #include <sqlite3.h>
 
+#include "tuner/code_features.h"
 #include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
@@ -99,6 +106,7 @@
 #define MAX_WORKLOADS 256
 
 typedef struct rows {
+	int width;              /* features a row (--code: with the code's) */
 	int n, cap;
 	float *x;
 	double *seconds;
@@ -130,6 +138,8 @@ typedef struct options {
 	bool fastest;           /* --time min */
 	int next;               /* --next B: batches of B, each after all before */
 	bool recompute, pooled, store;
+	bool code;              /* --code: the features of the compiled code
+	                         * too, as the tuner's code model has them */
 	bool raw;               /* --raw: times as measured, not over their
 	                         * batch's scale */
 	const char *picks;      /* --picks: score only records of this pick */
@@ -151,6 +161,8 @@ typedef struct reader {
 	bool structures;        /* hash each record's trace skeleton */
 	int64_t only_workload;  /* read only its records (0: all) */
 	int recomputed;
+	int code_recomputed;    /* code features computed (--code) */
+	char disasm[4096];      /* for them */
 	workload_op ops[MAX_WORKLOADS];
 	int unusable;
 } reader;
@@ -160,7 +172,7 @@ static int rows_grow(rows *t)
 	if (t->n < t->cap)
 		return 0;
 	t->cap = t->cap ? 2 * t->cap : 1024;
-	t->x = realloc(t->x, (size_t)t->cap * TUNE_PROGRAM_FEATURES * sizeof(float));
+	t->x = realloc(t->x, (size_t)t->cap * t->width * sizeof(float));
 	t->seconds = realloc(t->seconds, (size_t)t->cap * sizeof(double));
 	t->task = realloc(t->task, (size_t)t->cap * sizeof(uint32_t));
 	t->ids = realloc(t->ids, (size_t)t->cap * sizeof(int64_t));
@@ -207,6 +219,17 @@ static int recompute(reader *rd, const tune_record *r, float *out)
 	return op ? tune_trace_features(rd->ctx, op, r->trace, &rd->cpu, out) : -1;
 }
 
+/* Compute the code features of record "r" into "out" (compiling it
+ * through the kernel cache); 0 or -1. */
+static int recompute_code(reader *rd, const tune_record *r, float *out)
+{
+	if (r->workload_id < 1 || r->workload_id >= MAX_WORKLOADS || !rd->disasm[0])
+		return -1;
+	tessel_op *op = workload_op_of(rd, r->workload_id);
+	return op ? tune_trace_code_features(rd->ctx, op, r->trace, &rd->cpu, rd->disasm,
+		out) : -1;
+}
+
 static int collect(const tune_record *r, void *arg)
 {
 	reader *rd = arg;
@@ -215,14 +238,27 @@ static int collect(const tune_record *r, void *arg)
 		return 0;
 	if (rows_grow(t))
 		return -1;
-	float *x = t->x + (size_t)t->n * TUNE_PROGRAM_FEATURES;
-	if (!rd->recompute && r->nfeatures == TUNE_PROGRAM_FEATURES)
+	float *x = t->x + (size_t)t->n * t->width;
+	bool current = r->nfeatures == TUNE_PROGRAM_FEATURES ||
+		       r->nfeatures == TUNE_RECORD_FEATURES;
+	if (!rd->recompute && current)
 		memcpy(x, r->features, TUNE_PROGRAM_FEATURES * sizeof(float));
 	else if (recompute(rd, r, x)) {
 		rd->unusable++;
 		return 0;
 	} else {
 		rd->recomputed++;
+	}
+	if (t->width == TUNE_RECORD_FEATURES) {
+		if (!rd->recompute && r->nfeatures == TUNE_RECORD_FEATURES)
+			memcpy(x + TUNE_PROGRAM_FEATURES, r->features + TUNE_PROGRAM_FEATURES,
+				TUNE_CODE_FEATURES * sizeof(float));
+		else if (recompute_code(rd, r, x + TUNE_PROGRAM_FEATURES)) {
+			rd->unusable++;
+			return 0;
+		} else {
+			rd->code_recomputed++;
+		}
 	}
 	t->ids[t->n] = r->id;
 	bool ok = strcmp(r->error_class, "ok") == 0;
@@ -259,8 +295,7 @@ static int store_features(tune_db *db, const rows *t, const int64_t *ids)
 {
 	int r = tune_db_begin(db);
 	for (int i = 0; r == 0 && i < t->n; i++)
-		r = tune_db_set_features(db, ids[i], t->x + (size_t)i * TUNE_PROGRAM_FEATURES,
-			TUNE_PROGRAM_FEATURES);
+		r = tune_db_set_features(db, ids[i], t->x + (size_t)i * t->width, t->width);
 	if (r == 0)
 		return tune_db_commit(db);
 	tune_db_rollback(db);
@@ -354,9 +389,8 @@ static int gather(const rows *t, const int *idx, int n, float *x, double *sec,
 {
 	for (int i = 0; i < n; i++) {
 		int r = idx[i];
-		memcpy(x + (size_t)i * TUNE_PROGRAM_FEATURES,
-			t->x + (size_t)r * TUNE_PROGRAM_FEATURES,
-			TUNE_PROGRAM_FEATURES * sizeof(float));
+		memcpy(x + (size_t)i * t->width, t->x + (size_t)r * t->width,
+			(size_t)t->width * sizeof(float));
 		sec[i] = t->seconds[r];
 		task[i] = t->task[r];
 	}
@@ -369,7 +403,7 @@ static int gather(const rows *t, const int *idx, int n, float *x, double *sec,
 static tune_cost_model *train_rows(const rows *t, const int *idx, int n,
 	const options *o, uint64_t seed, tune_cost_model *prior, char *err, size_t errlen)
 {
-	float *x = malloc((size_t)n * TUNE_PROGRAM_FEATURES * sizeof(float));
+	float *x = malloc((size_t)n * t->width * sizeof(float));
 	float *y = malloc((size_t)n * sizeof(float));
 	double *sec = malloc((size_t)n * sizeof(double));
 	uint32_t *task = malloc((size_t)n * sizeof(uint32_t));
@@ -381,11 +415,11 @@ static tune_cost_model *train_rows(const rows *t, const int *idx, int n,
 		rc = gather(t, idx, n, x, sec, task, y);
 	if (rc == 0) {
 		relabel(y, task, n, o->label);
-		m = tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, err, errlen);
+		m = tune_cost_model_new(t->width, &mo, err, errlen);
 		rc = m ? tune_cost_model_set_prior(m, prior, err, errlen) : -1;
 	}
 	if (rc == 0)
-		rc = tune_cost_model_train(m, x, TUNE_PROGRAM_FEATURES, y, task, n, err, errlen);
+		rc = tune_cost_model_train(m, x, t->width, y, task, n, err, errlen);
 	free(x);
 	free(y);
 	free(sec);
@@ -405,7 +439,7 @@ static int train_and_add(const rows *t, const int *idx, int n, const options *o,
 {
 	float *pred = malloc((size_t)ntest * sizeof(float));
 	tune_cost_model *m = pred ? train_rows(t, idx, n, o, seed, prior, err, errlen) : NULL;
-	int rc = m ? tune_cost_model_predict(m, testx, TUNE_PROGRAM_FEATURES, ntest, pred,
+	int rc = m ? tune_cost_model_predict(m, testx, t->width, ntest, pred,
 		err, errlen) : -1;
 	for (int i = 0; rc == 0 && i < ntest; i++)
 		sum[i] += pred[i];
@@ -472,7 +506,7 @@ static int score_structures(const rows *t, const split *s, const float *pred,
 static int evaluate(const rows *t, const split *s, const options *o, score *out)
 {
 	int ntest = s->ntest;
-	float *x = malloc((size_t)ntest * TUNE_PROGRAM_FEATURES * sizeof(float));
+	float *x = malloc((size_t)ntest * t->width * sizeof(float));
 	float *y = malloc((size_t)ntest * sizeof(float));
 	float *pred = calloc((size_t)ntest, sizeof(float));
 	double *sec = malloc((size_t)ntest * sizeof(double));
@@ -778,6 +812,8 @@ static int parse_args(int argc, char **argv, options *o)
 			o->structures = true;
 		else if (strcmp(a, "--prior") == 0)
 			o->prior = true;
+		else if (strcmp(a, "--code") == 0)
+			o->code = true;
 		else
 			flag = false;
 		if (flag)
@@ -840,7 +876,7 @@ static int parse_args(int argc, char **argv, options *o)
 		o->bag_fraction > 0 && o->bag_fraction <= 1 &&
 		(!o->next || (!o->shuffle_seed && !o->pooled)) &&
 		(!o->structures || (!o->next && !o->pooled)) && o->others >= 0 && o->others_cap >= 0 && o->margin >= 1 &&
-		(!o->prior || (o->others && !o->pooled)) &&
+		(!o->prior || (o->others && !o->pooled)) && (!o->code || !o->others) &&
 		(int)o->model.objective >= 0 ? 0 : -1;
 }
 
@@ -853,7 +889,7 @@ int main(int argc, char **argv)
 			"[--pooled] [--store] [--objective rank|reg] [--rounds R] [--depth D] "
 			"[--eta E] [--min-child-weight W] [--subsample F] [--colsample F] [--pairs P] [--seed S] [--next B] [--dump PATH] "
 			"[--time median|min] [--raw] [--picks WORD] [--bags K] [--bag-fraction F] "
-			"[--structures]\n");
+			"[--structures] [--code]\n");
 		return 1;
 	}
 	char err[1024];
@@ -862,12 +898,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "model_records: %s\n", err);
 		return 1;
 	}
-	rows t = { 0 };
+	rows t = { .width = o.code ? TUNE_RECORD_FEATURES : TUNE_PROGRAM_FEATURES };
 	reader rd = { .t = &t, .db = db, .recompute = o.recompute, .fastest = o.fastest,
 		.raw = o.raw, .picks = o.picks, .structures = o.structures, .only_workload = o.others ? 0 : o.only_workload };
 	rd.ctx = tessel_ctx_new();
 	if (rd.ctx && store_target(db, &rd.cpu))
 		rt_cpu_target_host(&rd.cpu);
+	if (o.code && cg_code_stats_tool(rd.disasm, sizeof(rd.disasm))) {
+		fprintf(stderr, "model_records: --code needs objdump (or $OBJDUMP)\n");
+		return 1;
+	}
 	if (!rd.ctx) {
 		fprintf(stderr, "model_records: out of memory\n");
 		return 1;
@@ -879,6 +919,8 @@ int main(int argc, char **argv)
 	printf("%d records in %s", t.n, o.path);
 	if (rd.recomputed)
 		printf(", features of %d computed again", rd.recomputed);
+	if (rd.code_recomputed)
+		printf(", code features of %d computed", rd.code_recomputed);
 	if (rd.unusable)
 		printf(" (%d records no longer replay, left out)", rd.unusable);
 	printf("; %s, %s split%s%s%s%s\n", tune_objective_name(o.model.objective),

@@ -20,6 +20,7 @@
 #include "tessel/ops.h"
 #include "runtime/cpu_wait.h"
 #include "runtime/timer.h"
+#include "codegen/code_stats.h"
 #include "tuner/measure.h"
 #include "tuner/round_robin.h"
 #include "tuner/runner_gpu.h"
@@ -296,6 +297,71 @@ Test(measure, a_batch_skips_null_programs)
 	for (int i = 0; i < n; i++)
 		loop_prog_free(progs[i]);
 	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+/* Building alone runs nothing: each result says whether it built, and
+ * with a disassembler at hand holds its code's features; the kernels
+ * are then in the cache, and measuring them reads the same features. */
+Test(measure, a_batch_built_without_running_has_its_code_read)
+{
+	fixture f;
+	fixture_init(&f, "32");
+	tune_measure_opts o = quick_opts();
+	o.read_code = true;
+	tune_measurer *m = new_measurer(&f, &o);
+	loop_prog *progs[] = { program(&f, 0, false), NULL, program(&f, 8, true) };
+	tune_result built[3], measured[3];
+	built[1] = measured[1] = (tune_result){ .error = TUNE_ERR_LOWER };
+	int workers = tune_measurer_workers_started(m);
+	cr_assert_eq(tune_build_batch(m, progs, 3, built, NULL), 0, "%s", built[0].msg);
+	cr_expect_eq(tune_measurer_workers_started(m), workers, "nothing ran");
+	cr_expect_eq(built[1].error, TUNE_ERR_LOWER, "a NULL program is left alone");
+	char tool[4096];
+	bool reads = cg_code_stats_tool(tool, sizeof(tool)) == 0;
+	cr_expect_eq(tune_measurer_reads_code(m), reads);
+	for (int i = 0; i < 3; i += 2) {
+		cr_expect_eq(built[i].error, TUNE_OK, "%d: %s", i, built[i].msg);
+		cr_expect(isnan(built[i].median_s), "%d was not timed", i);
+		cr_expect_eq(built[i].has_code, reads);
+	}
+	if (reads) {
+		cr_expect_gt(built[0].code[TC_INSTRUCTIONS], 0);
+		cr_expect_gt(built[0].code[TC_LOOPS], 0);
+		cr_expect_neq(memcmp(built[0].code, built[2].code, sizeof(built[0].code)), 0,
+			"two programs, two codes");
+	}
+	cr_assert_eq(tune_measure_batch(m, progs, 3, measured, NULL), 0, "%s",
+		measured[0].msg);
+	for (int i = 0; i < 3; i += 2) {
+		cr_expect_eq(measured[i].error, TUNE_OK, "%d: %s", i, measured[i].msg);
+		cr_expect_eq(measured[i].has_code, reads);
+		for (int k = 0; k < TUNE_CODE_FEATURES; k++)
+			cr_expect_eq(built[i].code[k], measured[i].code[k],
+				"%d: the same code measured (feature %d: %g, %g)", i, k, built[i].code[k], measured[i].code[k]);
+	}
+	for (int i = 0; i < 3; i++)
+		loop_prog_free(progs[i]);
+	tune_measurer_free(m);
+	fixture_fini(&f);
+}
+
+/* A build that fails is reported by tune_build_batch as by a measurement. */
+Test(measure, a_batch_built_without_running_reports_build_errors)
+{
+	fixture f;
+	fixture_init(&f, "8");
+	setenv("CC", "false", 1);
+	tune_measurer *m = new_measurer(&f, NULL);
+	loop_prog *p = program(&f, 0, false);
+	tune_result r;
+	cr_assert_eq(tune_build_batch(m, &p, 1, &r, NULL), 0, "%s", r.msg);
+	cr_expect_eq(r.error, TUNE_ERR_BUILD, "%s: %s", tune_error_name(r.error), r.msg);
+	cr_expect(strstr(r.msg, "C compiler 'false' failed"), "%s", r.msg);
+	cr_expect_not(r.has_code);
+	loop_prog_free(p);
+	tune_measurer_free(m);
+	unsetenv("CC");
 	fixture_fini(&f);
 }
 

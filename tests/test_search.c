@@ -17,6 +17,8 @@
 #include "schedule/state.h"
 #include "schedule/trace.h"
 #include "tessel/ops.h"
+#include "codegen/code_stats.h"
+#include "tuner/code_features.h"
 #include "tuner/control.h"
 #include "tuner/db.h"
 #include "tuner/features.h"
@@ -247,6 +249,87 @@ Test(search, records_carry_their_batch_scale_and_their_pick)
 		for (int i = 8 * b; i < 8 * b + 8; i++)
 			cr_expect_str_eq(c.pick[i], i < 8 * b + 7 ? TUNE_PICK_MODEL : TUNE_PICK_NOVEL,
 				"record %d: 7 of 8 by the model, first", i);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+typedef struct code_log {
+	int rounds_ordered;  /* round lines that ordered candidates by code */
+	int ordered;         /* candidates ordered, over them */
+} code_log;
+
+static void note_code_rounds(const char *line, void *arg)
+{
+	code_log *l = arg;
+	const char *at = strstr(line, " ordered by their code");
+	int n = 0;
+	if (!at)
+		return;
+	while (at > line && at[-1] >= '0' && at[-1] <= '9')
+		at--;
+	if (sscanf(at, "%d", &n) == 1 && n > 0) {
+		l->rounds_ordered++;
+		l->ordered += n;
+	}
+}
+
+typedef struct widths {
+	int n, with_code, ok_without_code;
+} widths;
+
+static int collect_widths(const tune_record *r, void *arg)
+{
+	widths *w = arg;
+	w->n++;
+	w->with_code += r->nfeatures == TUNE_RECORD_FEATURES;
+	w->ok_without_code += strcmp(r->error_class, "ok") == 0 &&
+		r->nfeatures != TUNE_RECORD_FEATURES;
+	return 0;
+}
+
+/* With a short list asked for and a disassembler at hand, every measured
+ * candidate's record keeps the features of its compiled code after the
+ * program's, and once the code model has trained, each round builds a
+ * short list of two batches' worth and orders it by their code; the
+ * best found is still correct.  Without one, records keep the program's
+ * features alone and nothing is ordered by code. */
+Test(search, records_keep_their_code_features_and_the_short_list_is_ordered_by_them)
+{
+	char tool[4096];
+	if (cg_code_stats_tool(tool, sizeof(tool)))
+		cr_skip_test("no disassembler (objdump) to read the code with");
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(32, 4);
+	cr_expect_eq(o.code_shortlist, 0, "off by default");
+	o.code_shortlist = 2;
+	code_log l = { 0 };
+	o.log = note_code_rounds;
+	o.log_arg = &l;
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(l.rounds_ordered, 3, "rounds 2 to 4 order their short list");
+	cr_expect_eq(l.ordered, 3 * 2 * o.batch, "two batches' worth each");
+	widths w = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, collect_widths, &w), 0);
+	cr_expect_eq(w.n, 32);
+	cr_expect_eq(w.ok_without_code, 0, "every built candidate has its code read");
+	cr_expect_geq(w.with_code, 24);
+	cr_assert(s.best_trace);
+	cr_expect_lt(trace_error(&f, s.best_trace), 1e-5);
+	tune_summary_clear(&s);
+	o.code_shortlist = 0;
+	o.trials = 16;
+	l = (code_log){ 0 };
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(l.rounds_ordered, 0);
+	widths later = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, collect_widths, &later), 0);
+	cr_expect_eq(later.n, 48);
+	cr_expect_eq(later.with_code, w.with_code, "the new records have no code features");
+	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);
 }

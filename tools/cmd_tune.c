@@ -20,7 +20,7 @@ static const char tune_help[] =
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
 	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
 	"                   [--early-stop N] [--epsilon E] [--jobs N]\n"
-	"                   [--other-records N] [--verbose]\n"
+	"                   [--other-records N] [--shortlist K] [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -54,6 +54,12 @@ static const char tune_help[] =
 	"it. The cost model trains on every record of the op in the store, over\n"
 	"a prior model trained once on a sample of at most --other-records N\n"
 	"(default 4096; 0: none) of the records of other workloads there.\n"
+	"With --shortlist K (CPU; default 0: off), each round compiles the\n"
+	"best-scored K batches' worth of candidates, reads their machine code\n"
+	"(objdump: instructions, FMAs, vector loads and stores, stack accesses,\n"
+	"loops) and, once 16 records have it, orders them again by a second\n"
+	"model of the program and those counts, which picks the batch; each\n"
+	"round takes about twice the compilations.\n"
 	"`tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {
@@ -118,6 +124,8 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 		return cli_parse_fraction(v, "--epsilon", &o->epsilon);
 	if ((v = cli_option(argc, argv, i, "--other-records", &missing)))
 		return cli_parse_count(v, "--other-records", 0, 1000000, &o->other_rows);
+	if ((v = cli_option(argc, argv, i, "--shortlist", &missing)))
+		return cli_parse_count(v, "--shortlist", 0, 64, &o->code_shortlist);
 	if ((v = cli_option(argc, argv, i, "--early-stop", &missing)))
 		return cli_parse_count(v, "--early-stop", 0, 1000000, &o->early_stop);
 	if ((v = cli_option(argc, argv, i, "--seed", &missing))) {

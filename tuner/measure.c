@@ -98,6 +98,8 @@ struct tune_measurer {
 	double best_s;             /* of the best checked (or set) so far */
 	char cc_version[256];
 	cg_compile_opts cc;
+	char disasm[4096];         /* the disassembler; "" when none (not
+	                            * asked for, GPU tasks, or none found) */
 };
 
 static const char *const error_names[TUNE_ERR_COUNT] = {
@@ -186,6 +188,8 @@ static int probe_compiler(tune_measurer *m, char *err, size_t errlen)
 		return -1;
 	}
 	m->cc.cc_version = m->cc_version;
+	if (!m->o.read_code || cg_code_stats_tool(m->disasm, sizeof(m->disasm)))
+		m->disasm[0] = 0;
 	return 0;
 }
 
@@ -389,6 +393,12 @@ struct built_kernel {
 	                             * compiles nothing) */
 };
 
+/* The code features of a built candidate (CPU, with a disassembler). */
+typedef struct code_read {
+	bool ok;
+	float features[TUNE_CODE_FEATURES];
+} code_read;
+
 /* A batch being built: the threads take candidates in turn. */
 typedef struct builder {
 	const tune_measurer *m;
@@ -397,6 +407,8 @@ typedef struct builder {
 	tune_result *out;
 	built_kernel *kernels;
 	bool *built;
+	code_read *code;            /* each candidate's, kept apart from its
+	                             * result, which the passes rewrite */
 	volatile const int *stop;
 	atomic_int next;
 	atomic_bool failed;
@@ -418,7 +430,8 @@ typedef struct runner {
 
 static const runner *runner_of(const tune_measurer *m);
 
-/* CPU: compile through the kernel cache. */
+/* CPU: compile through the kernel cache, and read the code's features
+ * (a disassembler that fails only leaves them out). */
 static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 {
 	if (cg_cpu_kernel_compile(ctx, b->progs[i], &b->m->task->cpu, &b->m->cc,
@@ -426,6 +439,14 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 		set_error(&b->out[i], TUNE_ERR_BUILD, "%s", tessel_ctx_error(ctx)->message);
 		tessel_ctx_clear_error(ctx);
 		return -1;
+	}
+	cg_code_stats st;
+	char why[512];
+	if (b->m->disasm[0] &&
+	    cg_code_stats_of(b->m->disasm, b->kernels[i].cpu.so_path, &st, why,
+		sizeof(why)) == 0) {
+		tune_code_features(&st, b->code[i].features);
+		b->code[i].ok = true;
 	}
 	return 0;
 }
@@ -1044,31 +1065,89 @@ static int run_all(tune_measurer *m, builder *b, char *msg, size_t len)
 	return run_together(m, b, msg, len) || check_in_order(m, b, msg, len) ? -1 : 0;
 }
 
-int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
+/* Set "b" up to build the "n" programs "progs" of "m" into "out" (every
+ * result reset; those whose arguments differ from the op's marked, NULL
+ * programs skipped); return how many are to be built, or -1 when out of
+ * memory. */
+static int builder_init(builder *b, tune_measurer *m, loop_prog *const *progs, int n,
 	tune_result *out, volatile const int *stop)
 {
-	if (n <= 0)
-		return 0;
-	builder b = { .m = m, .progs = progs, .n = n, .out = out, .stop = stop };
-	b.kernels = calloc((size_t)n, sizeof(*b.kernels));
-	b.built = calloc((size_t)n, sizeof(*b.built));
+	*b = (builder){ .m = m, .progs = progs, .n = n, .out = out, .stop = stop };
+	b->kernels = calloc((size_t)n, sizeof(*b->kernels));
+	b->built = calloc((size_t)n, sizeof(*b->built));
+	b->code = calloc((size_t)n, sizeof(*b->code));
+	if (!b->kernels || !b->built || !b->code)
+		return -1;
 	int todo = 0;
-	for (int i = 0; b.kernels && b.built && i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		if (!progs[i])
 			continue;
 		result_reset(&out[i]);
 		todo += args_match(m, progs[i], &out[i]);
 	}
+	return todo;
+}
+
+/* Give each result of "b" its candidate's code features, and free "b". */
+static void builder_finish(builder *b)
+{
+	for (int i = 0; b->code && i < b->n; i++) {
+		if (!b->progs[i])
+			continue;
+		b->out[i].has_code = b->code[i].ok;
+		memcpy(b->out[i].code, b->code[i].features, sizeof(b->out[i].code));
+	}
+	for (int i = 0; b->kernels && i < b->n; i++)
+		cg_cuda_program_free(&b->kernels[i].cuda);
+	free(b->kernels);
+	free(b->built);
+	free(b->code);
+}
+
+/* Build what "b" holds, "todo" candidates, timed; 0 or -1. */
+static int build_timed(tune_measurer *m, builder *b, int todo)
+{
+	double t0 = rt_now_s();
+	int r = build_all(b, todo < m->build_jobs ? todo : m->build_jobs);
+	m->times.build_s += rt_now_s() - t0;
+	return r;
+}
+
+int tune_build_batch(tune_measurer *m, loop_prog *const *progs, int n,
+	tune_result *out, volatile const int *stop)
+{
+	if (n <= 0)
+		return 0;
+	builder b;
+	int todo = builder_init(&b, m, progs, n, out, stop);
+	int r = todo < 0 ? -1 : build_timed(m, &b, todo);
+	if (r)
+		snprintf(out[0].msg, sizeof(out[0].msg), "%s", todo < 0 ? "out of memory" :
+			"out of memory for a build job's context");
+	builder_finish(&b);
+	return r;
+}
+
+bool tune_measurer_reads_code(const tune_measurer *m)
+{
+	return m->disasm[0] != 0;
+}
+
+int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
+	tune_result *out, volatile const int *stop)
+{
+	if (n <= 0)
+		return 0;
+	builder b;
+	int todo = builder_init(&b, m, progs, n, out, stop);
 	char msg[sizeof(out->msg)] = "out of memory";
 	int r = -1;
-	bool ready = b.kernels && b.built && (!runner_of(m)->serves_batch ||
+	bool ready = todo >= 0 && (!runner_of(m)->serves_batch ||
 		(m->worker = rt_worker_new(worker_main, m)) != NULL);
-	double t0 = rt_now_s();
-	if (ready && build_all(&b, todo < m->build_jobs ? todo : m->build_jobs))
+	if (ready && build_timed(m, &b, todo))
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
 	else if (ready) {
 		double t1 = rt_now_s();
-		m->times.build_s += t1 - t0;
 		r = run_all(m, &b, msg, sizeof(msg));
 		m->times.run_s += rt_now_s() - t1;
 	}
@@ -1076,9 +1155,6 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	m->worker = NULL;
 	if (r)
 		snprintf(out[0].msg, sizeof(out[0].msg), "%s", msg);
-	for (int i = 0; b.kernels && i < n; i++)
-		cg_cuda_program_free(&b.kernels[i].cuda);
-	free(b.kernels);
-	free(b.built);
+	builder_finish(&b);
 	return r;
 }

@@ -25,6 +25,7 @@
 
 #include "ir/loop.h"
 #include "runtime/timer.h"
+#include "tuner/code_features.h"
 #include "tuner/task.h"
 
 typedef enum tune_error {
@@ -64,6 +65,9 @@ typedef struct tune_measure_opts {
 	                        * full up to this cost (0:
 	                        * TE_CHECK_FULL_COST), else at chosen
 	                        * elements (te_check_reference) */
+	bool read_code;        /* CPU: read the code features of what is
+	                        * built (tune_result.code), with the
+	                        * disassembler cg_code_stats_tool finds */
 } tune_measure_opts;
 
 /* On GPUs, a candidate whose warm-up or first timed run is this many
@@ -106,6 +110,9 @@ typedef struct tune_result {
 	                        * again for its check */
 	int retakes;           /* measurements taken again because they were
 	                        * disturbed */
+	bool has_code;         /* "code" holds the features of its compiled
+	                        * code (tune_measure_opts.read_code) */
+	float code[TUNE_CODE_FEATURES];
 } tune_result;
 
 /* A CPU measurement whose threads waited for CPUs (rt_timing_disturbed)
@@ -162,6 +169,20 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
  * to build keep that error). */
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	tune_result *out, volatile const int *stop);
+
+/* Build the "n" programs "progs" as tune_measure_batch builds them (in
+ * parallel, through the kernel cache, so that measuring them later
+ * compiles nothing) without running them, and fill each result "out[i]":
+ * TUNE_ERR_BUILD when it does not build, else its code features when
+ * tune_measurer_reads_code.  A NULL program is skipped.  Return 0, or -1
+ * when the build jobs could not start (the reason in out[0].msg). */
+int tune_build_batch(tune_measurer *m, loop_prog *const *progs, int n,
+	tune_result *out, volatile const int *stop);
+
+/* Whether "m" reads the code features of what it builds: CPU tasks
+ * whose options ask for it (read_code), when the disassembler
+ * (cg_code_stats_tool) is found. */
+bool tune_measurer_reads_code(const tune_measurer *m);
 
 /* The worker processes "m" has forked so far. */
 int tune_measurer_workers_started(const tune_measurer *m);

@@ -19,4 +19,14 @@
 int tune_trace_features(tessel_ctx *ctx, tessel_op *op, const char *trace,
 	const rt_cpu_target *t, float *out);
 
+/* The same for the code features (tuner/code_features.h): replay and
+ * lower "trace", compile it for "t" as the tuner's builder does (through
+ * the kernel cache, so that a program measured on this machine is found
+ * there) and disassemble it with "tool" (cg_code_stats_tool); write its
+ * TUNE_CODE_FEATURES features into "out".  Return 0, or -1 with the
+ * reason in "ctx" when it does not replay, lower, compile or
+ * disassemble. */
+int tune_trace_code_features(tessel_ctx *ctx, tessel_op *op, const char *trace,
+	const rt_cpu_target *t, const char *tool, float *out);
+
 #endif

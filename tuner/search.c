@@ -13,6 +13,7 @@
 #include "runtime/timer.h"
 #include "schedule/gpu_default.h"
 #include "schedule/random.h"
+#include "tuner/code_features.h"
 #include "tuner/control.h"
 #include "tuner/features.h"
 #include "tuner/fork_map.h"
@@ -36,6 +37,7 @@ tune_search_opts tune_search_opts_default(void)
 		.population = 64,
 		.generations = 2,
 		.epsilon = 0.1,
+		.code_shortlist = 0,
 		.early_stop = 300,
 		.min_train = 16,
 		.other_rows = TUNE_OTHER_ROWS,
@@ -130,8 +132,10 @@ typedef struct elite {
 
 /* Rows a model trains on: features, times, tasks. */
 typedef struct train_set {
+	int width;            /* features a row: TUNE_PROGRAM_FEATURES, or
+	                       * TUNE_RECORD_FEATURES with the code's */
 	int n, cap;
-	float *x;             /* n * TUNE_PROGRAM_FEATURES */
+	float *x;             /* n * width */
 	double *seconds;      /* INFINITY for failed candidates */
 	uint32_t *task;
 } train_set;
@@ -159,6 +163,10 @@ typedef struct search {
 	                          * the one saved in the store */
 	int model_rows;          /* rows the model was trained on */
 	train_set train;         /* every record of the task */
+	tune_cost_model *code_model; /* of the task's records with their code
+	                          * features: orders the short list */
+	int code_model_rows;
+	train_set code_train;    /* the task's records that have them */
 	tune_reservoir sample;   /* of the records of other workloads */
 	train_set others;        /* the sample: row i is its slot i */
 	tune_cost_model *prior;  /* trained once on "others"; NULL without */
@@ -236,8 +244,7 @@ static void elite_offer(search *s, const char *trace, double seconds)
 static void train_put(train_set *t, int row, const float *x, double seconds,
 	uint32_t task)
 {
-	memcpy(t->x + (size_t)row * TUNE_PROGRAM_FEATURES, x,
-		TUNE_PROGRAM_FEATURES * sizeof(float));
+	memcpy(t->x + (size_t)row * t->width, x, (size_t)t->width * sizeof(float));
 	t->seconds[row] = seconds;
 	t->task[row] = task;
 }
@@ -246,7 +253,7 @@ static int train_add(train_set *t, const float *x, double seconds, uint32_t task
 {
 	if (t->n == t->cap) {
 		int cap = t->cap ? t->cap * 2 : 256;
-		float *nx = realloc(t->x, (size_t)cap * TUNE_PROGRAM_FEATURES * sizeof(float));
+		float *nx = realloc(t->x, (size_t)cap * t->width * sizeof(float));
 		if (!nx)
 			return -1;
 		t->x = nx;
@@ -262,6 +269,13 @@ static int train_add(train_set *t, const float *x, double seconds, uint32_t task
 	}
 	train_put(t, t->n++, x, seconds, task);
 	return 0;
+}
+
+/* Whether the search orders a short list by the candidates' code (and
+ * so keeps a model of it). */
+static bool orders_by_code(const search *s)
+{
+	return s->o->code_shortlist >= 2;
 }
 
 /* Offer a record of another workload to the sample of "s": it takes a
@@ -314,10 +328,15 @@ static int stale_add(stale_set *t, int64_t id, int row)
  * write-back). */
 static int train_record(search *s, const tune_record *r, double seconds)
 {
+	bool current = r->nfeatures == TUNE_PROGRAM_FEATURES ||
+		       r->nfeatures == TUNE_RECORD_FEATURES;
 	if (r->workload_id != s->workload_id)
-		return r->nfeatures == TUNE_PROGRAM_FEATURES ?
+		return current ?
 			offer_other(s, r->features, seconds, (uint32_t)r->workload_id) : 0;
-	if (r->nfeatures == TUNE_PROGRAM_FEATURES)
+	if (r->nfeatures == TUNE_RECORD_FEATURES && orders_by_code(s) &&
+	    train_add(&s->code_train, r->features, seconds, (uint32_t)r->workload_id))
+		return -1;
+	if (current)
 		return train_add(&s->train, r->features, seconds, (uint32_t)r->workload_id);
 	float x[TUNE_PROGRAM_FEATURES];
 	if (tune_trace_features(s->task->ctx, s->task->op, r->trace, &s->task->cpu, x))
@@ -335,7 +354,7 @@ static void write_back_features(search *s)
 	int r = tune_db_begin(s->db);
 	for (int i = 0; r == 0 && i < s->stale.n; i++)
 		r = tune_db_set_features(s->db, s->stale.id[i],
-			s->train.x + (size_t)s->stale.row[i] * TUNE_PROGRAM_FEATURES,
+			s->train.x + (size_t)s->stale.row[i] * s->train.width,
 			TUNE_PROGRAM_FEATURES);
 	if (r == 0)
 		r = tune_db_commit(s->db);
@@ -386,9 +405,9 @@ static tune_cost_model *train_model(search *s, const train_set *t, tune_cost_mod
 	tune_cost_model_opts mo = tune_cost_model_opts_default();
 	mo.seed = s->o->seed;
 	tune_cost_model *m = y && tune_normalize_throughput(t->seconds, t->task, t->n, y) == 0 ?
-		tune_cost_model_new(TUNE_PROGRAM_FEATURES, &mo, why, sizeof(why)) : NULL;
+		tune_cost_model_new(t->width, &mo, why, sizeof(why)) : NULL;
 	if (m && (tune_cost_model_set_prior(m, prior, why, sizeof(why)) ||
-		  tune_cost_model_train(m, t->x, TUNE_PROGRAM_FEATURES, y, t->task, t->n,
+		  tune_cost_model_train(m, t->x, t->width, y, t->task, t->n,
 			  why, sizeof(why)))) {
 		tune_cost_model_free(m);
 		m = NULL;
@@ -775,6 +794,92 @@ static int evolve(search *s, candidate *pool, int cap)
 	return n;
 }
 
+typedef struct ranked {
+	int index;
+	float key;
+} ranked;
+
+static int by_key_desc(const void *pa, const void *pb)
+{
+	const ranked *a = pa, *b = pb;
+	if (a->key != b->key)
+		return (a->key < b->key) - (a->key > b->key);
+	return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Score the "n" candidates "pool" by their code with the code model into
+ * "order" (the key -INFINITY for those that did not build or whose code
+ * was not read); return 0, or -1 when it cannot be done. */
+static int score_code(search *s, candidate *pool, int n, ranked *order)
+{
+	loop_prog **progs = calloc((size_t)n, sizeof(*progs));
+	tune_result *res = calloc((size_t)n, sizeof(*res));
+	float *x = malloc((size_t)n * TUNE_RECORD_FEATURES * sizeof(float));
+	float *y = malloc((size_t)n * sizeof(float));
+	int *row = malloc((size_t)n * sizeof(int));
+	int r = -1, rows = 0;
+	char why[512] = "out of memory";
+	if (progs && res && x && y && row) {
+		for (int i = 0; i < n; i++) {
+			progs[i] = lower_again(s, &pool[i]) == 0 ? pool[i].prog : NULL;
+			tessel_ctx_clear_error(s->task->ctx);
+		}
+		if (tune_build_batch(s->measurer, progs, n, res, (volatile const int *)s->o->stop))
+			snprintf(why, sizeof(why), "%s", res[0].msg);
+		else {
+			for (int i = 0; i < n; i++) {
+				row[i] = -1;
+				if (!progs[i] || res[i].error != TUNE_OK || !res[i].has_code)
+					continue;
+				float *xr = x + (size_t)rows * TUNE_RECORD_FEATURES;
+				memcpy(xr, pool[i].features, TUNE_PROGRAM_FEATURES * sizeof(float));
+				memcpy(xr + TUNE_PROGRAM_FEATURES, res[i].code, sizeof(res[i].code));
+				row[i] = rows++;
+			}
+			r = rows == 0 ? 0 : tune_cost_model_predict(s->code_model, x,
+				TUNE_RECORD_FEATURES, rows, y, why, sizeof(why));
+		}
+	}
+	for (int i = 0; r == 0 && i < n; i++)
+		order[i] = (ranked){ i, row[i] >= 0 ? y[row[i]] : -INFINITY };
+	if (r)
+		logf_(s, "cost model: the code was not scored (%s)", why);
+	free(progs);
+	free(res);
+	free(x);
+	free(y);
+	free(row);
+	return r;
+}
+
+/* Order "pool" of "n" best first: by the program model's score, then the
+ * first code_shortlist x "want" of them again by the code model once it
+ * is trained, those that do not build or lack code features after the
+ * others in their order.  They are built for it, and measuring them
+ * later finds them in the kernel cache.  Return how many the code model
+ * ordered. */
+static int order_pool(search *s, candidate *pool, int n, int want)
+{
+	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
+	int list = s->o->code_shortlist * want;
+	int k = n < list ? n : list;
+	if (!s->code_model || k <= want || !tune_measurer_reads_code(s->measurer))
+		return 0;
+	ranked *order = malloc((size_t)k * sizeof(*order));
+	candidate *moved = malloc((size_t)k * sizeof(*moved));
+	int ordered = 0;
+	if (order && moved && score_code(s, pool, k, order) == 0) {
+		qsort(order, (size_t)k, sizeof(*order), by_key_desc);
+		for (int i = 0; i < k; i++)
+			moved[i] = pool[order[i].index];
+		memcpy(pool, moved, (size_t)k * sizeof(*pool));
+		ordered = k;
+	}
+	free(order);
+	free(moved);
+	return ordered;
+}
+
 /* The times the structure "k" was measured: in the store, and among
  * the "ntaken" skeletons "taken" already in the batch. */
 static int times_measured(const search *s, uint64_t k, const uint64_t *taken, int ntaken)
@@ -801,11 +906,12 @@ static int least_measured(const search *s, const candidate *pool, int from, int 
 	return best;
 }
 
-/* Move the batch to measure to the front of "pool": the best-scored,
- * then a fraction for exploration, each marked with its pick; return
- * its size.  Before a model guides, the exploration picks are drawn at
- * random; after, each is the best-scored member of the structure
- * measured least so far, the batch's picks counted (tuner/novelty.h). */
+/* Move the batch to measure to the front of "pool", ordered best first
+ * (order_pool): the first ones, then a fraction for exploration, each
+ * marked with its pick; return its size.  Before a model guides, the
+ * exploration picks are drawn at random; after, each is the best-scored
+ * member of the structure measured least so far, the batch's picks
+ * counted (tuner/novelty.h). */
 static int select_batch(search *s, candidate *pool, int n, int want)
 {
 	if (n <= want) {
@@ -815,7 +921,6 @@ static int select_batch(search *s, candidate *pool, int n, int want)
 	}
 	bool guided = model_ready(s);
 	int explore = guided ? (int)lround(want * s->o->epsilon) : want;
-	qsort(pool, (size_t)n, sizeof(*pool), by_score_desc);
 	int greedy = want - explore;
 	uint64_t taken[want > 0 ? want : 1];
 	for (int i = 0; i < want; i++) {
@@ -866,18 +971,27 @@ static void report_progress(search *s, bool done)
 static int record_batch(search *s, candidate *batch, const tune_result *res, int n,
 	double scale)
 {
-	if (tune_db_begin(s->db))
+	float *x = malloc((size_t)(n > 0 ? n : 1) * TUNE_RECORD_FEATURES * sizeof(float));
+	if (!x)
+		return fail(s, "out of memory");
+	if (tune_db_begin(s->db)) {
+		free(x);
 		return fail(s, "%s", tune_db_error(s->db));
+	}
 	for (int i = 0; i < n; i++) {
 		bool ok = res[i].error == TUNE_OK;
 		if (res[i].not_run)
 			continue;
+		float *xi = x + (size_t)i * TUNE_RECORD_FEATURES;
+		memcpy(xi, batch[i].features, TUNE_PROGRAM_FEATURES * sizeof(float));
+		memcpy(xi + TUNE_PROGRAM_FEATURES, res[i].code, sizeof(res[i].code));
 		tune_record r = {
 			.workload_id = s->workload_id,
 			.target_id = s->target_id,
 			.trace = batch[i].trace,
-			.features = batch[i].features,
-			.nfeatures = TUNE_PROGRAM_FEATURES,
+			.features = xi,
+			.nfeatures = res[i].has_code ? TUNE_RECORD_FEATURES :
+				TUNE_PROGRAM_FEATURES,
 			.cost_median_s = ok ? res[i].median_s : NAN,
 			.cost_min_s = ok ? res[i].min_s : NAN,
 			.cost_scale = scale,
@@ -889,12 +1003,15 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			char why[512];
 			snprintf(why, sizeof(why), "%s", tune_db_error(s->db));
 			tune_db_rollback(s->db);
+			free(x);
 			return fail(s, "recording a batch in %s: %s", tune_db_path(s->db), why);
 		}
 	}
-	if (tune_db_commit(s->db))
+	if (tune_db_commit(s->db)) {
+		free(x);
 		return fail(s, "committing a batch to %s: %s", tune_db_path(s->db),
 			tune_db_error(s->db));
+	}
 	for (int i = 0; i < n; i++) {
 		bool ok = res[i].error == TUNE_OK;
 		double seconds = ok ? res[i].median_s : INFINITY;
@@ -911,8 +1028,13 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		    set_add(&s->measured_progs, batch[i].prog_hash) < 0 ||
 		    tune_novelty_add(&s->structures, tune_trace_skeleton(batch[i].trace)) ||
 		    train_add(&s->train, batch[i].features, label,
-			    (uint32_t)s->workload_id))
+			    (uint32_t)s->workload_id) ||
+		    (res[i].has_code && train_add(&s->code_train,
+			    x + (size_t)i * TUNE_RECORD_FEATURES, label,
+			    (uint32_t)s->workload_id))) {
+			free(x);
 			return fail(s, "out of memory");
+		}
 		if (batch[i].is_default && ok)
 			s->sum->default_s = seconds;
 		if (!ok)
@@ -926,6 +1048,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			s->since_better = 0;
 		}
 	}
+	free(x);
 	if (s->sum->best_trace && (!s->control.trace || isfinite(scale)) &&
 	    tune_control_follow(&s->control, s->task,
 		s->sum->best_trace, s->best_label_s))
@@ -934,17 +1057,26 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	return 0;
 }
 
-/* Retrain the model of the task's records over the prior when enough
- * new ones came. */
+/* Retrain the model of the task's records over the prior, and the model
+ * of their code features, when enough new ones came. */
 static void retrain(search *s)
 {
-	if (s->train.n < s->o->min_train || s->train.n == s->model_rows)
-		return;
-	tune_cost_model *m = train_model(s, &s->train, s->prior);
-	if (m) {
-		tune_cost_model_free(s->model);
-		s->model = m;
-		s->model_rows = s->train.n;
+	if (s->train.n >= s->o->min_train && s->train.n != s->model_rows) {
+		tune_cost_model *m = train_model(s, &s->train, s->prior);
+		if (m) {
+			tune_cost_model_free(s->model);
+			s->model = m;
+			s->model_rows = s->train.n;
+		}
+	}
+	if (orders_by_code(s) && s->code_train.n >= s->o->min_train &&
+	    s->code_train.n != s->code_model_rows) {
+		tune_cost_model *m = train_model(s, &s->code_train, NULL);
+		if (m) {
+			tune_cost_model_free(s->code_model);
+			s->code_model = m;
+			s->code_model_rows = s->code_train.n;
+		}
 	}
 }
 
@@ -952,7 +1084,7 @@ static void retrain(search *s)
 static int train_append(train_set *dst, const train_set *src)
 {
 	for (int i = 0; i < src->n; i++)
-		if (train_add(dst, src->x + (size_t)i * TUNE_PROGRAM_FEATURES, src->seconds[i],
+		if (train_add(dst, src->x + (size_t)i * src->width, src->seconds[i],
 			src->task[i]))
 			return -1;
 	return 0;
@@ -966,7 +1098,7 @@ static void save_model(search *s)
 	tune_cost_model *m = scorer(s), *whole = NULL;
 	int rows = s->model_rows;
 	if (s->prior) {
-		train_set all = { 0 };
+		train_set all = { .width = TUNE_PROGRAM_FEATURES };
 		m = train_append(&all, &s->train) == 0 && train_append(&all, &s->others) == 0 ?
 			train_model(s, &all, NULL) : NULL;
 		whole = m;
@@ -1126,6 +1258,8 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	if (s->sum->rounds == 0 && default_candidate(s, &pool[0]) == 0)
 		n = first = 1;
 	n += evolve(s, pool + first, cap - first);
+	double t_evolved = rt_now_s();
+	int by_code = order_pool(s, pool + first, n - first, want - first);
 	double t1 = rt_now_s();
 	int picked = first + select_batch(s, pool + first, n - first, want - first);
 	if (picked == 0 || (s->o->stop && *s->o->stop)) {
@@ -1159,11 +1293,13 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	retrain(s);
 	workers = tune_measurer_workers_started(s->measurer) - workers;
 	tune_measure_times after = tune_measurer_times(s->measurer);
-	logf_(s, "round %d: %d candidates evolved in %.2f s, %d measured in %.2f s (building "
+	logf_(s, "round %d: %d candidates evolved in %.2f s, %d ordered by their code in "
+		"%.2f s, %d measured in %.2f s (building "
 		"%.2f s, running %.2f s: checking %.2f s, opening the device %.2f s, in the "
 		"runner %.2f s, timed runs %.2f s) by %d worker%s (the machine at %.3f of the "
 		"control's time), recorded and trained in %.2f s",
-		s->sum->rounds, n, t1 - t0, picked, t2 - t1, after.build_s - before.build_s,
+		s->sum->rounds, n, t_evolved - t0, by_code, t1 - t_evolved, picked, t2 - t1,
+		after.build_s - before.build_s,
 		after.run_s - before.run_s, after.check_s - before.check_s,
 		after.open_s - before.open_s, after.runner_s - before.runner_s,
 		after.timed_s - before.timed_s, workers, workers == 1 ? "" : "s", scale,
@@ -1178,9 +1314,9 @@ static int check_opts(search *s)
 	if (o->trials < 1)
 		return fail(s, "the number of trials must be positive, not %d", o->trials);
 	if (o->batch < 1 || o->population < 1 || o->generations < 0 || o->evolve_jobs < 0 ||
-	    o->other_rows < 0)
+	    o->other_rows < 0 || o->code_shortlist < 0)
 		return fail(s, "batch and population must be positive, generations, "
-			"evolve_jobs and other_rows not negative");
+			"evolve_jobs, other_rows and code_shortlist not negative");
 	if (!(o->epsilon >= 0 && o->epsilon <= 1))
 		return fail(s, "epsilon must be in [0, 1]");
 	if (!(o->measure.timeout_s > 0))
@@ -1202,9 +1338,15 @@ static int search_setup(search *s)
 		return fail(s, "analysing the op: %s", tessel_ctx_error(s->task->ctx)->message);
 	for (int i = 0; i < tune_space_num_sketches(s->space); i++)
 		logf_(s, "sketch %d: %s", i, tune_space_sketch_name(s->space, i));
-	s->measurer = tune_measurer_new(s->task, &s->o->measure, s->err, s->errlen);
+	tune_measure_opts mo = s->o->measure;
+	mo.read_code = orders_by_code(s);
+	s->measurer = tune_measurer_new(s->task, &mo, s->err, s->errlen);
 	if (!s->measurer)
 		return -1;
+	if (mo.read_code && !tune_task_is_gpu(s->task) &&
+	    !tune_measurer_reads_code(s->measurer))
+		logf_(s, "cost model: no disassembler (objdump, or $OBJDUMP) to read the "
+			"candidates' compiled code; the model of their programs alone picks");
 	s->sample = tune_reservoir_make(s->o->other_rows, s->o->seed);
 	if (load_store(s))
 		return -1;
@@ -1223,7 +1365,9 @@ static void search_teardown(search *s)
 	tune_measurer_free(s->measurer);
 	tune_cost_model_free(s->model);
 	tune_cost_model_free(s->prior);
+	tune_cost_model_free(s->code_model);
 	train_free(&s->train);
+	train_free(&s->code_train);
 	train_free(&s->others);
 	free(s->stale.id);
 	free(s->stale.row);
@@ -1242,6 +1386,9 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 	search s = {
 		.task = task, .db = db, .o = o ? o : &defaults, .sum = out,
 		.err = err, .errlen = errlen, .start_s = rt_now_s(),
+		.train.width = TUNE_PROGRAM_FEATURES,
+		.others.width = TUNE_PROGRAM_FEATURES,
+		.code_train.width = TUNE_RECORD_FEATURES,
 	};
 	s.rng = s.o->seed ^ 0x9e3779b97f4a7c15ull;
 	int r = search_setup(&s);

@@ -77,6 +77,13 @@ typedef struct tune_search_opts {
 	                      * generation (0: one per CPU; the members
 	                      * are the same for any number) */
 	double epsilon;      /* fraction of each batch kept for exploration */
+	int code_shortlist;  /* batches' worth of the best-scored candidates
+	                      * built each round and ordered again by the
+	                      * model of their compiled code (CPU, with a
+	                      * disassembler); 0 (the default) or 1: none.
+	                      * 2 orders the later records better but found
+	                      * no faster kernels and takes 1.6x as long
+	                      * (docs/cost-model.md, "Code features") */
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
 	int min_train;       /* records of the task before its model trains
@@ -100,7 +107,8 @@ typedef struct tune_search_opts {
 } tune_search_opts;
 
 /* Return the defaults: 64 trials, batches of 16, population 64,
- * 2 generations, epsilon 0.1, early stop after 300 trials, train from 16
+ * 2 generations, epsilon 0.1, no short list ordered by the code, early
+ * stop after 300 trials, train from 16
  * records and on at most TUNE_OTHER_ROWS of other workloads, seed 1,
  * tune_measure_opts_default(). */
 tune_search_opts tune_search_opts_default(void);
