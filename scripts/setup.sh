@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-	build-essential clang meson ninja-build pkg-config
+	build-essential binutils clang meson ninja-build pkg-config
 	libisl-dev libsqlite3-dev libxgboost-dev libcriterion-dev
 	libopenblas-dev libdnnl-dev
 	ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
