@@ -81,9 +81,10 @@ typedef struct tune_search_opts {
 	                      * built each round and ordered again by the
 	                      * model of their compiled code (CPU, with a
 	                      * disassembler); 0 (the default) or 1: none.
-	                      * 2 orders the later records better but found
-	                      * no faster kernels and takes 1.6x as long
-	                      * (docs/cost-model.md, "Code features") */
+	                      * 2 orders the later records better, but found
+	                      * no clearly faster kernels and took 1.2 to
+	                      * 1.7x as long (docs/cost-model.md, "Code
+	                      * features") */
 	int early_stop;      /* stop after this many trials without a better
 	                      * time (0: never) */
 	int min_train;       /* records of the task before its model trains
