@@ -1078,14 +1078,14 @@ static int builder_init(builder *b, tune_measurer *m, loop_prog *const *progs, i
 	b->code = calloc((size_t)n, sizeof(*b->code));
 	if (!b->kernels || !b->built || !b->code)
 		return -1;
-	int todo = 0;
+	int to_build = 0;
 	for (int i = 0; i < n; i++) {
 		if (!progs[i])
 			continue;
 		result_reset(&out[i]);
-		todo += args_match(m, progs[i], &out[i]);
+		to_build += args_match(m, progs[i], &out[i]);
 	}
-	return todo;
+	return to_build;
 }
 
 /* Give each result of "b" its candidate's code features, and free "b". */
@@ -1104,11 +1104,11 @@ static void builder_finish(builder *b)
 	free(b->code);
 }
 
-/* Build what "b" holds, "todo" candidates, timed; 0 or -1. */
-static int build_timed(tune_measurer *m, builder *b, int todo)
+/* Build the "to_build" candidates "b" holds, timed; 0 or -1. */
+static int build_timed(tune_measurer *m, builder *b, int to_build)
 {
 	double t0 = rt_now_s();
-	int r = build_all(b, todo < m->build_jobs ? todo : m->build_jobs);
+	int r = build_all(b, to_build < m->build_jobs ? to_build : m->build_jobs);
 	m->times.build_s += rt_now_s() - t0;
 	return r;
 }
@@ -1119,10 +1119,10 @@ int tune_build_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	if (n <= 0)
 		return 0;
 	builder b;
-	int todo = builder_init(&b, m, progs, n, out, stop);
-	int r = todo < 0 ? -1 : build_timed(m, &b, todo);
+	int to_build = builder_init(&b, m, progs, n, out, stop);
+	int r = to_build < 0 ? -1 : build_timed(m, &b, to_build);
 	if (r)
-		snprintf(out[0].msg, sizeof(out[0].msg), "%s", todo < 0 ? "out of memory" :
+		snprintf(out[0].msg, sizeof(out[0].msg), "%s", to_build < 0 ? "out of memory" :
 			"out of memory for a build job's context");
 	builder_finish(&b);
 	return r;
@@ -1139,12 +1139,12 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	if (n <= 0)
 		return 0;
 	builder b;
-	int todo = builder_init(&b, m, progs, n, out, stop);
+	int to_build = builder_init(&b, m, progs, n, out, stop);
 	char msg[sizeof(out->msg)] = "out of memory";
 	int r = -1;
-	bool ready = todo >= 0 && (!runner_of(m)->serves_batch ||
+	bool ready = to_build >= 0 && (!runner_of(m)->serves_batch ||
 		(m->worker = rt_worker_new(worker_main, m)) != NULL);
-	if (ready && build_timed(m, &b, todo))
+	if (ready && build_timed(m, &b, to_build))
 		snprintf(msg, sizeof(msg), "out of memory for a build job's context");
 	else if (ready) {
 		double t1 = rt_now_s();
