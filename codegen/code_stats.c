@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "codegen/compile.h"
 #include "codegen/process.h"
 
 #define DISASM_TIMEOUT_S 10.0
@@ -204,9 +205,75 @@ static void take_text(const char *data, size_t len, void *arg)
 	t->data[t->len] = 0;
 }
 
+/* The counts of a shared object are kept beside it in the kernel cache,
+ * in "<so>.stats": one line, this tag, then the numbers.  Change the tag
+ * when what is counted changes, so that older files are counted again. */
+#define STATS_TAG "tessel-code-stats-1"
+#define STATS_NUMBERS 16
+
+/* Point "v" at the STATS_NUMBERS counts of "s", in the file's order. */
+static void stats_numbers(cg_code_stats *s, int **v)
+{
+	cg_code_counts *c[2] = { &s->all, &s->inner };
+	int k = 0;
+	for (int i = 0; i < 2; i++) {
+		v[k++] = &c[i]->instructions;
+		v[k++] = &c[i]->fma;
+		v[k++] = &c[i]->vector_loads;
+		v[k++] = &c[i]->vector_stores;
+		v[k++] = &c[i]->stack_refs;
+		v[k++] = &c[i]->broadcasts;
+		v[k++] = &c[i]->zmm;
+	}
+	v[k++] = &s->loops;
+	v[k++] = &s->frame_bytes;
+}
+
+static void stats_path(const char *so_path, char *path, size_t len)
+{
+	if ((size_t)snprintf(path, len, "%s.stats", so_path) >= len)
+		path[0] = 0;
+}
+
+/* Read the counts kept beside "so_path" into "s"; 0, or -1 when there are
+ * none (or of another tag). */
+static int read_kept(const char *so_path, cg_code_stats *s)
+{
+	char path[4096], tag[32];
+	stats_path(so_path, path, sizeof path);
+	FILE *f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -1;
+	int *v[STATS_NUMBERS];
+	stats_numbers(s, v);
+	bool ok = fscanf(f, "%31s", tag) == 1 && strcmp(tag, STATS_TAG) == 0;
+	for (int i = 0; ok && i < STATS_NUMBERS; i++)
+		ok = fscanf(f, "%d", v[i]) == 1 && *v[i] >= 0;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* Keep the counts "s" of "so_path" beside it; a cache that cannot be
+ * written only means counting again next time. */
+static void keep(const char *so_path, cg_code_stats *s)
+{
+	char path[4096], line[512], err[256];
+	stats_path(so_path, path, sizeof path);
+	int *v[STATS_NUMBERS];
+	stats_numbers(s, v);
+	int n = snprintf(line, sizeof line, "%s", STATS_TAG);
+	for (int i = 0; i < STATS_NUMBERS; i++)
+		n += snprintf(line + n, sizeof line - (size_t)n, " %d", *v[i]);
+	snprintf(line + n, sizeof line - (size_t)n, "\n");
+	if (path[0])
+		cg_write_file_atomically(path, line, err, sizeof err);
+}
+
 int cg_code_stats_of(const char *tool, const char *so_path, cg_code_stats *s,
 	char *err, size_t errlen)
 {
+	if (read_kept(so_path, s) == 0)
+		return 0;
 	char *argv[] = { (char *)tool, "-d", "--no-show-raw-insn", "-j", ".text",
 		(char *)so_path, NULL };
 	text_sink t = { 0 };
@@ -219,14 +286,16 @@ int cg_code_stats_of(const char *tool, const char *so_path, cg_code_stats *s,
 		snprintf(err, errlen, "%s ran past %g s on %s and was killed", tool,
 			DISASM_TIMEOUT_S, so_path);
 	else if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-		snprintf(err, errlen, "%s failed (%s) on %s: %.200s", tool,
-			cg_describe_end(&r, how, sizeof(how)), so_path, r.output);
+		snprintf(err, errlen, "%s failed (%s) on %s%s%.200s", tool,
+			cg_describe_end(&r, how, sizeof(how)), so_path,
+			r.output[0] ? ": " : "", r.output);
 	else if (t.failed)
 		snprintf(err, errlen, "the disassembly of %s is too large", so_path);
 	else if (cg_code_stats_parse(t.data ? t.data : "", s))
 		snprintf(err, errlen, "%s printed no instruction for %s", tool, so_path);
 	else {
 		free(t.data);
+		keep(so_path, s);
 		return 0;
 	}
 	free(t.data);

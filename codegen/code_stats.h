@@ -41,8 +41,11 @@ int cg_code_stats_tool(char *path, size_t len);
 
 /* Disassemble the .text section of the shared object "so_path" with the
  * disassembler "tool" (cg_code_stats_tool) and count it into "s".
- * Return 0, or -1 with the reason in "err" of size "errlen": it cannot
- * be run, fails, runs past 10 s, or prints no instruction. */
+ * The counts are kept beside the object ("SO_PATH.stats") and read from
+ * there the next time, so that a kernel of the cache is disassembled once
+ * (a tuner's short list, then its measurement, then `model_records
+ * --code`).  Return 0, or -1 with the reason in "err" of size "errlen":
+ * it cannot be run, fails, runs past 10 s, or prints no instruction. */
 int cg_code_stats_of(const char *tool, const char *so_path, cg_code_stats *s,
 	char *err, size_t errlen);
 

@@ -241,10 +241,9 @@ static int create_temp_beside(const char *path, char *tmp, size_t len,
 	return fd;
 }
 
-/* Write "data" to "path" through a temporary file renamed over it, so
- * that readers see the old file or the whole new one. */
-static int write_file_atomically(const char *path, const char *data,
-	char *err, size_t errlen)
+/* Write "data" through a temporary file; see compile.h. */
+int cg_write_file_atomically(const char *path, const char *data, char *err,
+	size_t errlen)
 {
 	char tmp[PATH_LEN];
 	int fd = create_temp_beside(path, tmp, sizeof tmp, err, errlen);
@@ -357,7 +356,7 @@ static int compile_cached(const compiler *c, const cg_compile_opts *o,
 		return report(CG_COMPILE_EIO, err, errlen,
 			      "compile: cannot create cache directory %s: %s", dir,
 			      strerror(errno));
-	int rc = write_file_atomically(c_path, source, err, errlen);
+	int rc = cg_write_file_atomically(c_path, source, err, errlen);
 	if (rc != CG_COMPILE_OK)
 		return rc;
 	return compile_into(c, flags, o->extra_flags, c_path, so_path,

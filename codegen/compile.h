@@ -67,4 +67,11 @@ int cg_compiler_version(const cg_compile_opts *o, char *buf, size_t len,
  * name does not fit. */
 int cg_cache_dir_default(char *buf, size_t len);
 
+/* Write the text "data" to "path" through a temporary file beside it,
+ * renamed over it once whole: a reader, another tuner sharing the cache
+ * included, sees the old file or the new one, never part of it.  Return
+ * CG_COMPILE_OK, or CG_COMPILE_EIO with a message in "err". */
+int cg_write_file_atomically(const char *path, const char *data, char *err,
+	size_t errlen);
+
 #endif

@@ -1504,6 +1504,37 @@ Test(code_stats, a_compiled_kernel_is_disassembled_and_counted)
 	test_remove_tree(dir);
 }
 
+/* The counts are kept beside the object: read again without running the
+ * disassembler, and counted again when the file is of another format. */
+Test(code_stats, the_counts_are_kept_beside_the_kernel)
+{
+	char tool[4096], so[4096], kept[4200], err[4096];
+	if (cg_code_stats_tool(tool, sizeof(tool)))
+		cr_skip_test("no disassembler (objdump)");
+	char dir[] = "/tmp/tessel-code-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	cg_compile_opts opts = { .cache_dir = dir };
+	cr_assert_eq(cg_compile_c(&opts, "int twice(int x) { return 2 * x; }\n", so,
+		sizeof(so), err, sizeof(err)), CG_COMPILE_OK, "%s", err);
+	cg_code_stats first, again;
+	cr_assert_eq(cg_code_stats_of(tool, so, &first, err, sizeof(err)), 0, "%s", err);
+	snprintf(kept, sizeof(kept), "%s.stats", so);
+	cr_assert_eq(access(kept, R_OK), 0, "%s is written", kept);
+	memset(&again, 0xff, sizeof(again));
+	cr_assert_eq(cg_code_stats_of("/nonexistent/objdump", so, &again, err,
+		sizeof(err)), 0, "%s", err);
+	cr_expect_eq(memcmp(&first, &again, sizeof(first)), 0);
+	FILE *f = fopen(kept, "w");
+	cr_assert(f);
+	fputs("tessel-code-stats-0 1 2 3\n", f);
+	fclose(f);
+	cr_expect_eq(cg_code_stats_of("/nonexistent/objdump", so, &again, err,
+		sizeof(err)), -1, "a file of another format is not trusted");
+	cr_expect_eq(cg_code_stats_of(tool, so, &again, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(memcmp(&first, &again, sizeof(first)), 0);
+	test_remove_tree(dir);
+}
+
 Test(code_stats, what_cannot_be_disassembled_is_an_error)
 {
 	char tool[4096], err[512];
