@@ -100,6 +100,9 @@ struct tune_measurer {
 	cg_compile_opts cc;
 	char disasm[4096];         /* the disassembler; "" when none (not
 	                            * asked for, GPU tasks, or none found) */
+	int code_unread;           /* built candidates whose code it could
+	                            * not read */
+	char code_error[256];      /* why, for the last of them */
 };
 
 static const char *const error_names[TUNE_ERR_COUNT] = {
@@ -397,6 +400,7 @@ struct built_kernel {
 typedef struct code_read {
 	bool ok;
 	float features[TUNE_CODE_FEATURES];
+	char why[256];              /* built, not read: why */
 } code_read;
 
 /* A batch being built: the threads take candidates in turn. */
@@ -441,12 +445,12 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 		return -1;
 	}
 	cg_code_stats st;
-	char why[512];
+	code_read *c = &b->code[i];
 	if (b->m->disasm[0] &&
-	    cg_code_stats_of(b->m->disasm, b->kernels[i].cpu.so_path, &st, why,
-		sizeof(why)) == 0) {
-		tune_code_features(&st, b->code[i].features);
-		b->code[i].ok = true;
+	    cg_code_stats_of(b->m->disasm, b->kernels[i].cpu.so_path, &st, c->why,
+		sizeof(c->why)) == 0) {
+		tune_code_features(&st, c->features);
+		c->ok = true;
 	}
 	return 0;
 }
@@ -1088,14 +1092,19 @@ static int builder_init(builder *b, tune_measurer *m, loop_prog *const *progs, i
 	return to_build;
 }
 
-/* Give each result of "b" its candidate's code features, and free "b". */
-static void builder_finish(builder *b)
+/* Give each result of "b" its candidate's code features, count in "m"
+ * those built whose code was not read, and free "b". */
+static void builder_finish(tune_measurer *m, builder *b)
 {
 	for (int i = 0; b->code && i < b->n; i++) {
 		if (!b->progs[i])
 			continue;
 		b->out[i].has_code = b->code[i].ok;
 		memcpy(b->out[i].code, b->code[i].features, sizeof(b->out[i].code));
+		if (m->disasm[0] && b->built && b->built[i] && !b->code[i].ok) {
+			m->code_unread++;
+			snprintf(m->code_error, sizeof(m->code_error), "%s", b->code[i].why);
+		}
 	}
 	for (int i = 0; b->kernels && i < b->n; i++)
 		cg_cuda_program_free(&b->kernels[i].cuda);
@@ -1124,13 +1133,19 @@ int tune_build_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	if (r)
 		snprintf(out[0].msg, sizeof(out[0].msg), "%s", to_build < 0 ? "out of memory" :
 			"out of memory for a build job's context");
-	builder_finish(&b);
+	builder_finish(m, &b);
 	return r;
 }
 
 bool tune_measurer_reads_code(const tune_measurer *m)
 {
 	return m->disasm[0] != 0;
+}
+
+int tune_measurer_code_unread(const tune_measurer *m, const char **why)
+{
+	*why = m->code_error;
+	return m->code_unread;
 }
 
 int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
@@ -1155,6 +1170,6 @@ int tune_measure_batch(tune_measurer *m, loop_prog *const *progs, int n,
 	m->worker = NULL;
 	if (r)
 		snprintf(out[0].msg, sizeof(out[0].msg), "%s", msg);
-	builder_finish(&b);
+	builder_finish(m, &b);
 	return r;
 }

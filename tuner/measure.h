@@ -184,6 +184,11 @@ int tune_build_batch(tune_measurer *m, loop_prog *const *progs, int n,
  * (cg_code_stats_tool) is found. */
 bool tune_measurer_reads_code(const tune_measurer *m);
 
+/* How many candidates "m" built whose code it could not read although it
+ * reads code (they have no code features), with in "why" the reason for
+ * the last of them ("" when none). */
+int tune_measurer_code_unread(const tune_measurer *m, const char **why);
+
 /* The worker processes "m" has forked so far. */
 int tune_measurer_workers_started(const tune_measurer *m);
 

@@ -167,6 +167,8 @@ typedef struct search {
 	                          * features: orders the short list */
 	int code_model_rows;
 	train_set code_train;    /* the task's records that have them */
+	int code_unread_told;    /* candidates whose code was not read, as
+	                          * last said in the log */
 	tune_reservoir sample;   /* of the records of other workloads */
 	train_set others;        /* the sample: row i is its slot i */
 	tune_cost_model *prior;  /* trained once on "others"; NULL without */
@@ -1057,10 +1059,27 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	return 0;
 }
 
+/* Say in the log when candidates were built whose code could not be
+ * read (the code model leaves them out, and if none is read it never
+ * trains): at the first, then each time their number has doubled. */
+static void tell_unread_code(search *s)
+{
+	const char *why;
+	int n = tune_measurer_code_unread(s->measurer, &why);
+	if (n == 0 || n < 2 * s->code_unread_told)
+		return;
+	logf_(s, "cost model: the compiled code of %d candidate%s so far could not "
+		"be read, so the code model leaves %s out (the last: %s)", n,
+		n == 1 ? "" : "s", n == 1 ? "it" : "them", why);
+	s->code_unread_told = n;
+}
+
 /* Retrain the model of the task's records over the prior, and the model
  * of their code features, when enough new ones came. */
 static void retrain(search *s)
 {
+	if (orders_by_code(s))
+		tell_unread_code(s);
 	if (s->train.n >= s->o->min_train && s->train.n != s->model_rows) {
 		tune_cost_model *m = train_model(s, &s->train, s->prior);
 		if (m) {
