@@ -1793,6 +1793,7 @@ static void print_kernel(cg_printer *pr)
 	print_function_body(pr, p->body ? p->body : &empty, NULL);
 	pr->depth = 0;
 	cg_line(pr, "}\n");
+	pr->fn = NULL;
 }
 
 /* Print the file of "pr": the kernel first (which emits the helpers and

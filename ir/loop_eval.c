@@ -260,13 +260,13 @@ static void run_store(evaluator *ev, const loop_stmt *s)
 						    : "store out of bounds of", b->name);
 		return;
 	}
-	slot v = eval(ev, s->u.store.value);
+	slot v = eval(ev, s->u.store.value), stored = v;
 	if (!is_float(b->dtype))
-		v.i = tessel_wrap_int(b->dtype, is_float(s->u.store.value->dtype)
+		stored.i = tessel_wrap_int(b->dtype, is_float(s->u.store.value->dtype)
 			? tessel_float_to_int(b->dtype, v.f) : v.i);
 	else if (!is_float(s->u.store.value->dtype))
-		v.f = (double)v.i;
-	ev->data[k][off] = v;
+		stored.f = (double)v.i;
+	ev->data[k][off] = stored;
 }
 
 static void run_alloc(evaluator *ev, const loop_stmt *s)

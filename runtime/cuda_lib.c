@@ -13,7 +13,7 @@ static int candidates(const char *const *names, const char *env,
 	char paths[][PATH_LEN], int max)
 {
 	int n = 0, nnames = 0;
-	while (names[nnames] && nnames < MAX_NAMES)
+	while (nnames < MAX_NAMES && names[nnames])
 		nnames++;
 	const char *explicit = env ? getenv(env) : NULL;
 	if (explicit && explicit[0] && n < max)
@@ -42,7 +42,7 @@ void *rt_cuda_lib_open(const char *what, const char *const *names, const char *e
 		last = dlerror();
 	}
 	char list[256] = "";
-	for (int k = 0; names[k] && k < MAX_NAMES; k++)
+	for (int k = 0; k < MAX_NAMES && names[k]; k++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 			k ? " or " : "", names[k]);
 	if (env)

@@ -62,11 +62,11 @@ int rt_cuda_time_runs(rt_cuda_device *d, int (*enqueue)(void *arg), void *arg,
 		snprintf(err, len, "out of memory");
 		return RT_TIME_ERROR;
 	}
-	double start = rt_now_s(), total = 0, warm;
-	int runs = 0, status = 0;
-	for (int i = 0; status == 0 && i < o->warmup && !rt_timer_expired(o, start); i++)
+	double start = rt_now_s(), total = 0, warm = 0;
+	int runs = 0, status = 0, warmed = 0;
+	for (; status == 0 && warmed < o->warmup && !rt_timer_expired(o, start); warmed++)
 		status = one_run(d, enqueue, arg, o, &warm, err, len);
-	if (status == 0 && o->warmup > 0 && rt_timer_gives_up(o, warm)) {
+	if (status == 0 && warmed > 0 && rt_timer_gives_up(o, warm)) {
 		rt_timing_summarize(&warm, 1, &out->events);
 		free(times);
 		return RT_TIME_OK;

@@ -328,15 +328,18 @@ int rt_ptxas_parse(const char *log, rt_kernel_usage **kernels)
 	int n = 0, cap = 8;
 	rt_kernel_usage *ks = calloc((size_t)cap, sizeof(*ks));
 	char props[160] = "", line[1024];
-	for (const char *p = log ? log : ""; *p;) {
+	for (const char *p = log && ks ? log : ""; *p;) {
 		size_t m = strcspn(p, "\n");
 		snprintf(line, sizeof(line), "%.*s", (int)(m < sizeof(line) ? m : sizeof(line) - 1), p);
 		p += m + (p[m] == '\n');
 		char name[160];
 		if (quoted_after(line, "Compiling entry function '", name, sizeof(name))) {
 			if (n == cap) {
+				rt_kernel_usage *more = realloc(ks, sizeof(*ks) * (size_t)cap * 2);
+				if (!more)
+					break;
+				ks = more;
 				cap *= 2;
-				ks = realloc(ks, sizeof(*ks) * (size_t)cap);
 			}
 			memset(&ks[n], 0, sizeof(*ks));
 			snprintf(ks[n++].name, sizeof(ks->name), "%s", name);
