@@ -16,6 +16,7 @@
 
 #include "ir/isl_budget.h"
 #include "ir/isl_text.h"
+#include "ir/strbuf.h"
 #include "ir/te_impl.h"
 #include "schedule/deps.h"
 
@@ -103,13 +104,13 @@ static void dependence_text(const sch_stage *s, int pos, te_strbuf *sb)
 		te_sb_puts(sb, " = ");
 		iter_name(s, s->leaves[p], "y", sb);
 	}
-	te_strbuf x = { 0 }, y = { 0 };
-	iter_name(s, s->leaves[pos], "x", &x);
-	iter_name(s, s->leaves[pos], "y", &y);
-	te_sb_printf(sb, " and (%s < %s or %s > %s)) }", te_sb_str(&x), te_sb_str(&y),
-		te_sb_str(&x), te_sb_str(&y));
-	te_sb_free(&x);
-	te_sb_free(&y);
+	te_sb_puts(sb, " and (");
+	for (int k = 0; k < 2; k++) {
+		iter_name(s, s->leaves[pos], "x", sb);
+		te_sb_puts(sb, k ? " > " : " < ");
+		iter_name(s, s->leaves[pos], "y", sb);
+		te_sb_puts(sb, k ? ")) }" : " or ");
+	}
 }
 
 /* A loop made of spatial axes only (split and fuse never mix the kinds)

@@ -2,7 +2,6 @@
 #ifndef TESSEL_SCHEDULE_DEPS_H
 #define TESSEL_SCHEDULE_DEPS_H
 
-#include "ir/strbuf.h"
 #include "schedule/state.h"
 
 /* Set "*carried" to whether the loop at nest position "pos" of stage
