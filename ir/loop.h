@@ -219,6 +219,11 @@ int loop_insert_barriers(tessel_ctx *ctx, loop_prog *p);
  * into guard-free main parts and guarded rests, or unswitch them
  * (ir/loop_partition.c); run loop_simplify after it. */
 void loop_partition(loop_prog *p);
+/* After loop_partition and loop_simplify: split the innermost vector
+ * loops still guarded on their variable (bounds known at run time) into
+ * a whole-vector case and scalar parts; return how many (run
+ * loop_simplify after it when not 0). */
+int loop_partition_lanes(loop_prog *p);
 /* Replace every prefetch annotation of a loop of "p" by prefetches of
  * the cache lines (of "line_bytes") that the loop's body reads from the
  * buffer "distance" iterations later, at the top of the body and under a

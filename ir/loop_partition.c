@@ -27,7 +27,12 @@
  * Loops are visited outside in, and each copy's inner loops after.
  * Vectorized loops (they need constant extents), loops bound to GPU
  * indices and loops whose bodies hold a barrier (a branch around one
- * would diverge) are left alone.  Copies get fresh loop variables and
+ * would diverge) are left alone.  A second entry, loop_partition_lanes,
+ * run once the program is simplified, takes the innermost vector loops
+ * whose guards are still there (a partial tile of a fused loop: its
+ * bounds are known only at run time): `if (the guards hold on every
+ * lane) vector loop without them else scalar loops over the parts`,
+ * so a partial tile no longer tests every lane.  Copies get fresh loop variables and
  * share buffers and expressions.  Duplication is bounded: a loop is not
  * partitioned once the statements copied in the program would exceed
  * PARTITION_BUDGET. */
@@ -56,6 +61,8 @@ typedef struct partitioner {
 	int nslots;             /* size of the arrays above */
 	int copied;             /* statements copied so far */
 	int nbufs;              /* buffers allocated in the copy being made */
+	bool lanes;             /* loop_partition_lanes: vector loops only */
+	int split;              /* vector loops split */
 	loop_buffer *from[64], *to[64];
 } partitioner;
 
@@ -698,10 +705,59 @@ static void unswitch_loop(partitioner *P, loop_stmt *s, const analysis *A, const
 	s->u.for_.body = ls_if(P->p, test, fast, s->u.for_.body);
 }
 
-/* Return whether a loop of kind "k" may be partitioned. */
-static bool partitionable(loop_kind k)
+/* Return whether "s" holds a loop. */
+static bool holds_loop(const loop_stmt *s)
 {
+	switch (s->kind) {
+	case LS_FOR:
+		return true;
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (holds_loop(s->u.seq.items[i]))
+				return true;
+		return false;
+	case LS_IF:
+		return holds_loop(s->u.if_.then_) || (s->u.if_.else_ && holds_loop(s->u.if_.else_));
+	case LS_ALLOC:
+		return holds_loop(s->u.alloc.body);
+	default:
+		return false;
+	}
+}
+
+/* Return whether "P" partitions the loop "s": a serial, parallel or
+ * unrolled loop, or in its lanes mode an innermost vector loop. */
+static bool partitionable(const partitioner *P, const loop_stmt *s)
+{
+	loop_kind k = s->u.for_.kind;
+	if (P->lanes)
+		return k == LOOP_VECTORIZED && !holds_loop(s->u.for_.body);
 	return k == LOOP_SERIAL || k == LOOP_PARALLEL || k == LOOP_UNROLLED;
+}
+
+/* The vector loop "s" keeps its constant extent: where the interval
+ * candidates of "A" (selected in "drop") hold over its whole range, it
+ * runs without them on vectors; elsewhere (a partial tile whose bounds
+ * are known only at run time, as in a fused loop) it is split as
+ * split_loop does, its parts scalar loops with variable extents (the
+ * middle one without the guards, which the C compiler can vectorize),
+ * rather than one guard per lane. */
+static loop_stmt *split_vector_loop(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop)
+{
+	loop_prog *p = P->p;
+	loop_expr *min = s->u.for_.min, *end = lx_add(p, min, s->u.for_.extent);
+	loop_expr *lo = min, *hi = end;
+	narrow(P, A, drop, false, &lo, &hi);
+	loop_expr *whole = lx_and(p, lx_cmp(p, TESSEL_LE, lo, min), lx_cmp(p, TESSEL_GE, hi, end));
+	loop_var *nv = loop_var_new(p, s->u.for_.var->name);
+	grow_slots(P);
+	loop_stmt *fast = ls_for(p, nv, min, s->u.for_.extent, LOOP_VECTORIZED,
+		body_under(P, s, nv, A, drop));
+	loop_stmt *parts = split_loop(P, s, A, drop);
+	for (int i = 0; i < parts->u.seq.n; i++)
+		parts->u.seq.items[i]->u.for_.kind = LOOP_SERIAL;
+	return ls_if(p, whole, fast, parts);
 }
 
 /* Partition the loop "s" when its body has candidates; return what
@@ -712,7 +768,8 @@ static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
 	int size = count_stmts(s->u.for_.body, &barrier);
 	analysis *A = calloc(1, sizeof(*A));
 	A->v = s->u.for_.var;
-	if (partitionable(s->u.for_.kind) && !barrier && P->copied + 2 * size <= PARTITION_BUDGET) {
+	bool vector = s->u.for_.kind == LOOP_VECTORIZED;
+	if (partitionable(P, s) && !barrier && P->copied + (vector ? 4 : 2) * size <= PARTITION_BUDGET) {
 		grow_slots(P);
 		analyse_stmt(P, A, s->u.for_.body);
 	}
@@ -724,6 +781,14 @@ static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
 		any_test |= drop[i];
 	}
 	loop_stmt *r = s;
+	if (vector) {
+		if (any_interval) {
+			r = split_vector_loop(P, s, A, drop);
+			P->split++;
+		}
+		free(A);
+		return r;
+	}
 	if (any_interval)
 		r = split_loop(P, s, A, drop);
 	else if (any_test)
@@ -762,6 +827,19 @@ static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s)
 	}
 }
 
+/* Partition "p" as "P" says. */
+static void partition_prog(partitioner *P, loop_prog *p)
+{
+	P->p = p;
+	grow_slots(P);
+	if (p->body)
+		p->body = partition_stmt(P, p->body);
+	free(P->place);
+	free(P->lo);
+	free(P->hi);
+	free(P->subst);
+}
+
 /* requires: "p" passes loop_verify (best simplified first: guards that
  *   always hold are gone); its statements form a tree
  * guarantees: "p" computes what it computed and passes loop_verify; loops
@@ -771,12 +849,20 @@ static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s)
  * invalidates: pointers into the statement tree of "p" */
 void loop_partition(loop_prog *p)
 {
-	partitioner P = { .p = p };
-	grow_slots(&P);
-	if (p->body)
-		p->body = partition_stmt(&P, p->body);
-	free(P.place);
-	free(P.lo);
-	free(P.hi);
-	free(P.subst);
+	partitioner P = { .lanes = false };
+	partition_prog(&P, p);
+}
+
+/* requires: "p" passed loop_partition and loop_simplify (so that the
+ *   guards left on vector loops are those known only at run time)
+ * guarantees: as loop_partition's, for innermost vector loops: each
+ *   guarded by an interval of its variable runs unguarded on vectors
+ *   where the interval covers it, else as scalar loops over its parts;
+ *   returns how many were split (run loop_simplify after it when not 0)
+ * invalidates: pointers into the statement tree of "p" */
+int loop_partition_lanes(loop_prog *p)
+{
+	partitioner P = { .lanes = true };
+	partition_prog(&P, p);
+	return P.split;
 }

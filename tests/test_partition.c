@@ -260,3 +260,67 @@ Test(loop_partition, fused_tiles_are_unswitched)
 		fixture_fini(&f);
 	}
 }
+
+/* Return the stores of "s" under an if inside a vector loop. */
+static int lane_guarded_stores(const loop_stmt *s, bool in_vector, bool under_if)
+{
+	int n = 0;
+	switch (s->kind) {
+	case LS_FOR:
+		return lane_guarded_stores(s->u.for_.body,
+			in_vector || s->u.for_.kind == LOOP_VECTORIZED, false);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			n += lane_guarded_stores(s->u.seq.items[i], in_vector, under_if);
+		return n;
+	case LS_IF:
+		n = lane_guarded_stores(s->u.if_.then_, in_vector, in_vector);
+		if (s->u.if_.else_)
+			n += lane_guarded_stores(s->u.if_.else_, in_vector, in_vector);
+		return n;
+	case LS_ALLOC:
+		return lane_guarded_stores(s->u.alloc.body, in_vector, under_if);
+	case LS_STORE:
+		return under_if;
+	default:
+		return 0;
+	}
+}
+
+/* The partial tile of a fused loop has bounds known only at run time: its
+ * vector loops run on vectors where the tile is whole and otherwise over
+ * the live lanes, never with a guard per lane. */
+Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
+{
+	static const int64_t sizes[] = { 20, 31, 37 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		fixture f;
+		matmul_fixture(&f, sizes[k], sizes[k] + 3, 7);
+		const char *text =
+			"cache_write C local\n"
+			"split C.i 6 -> C.io C.ii\n"
+			"split C.j 16 -> C.jo C.ji\n"
+			"reorder C.io C.jo C.ii C.ji\n"
+			"fuse C.io C.jo -> C.t\n"
+			"parallel C.t\n"
+			"compute_at C_local C.t\n"
+			"reorder C_local.k C_local.i C_local.j\n"
+			"split C_local.j 8 -> C_local.jo C_local.ji\n"
+			"unroll C_local.i\n"
+			"vectorize C_local.ji\n";
+		check_trace(&f, text);
+		sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_replay(st, t, "test"), 0);
+		loop_prog *p = sch_program(st);
+		cr_assert(p);
+		char *printed = loop_prog_print(p);
+		cr_expect_eq(lane_guarded_stores(p->body, false, false), 0,
+			"size %lld: a store guarded per lane\n%s", (long long)sizes[k], printed);
+		free(printed);
+		loop_prog_free(p);
+		sch_state_free(st);
+		sch_trace_free(t);
+		fixture_fini(&f);
+	}
+}
