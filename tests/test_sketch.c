@@ -246,6 +246,52 @@ Test(sketch, an_input_read_across_rows_is_packed)
 	fixture_fini(&f);
 }
 
+/* The panel sketch copies the rows of B that the tiles of every i share
+ * next to them: B_local is computed at a loop of C_local's columns or of
+ * its outer reduction, outside every loop of its rows. */
+Test(sketch, tiles_share_a_packed_panel)
+{
+	const char *nn[] = { "M", "48", "N", "64", "K", "24" };
+	fixture f;
+	fixture_lib(&f, "matmul", 3, nn);
+	int k = sketch_named(&f, "B panel");
+	cr_assert_geq(k, 0, "B[k, j] moves with the lanes j and the reduction k, not with i");
+	uint64_t rng = 7;
+	for (int i = 0; i < 20; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = sch_trace_to_text(st->trace);
+		cr_expect(strstr(text, "cache_read B local C_local -> B_local\n"
+			"compute_at B_local C_local."), "%s", text);
+		int b = sch_find_stage(st, "B_local"), c = sch_find_stage(st, "C_local");
+		cr_assert(b >= 0 && c >= 0);
+		const sch_stage *bs = &st->stages[b], *cs = &st->stages[c];
+		cr_expect_eq(bs->attach_stage, c, "%s", text);
+		for (int l = sch_leaf_pos(cs, bs->attach_iter); l >= 0; l--) {
+			const sch_iter *it = &cs->iters[cs->leaves[l]];
+			cr_expect(it->reduce || strncmp(it->name, "j", 1) == 0,
+				"B_local inside the row loop %s:\n%s", it->name, text);
+		}
+		free(text);
+		sch_state_free(st);
+	}
+	cr_expect_gt(sample_all(&f, 12, 13, "cache_read B local"), 0);
+	fixture_fini(&f);
+
+	const char *nhwc[] = { "N", "1", "C", "8", "H", "6", "W", "6", "F", "32", "R", "3",
+		"S", "3", "layout", "NHWC", "padding", "1" };
+	fixture_lib(&f, "conv2d", 9, nhwc);
+	cr_expect_geq(sketch_named(&f, "Wt panel"), 0, "the filter Wt[r, s, c, f] moves with "
+		"the lanes f, not with the pixels");
+	cr_expect_gt(sample_all(&f, 6, 5, "cache_read Wt local"), 0);
+	fixture_fini(&f);
+
+	const char *dense[] = { "batch", "24", "in_features", "40", "out_features", "48" };
+	fixture_lib(&f, "dense", 3, dense);
+	cr_expect_eq(sketch_named(&f, "panel"), -1, "W[j, k] is read across its rows");
+	fixture_fini(&f);
+}
+
 /* Mutation moves a stage between the root and a loop: the packed copy of
  * W leaves the parallel loop for the root and comes back, and every such
  * child computes the op. */

@@ -24,6 +24,16 @@
  *     lanes' dimension last (cache_read global, reorder_storage), the
  *     copy a blocked transposition at the root or, at the parallel
  *     loop around the accumulator, one panel per iteration;
+ *   - a tiled stage with an input that its vector lanes read along the
+ *     input's rows, that a reduction axis indexes too and some spatial
+ *     axis does not (B[k, j] of C[i, j] = sum(k) A[i, k] * B[k, j]) gets
+ *     a "panel" sketch: the accumulator's S2 loops of the axes that index
+ *     the input go outside the others, and the input is read through a
+ *     local copy computed at the innermost of them: the R1 rows of the
+ *     panel that every tile along the other axes reads, contiguous and
+ *     copied once for all of them (the packing of GotoBLAS).  Its R1
+ *     factors are drawn up to MAX_R1_PANEL and the S2 factors of the
+ *     other axes up to MAX_S2_PANEL, so that many tiles share a copy;
  *   - other reductions and elementwise stages: computed at a loop of
  *     their consumer or at the root, outer spatial loops fused until the
  *     parallel work is enough and run in parallel, the innermost
@@ -67,6 +77,12 @@
 #define MAX_S1 64
 #define MAX_R1 16
 static const int64_t reduce_max[2] = { 0, MAX_R1 };
+/* A panel sketch's largest S2 factor of an axis the panel does not move
+ * with (its tiles share one copy of the panel) and inner reduction
+ * factor (the rows of the panel). */
+#define MAX_S2_PANEL 256
+#define MAX_R1_PANEL 512
+static const int64_t panel_reduce_max[2] = { 0, MAX_R1_PANEL };
 /* The auto_unroll_max_step values tried (Ansor's for CPUs but 512, whose
  * fully unrolled register tiles cost gcc seconds per candidate). */
 #define UNROLL_CHOICES 3
@@ -79,31 +95,37 @@ static const int64_t prefetch_steps[PREFETCH_CHOICES] = { 0, 1, 2 };
 
 /* ---- analysis --------------------------------------------------------------- */
 
-/* Or into "*mask" a bit per spatial axis of the stage that "e" uses. */
-static void spatial_vars(const tessel_expr *e, uint64_t *mask)
+/* Or into "*mask" a bit per axis of the stage that "e" uses: its spatial
+ * axes, or with "reduce" its reduction axes. */
+static void axis_vars(const tessel_expr *e, bool reduce, uint64_t *mask)
 {
 	switch (e->kind) {
 	case TE_VAR:
-		if (!e->u.var->is_reduce && e->u.var->index < 64)
+		if (e->u.var->is_reduce == reduce && e->u.var->index < 64)
 			*mask |= 1ull << e->u.var->index;
 		return;
 	case TE_ACCESS:
 		for (int i = 0; i < e->u.access.n; i++)
-			spatial_vars(e->u.access.index[i], mask);
+			axis_vars(e->u.access.index[i], reduce, mask);
 		return;
-	case TE_UNARY: spatial_vars(e->u.un.a, mask); return;
+	case TE_UNARY: axis_vars(e->u.un.a, reduce, mask); return;
 	case TE_BINARY:
-		spatial_vars(e->u.bin.a, mask);
-		spatial_vars(e->u.bin.b, mask);
+		axis_vars(e->u.bin.a, reduce, mask);
+		axis_vars(e->u.bin.b, reduce, mask);
 		return;
 	case TE_SELECT:
-		spatial_vars(e->u.sel.cond, mask);
-		spatial_vars(e->u.sel.then_, mask);
-		spatial_vars(e->u.sel.else_, mask);
+		axis_vars(e->u.sel.cond, reduce, mask);
+		axis_vars(e->u.sel.then_, reduce, mask);
+		axis_vars(e->u.sel.else_, reduce, mask);
 		return;
-	case TE_CAST: spatial_vars(e->u.cast.a, mask); return;
+	case TE_CAST: axis_vars(e->u.cast.a, reduce, mask); return;
 	default: return;
 	}
+}
+
+static void spatial_vars(const tessel_expr *e, uint64_t *mask)
+{
+	axis_vars(e, false, mask);
 }
 
 typedef struct read_scan_count {
@@ -261,6 +283,45 @@ static void find_pack_input(const tessel_stage *t, stage_info *info)
 	info->pack_dim = p.dim;
 }
 
+typedef struct panel_scan {
+	int vector_axis;          /* the stage's innermost spatial axis */
+	uint64_t all;             /* every spatial axis of the stage */
+	const char *input;
+	uint64_t axes;
+} panel_scan;
+
+static int access_panel(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	panel_scan *p = user;
+	const tessel_stage *t = access->u.access.tensor;
+	int n = access->u.access.n;
+	uint64_t used = 0, last = 0, reduce = 0;
+	if (p->input || t->kind != TE_INPUT || n < 1)
+		return 0;
+	spatial_vars(access, &used);
+	spatial_vars(access->u.access.index[n - 1], &last);
+	axis_vars(access, true, &reduce);
+	if ((last & (1ull << p->vector_axis)) && reduce && (used & p->all) != p->all) {
+		p->input = t->name;
+		p->axes = used;
+	}
+	return 0;
+}
+
+/* Find an input whose panels the tiles of "t" can share: the vector axis
+ * indexes its contiguous last dimension, a reduction axis indexes it too,
+ * and some spatial axis does not (B[k, j] of C[i, j] = sum(k) A[i, k] *
+ * B[k, j]: the tiles of every i read the same rows k of columns j). */
+static void find_panel_input(const tessel_stage *t, stage_info *info)
+{
+	panel_scan p = { t->ndim - 1, t->ndim >= 64 ? ~0ull : (1ull << t->ndim) - 1, NULL, 0 };
+	if (t->ndim > 0 && t->ndim <= 64)
+		te_visit_accesses(t->body, false, access_panel, &p);
+	info->panel_input = p.input;
+	info->panel_axes = p.axes;
+}
+
 static void analyse_stage(const sch_state *st, int i, stage_info *info)
 {
 	const tessel_stage *t = st->stages[i].te;
@@ -282,8 +343,10 @@ static void analyse_stage(const sch_state *st, int i, stage_info *info)
 		info->role = ROLE_TILE;
 	else
 		info->role = ROLE_REDUCE;
-	if (info->role == ROLE_TILE)
+	if (info->role == ROLE_TILE) {
 		find_pack_input(t, info);
+		find_panel_input(t, info);
+	}
 	info->fusable_consumer = t->is_output ? -1 : fusable_consumer(st, i);
 }
 
@@ -295,7 +358,7 @@ static bool rfactor_pays(const tune_space *sp, const stage_info *info)
 	       (info->role == ROLE_REDUCE || info->spatial < (int64_t)sp->cores * 16);
 }
 
-static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack)
+static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack, bool panel)
 {
 	if (sp->nsketches == MAX_SKETCHES)
 		return;
@@ -303,6 +366,7 @@ static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack)
 	k->tile = tile;
 	k->rfactor = rfactor;
 	k->pack = pack;
+	k->panel = panel;
 	size_t len = 0;
 	k->name[0] = '\0';
 	for (int i = 0; i < sp->nstages && len < sizeof(k->name) - 64; i++) {
@@ -322,6 +386,9 @@ static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack)
 		if (pack && in->role == ROLE_TILE && in->pack_input && len < sizeof(k->name))
 			len += (size_t)snprintf(k->name + len, sizeof(k->name) - len,
 				", %s packed", in->pack_input);
+		if (panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k->name))
+			len += (size_t)snprintf(k->name + len, sizeof(k->name) - len,
+				", %s panel", in->panel_input);
 	}
 }
 
@@ -339,12 +406,13 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->nstages = st->nstages;
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
-	bool any_tile = false, any_rfactor = false, any_pack = false;
+	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false;
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, &sp->info[i]);
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
+		any_panel |= sp->info[i].panel_input != NULL;
 	}
 	sch_state_free(st);
 	if (tune_task_is_gpu(task)) {
@@ -356,14 +424,16 @@ tune_space *tune_space_new(const tune_task *task)
 		return sp;
 	}
 	if (any_tile) {
-		add_sketch(sp, TILE_CACHE, false, false);
-		add_sketch(sp, TILE_IN_PLACE, false, false);
+		add_sketch(sp, TILE_CACHE, false, false, false);
+		add_sketch(sp, TILE_IN_PLACE, false, false, false);
 	}
 	if (any_pack)
-		add_sketch(sp, TILE_CACHE, false, true);
+		add_sketch(sp, TILE_CACHE, false, true, false);
+	if (any_panel)
+		add_sketch(sp, TILE_CACHE, false, false, true);
 	if (any_rfactor)
-		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true, false);
-	add_sketch(sp, TILE_NONE, false, false);
+		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true, false, false);
+	add_sketch(sp, TILE_NONE, false, false, false);
 	return sp;
 }
 
@@ -495,19 +565,60 @@ static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
 typedef int64_t tile4[4];
 
 static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *extent, int n,
-	tile4 *t)
+	uint64_t wide, tile4 *t)
 {
 	for (int d = 0; d < n; d++) {
 		bool contiguous = d == n - 1;
-		const int64_t max[4] = { 0, MAX_S1, MAX_S2,
+		const int64_t max[4] = { 0, MAX_S1, (wide >> d) & 1 ? MAX_S2_PANEL : MAX_S2,
 			contiguous ? lanes * MAX_S3_VECTORS : MAX_S3 };
 		draw_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
 	}
 }
 
+static int do_cache_read_local(sch_state *st, const char *tensor, const char *reader)
+{
+	return sch_cache_read(st, tensor, "local", 1, &reader);
+}
+
+/* Return whether iter "it" of stage "s" (one of its axes) indexes the
+ * panel of "panel". */
+static bool in_panel(const sch_state *st, int s, int it, const stage_info *panel)
+{
+	const sch_iter *i = &st->stages[s].iters[it];
+	return i->origin == SCH_AXIS && i->axis < 64 && ((panel->panel_axes >> i->axis) & 1);
+}
+
+/* Rule "panel", after the tiling of "s": read the panel input of "panel"
+ * through a local copy computed at "at", the innermost loop whose
+ * iterations read another panel.  Each copy holds the R1 rows of the
+ * panel that the tiles of the S2 loops inside read, contiguous, and
+ * every one of those tiles reads it from there. */
+static int copy_panel(sch_state *st, int s, int at, const stage_info *panel, uint64_t *rng)
+{
+	const char *reader = st->stages[s].name;
+	char loop[QNAME];
+	sk_qname(st, s, at, loop);
+	int c = sk_make_stage(st, do_cache_read_local, panel->panel_input, reader);
+	if (c < 0)
+		return -1;
+	char copy[SCH_NAME_MAX];
+	snprintf(copy, sizeof(copy), "%s", st->stages[c].name);
+	if (sch_compute_at(st, copy, loop))
+		return -1;
+	c = sk_stage_named(st, copy);
+	sk_nest n;
+	if (c >= 0 && sk_chance(rng, 50) && sk_nest_of(st, c, &n) == 0 && n.nspatial)
+		sk_try_annotate(st, c, n.spatial[n.nspatial - 1], sch_vectorize);
+	return 0;
+}
+
 /* Tile the reduction "inner" (its loops R0 S2 R1 S3) with the spatial
- * factors "t", S3 unrolled and the innermost vectorized. */
-static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint64_t *rng)
+ * factors "t", S3 unrolled and the innermost vectorized.  With "panel",
+ * the S2 loops of the axes that index its panel input go outside the
+ * others, R1 is drawn up to MAX_R1_PANEL, and copy_panel packs the
+ * panel at the innermost of them. */
+static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
+	const stage_info *panel, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, s, &n))
@@ -515,19 +626,29 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint
 	sk_drop_unit_loops(st, s, &n);
 	int order[4 * MAX_AXES], k = 0;
 	int s2[MAX_AXES], s3[MAX_AXES], r0[MAX_AXES], r1[MAX_AXES];
-	for (int d = 0; d < n.nspatial; d++)
+	bool moves[MAX_AXES];
+	for (int d = 0; d < n.nspatial; d++) {
+		moves[d] = panel && in_panel(st, s, n.spatial[d], panel);
 		if (sk_split_iter(st, s, n.spatial[d], t[d][3], &s2[d], &s3[d]))
 			return -1;
+	}
 	for (int r = 0; r < n.nreduce; r++) {
 		int64_t f[2];
-		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2,
+			panel ? panel_reduce_max : reduce_max, 1, f);
 		if (sk_split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
 			return -1;
 	}
 	for (int r = 0; r < n.nreduce; r++)
 		order[k++] = r0[r];
-	for (int d = 0; d < n.nspatial; d++)
-		order[k++] = s2[d];
+	int at = n.nreduce ? r0[n.nreduce - 1] : -1;
+	for (int pass = panel ? 0 : 1; pass < 2; pass++)
+		for (int d = 0; d < n.nspatial; d++)
+			if (!panel || moves[d] == (pass == 0)) {
+				order[k++] = s2[d];
+				if (pass == 0)
+					at = s2[d];
+			}
 	for (int r = 0; r < n.nreduce; r++)
 		order[k++] = r1[r];
 	for (int d = 0; d < n.nspatial; d++)
@@ -540,6 +661,8 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint
 	if (n.nspatial)
 		sk_try_annotate(st, s, s3[n.nspatial - 1], sch_vectorize);
 	maybe_auto_unroll(st, s, rng);
+	if (panel && at >= 0)
+		return copy_panel(st, s, at, panel, rng);
 	(void)sp;
 	return 0;
 }
@@ -548,7 +671,7 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t, uint
  * S0 S1 S2 with "t", run the fused S0 loops in parallel, and compute the
  * reduction "inner" inside, tiled by tile_inner. */
 static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int inner,
-	uint64_t *rng)
+	const stage_info *panel, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, outer, &n) || n.nreduce)
@@ -559,9 +682,13 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 	int nd = n.nspatial;
 	int64_t extent[MAX_AXES] = { 0 };
 	tile4 t[MAX_AXES];
-	for (int d = 0; d < nd; d++)
+	uint64_t wide = 0;
+	for (int d = 0; d < nd; d++) {
 		extent[d] = st->stages[outer].iters[n.spatial[d]].extent;
-	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, t);
+		if (panel && !in_panel(st, outer, n.spatial[d], panel))
+			wide |= 1ull << d;
+	}
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, wide, t);
 	int l0[MAX_AXES], l1[MAX_AXES], l2[MAX_AXES], rest;
 	for (int d = 0; d < nd; d++)
 		if (sk_split_iter(st, outer, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &l0[d], &rest) ||
@@ -582,7 +709,7 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 	if (sch_compute_at(st, st->stages[inner].name, q))
 		return -1;
 	sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
-	return tile_inner(sp, st, inner, t, rng);
+	return tile_inner(sp, st, inner, t, panel, rng);
 }
 
 static int do_cache_read_global(sch_state *st, const char *tensor, const char *reader)
@@ -713,15 +840,15 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 /* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "s";
  * "consumer" is its fusable consumer or -1. */
 static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
-	const char *consumer, uint64_t *rng)
+	const char *consumer, const stage_info *panel, uint64_t *rng)
 {
 	if (consumer) {
 		int c = sk_stage_named(st, consumer), s = sk_stage_named(st, name);
-		return c < 0 || s < 0 ? -1 : tile_two_stages(sp, st, c, s, rng);
+		return c < 0 || s < 0 ? -1 : tile_two_stages(sp, st, c, s, panel, rng);
 	}
 	int local = sk_make_stage(st, sk_do_cache_write, name, "local");
 	int s = sk_stage_named(st, name);
-	return local < 0 || s < 0 ? -1 : tile_two_stages(sp, st, s, local, rng);
+	return local < 0 || s < 0 ? -1 : tile_two_stages(sp, st, s, local, panel, rng);
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
@@ -738,7 +865,7 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 	tile4 t[MAX_AXES];
 	for (int d = 0; d < nd; d++)
 		extent[d] = st->stages[s].iters[n.spatial[d]].extent;
-	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, t);
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, 0, t);
 	int lv[4][MAX_AXES], r0[MAX_AXES], r1[MAX_AXES], rest, rest2;
 	for (int d = 0; d < nd; d++)
 		if (sk_split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
@@ -1076,7 +1203,8 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		}
 		if (in->role == ROLE_TILE && k->tile == TILE_CACHE) {
 			r = tile_cached(sp, st, in->name,
-				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL, rng);
+				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
+				k->panel && in->panel_input ? in : NULL, rng);
 			if (r == 0 && copy[0])
 				r = schedule_pack(sp, st, copy, rng);
 		}

@@ -37,6 +37,9 @@ typedef struct stage_info {
 	const char *pack_input;   /* ROLE_TILE: an input the stage's vector
 	                           * axis reads across its rows, or NULL */
 	int pack_dim;             /* the dimension of it that axis indexes */
+	const char *panel_input;  /* ROLE_TILE: an input whose panels tiles
+	                           * along some spatial axis share, or NULL */
+	uint64_t panel_axes;      /* the spatial axes that index it */
 } stage_info;
 
 /* How a sketch tiles the stages with reuse: not at all, the CPU's two
@@ -56,6 +59,8 @@ typedef struct sketch {
 	bool rfactor;
 	bool pack;                /* CPU: inputs read across their rows by
 	                           * the vector lanes of a tile are packed */
+	bool panel;               /* CPU: a panel of an input that tiles
+	                           * share is copied next to them */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];
