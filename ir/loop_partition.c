@@ -16,6 +16,8 @@
  *     loops, [min, lo) and [hi, end) with the body as it was and [lo, hi)
  *     with those conjuncts dropped (their bounds are floor divisions of
  *     the rest, clamped to the loop's range);
+ *     A parallel loop keeps its ranges in one loop instead, `if (v in
+ *     [lo, hi)) body' else body` (split_parallel_loop);
  *   - otherwise (v fused, divided: `t / 2 * 6 + i <= ...`) the body is
  *     unswitched: `if (max f <= 0 for each) body' else body`, body'
  *     without those conjuncts.
@@ -570,16 +572,24 @@ static loop_stmt *loop_over(partitioner *P, loop_stmt *s, loop_expr *min, loop_e
 	return f;
 }
 
-/* Return a copy of the body of loop "s" under the new variable "nv",
+/* Return a copy of the body of loop "s" with its variable replaced by
+ * "value", without the conjuncts "drop" selects. */
+static loop_stmt *body_at(partitioner *P, loop_stmt *s, loop_expr *value, const analysis *A,
+	const bool *drop)
+{
+	int id = s->u.for_.var->id;
+	P->subst[id] = value;
+	loop_stmt *b = copy_stmt(P, s->u.for_.body, A, drop);
+	P->subst[id] = NULL;
+	return b;
+}
+
+/* Return a copy of the body of loop "s" under the variable "nv",
  * without the conjuncts "drop" selects. */
 static loop_stmt *body_under(partitioner *P, loop_stmt *s, loop_var *nv, const analysis *A,
 	const bool *drop)
 {
-	int id = s->u.for_.var->id;
-	P->subst[id] = lx_var(P->p, nv);
-	loop_stmt *b = copy_stmt(P, s->u.for_.body, A, drop);
-	P->subst[id] = NULL;
-	return b;
+	return body_at(P, s, lx_var(P->p, nv), A, drop);
 }
 
 /* Return whether every store in "s" lies in the then-branch of an if
@@ -652,12 +662,17 @@ static bool rest_runs(const analysis *A, const bool *drop, const bool *covers, b
 	return false;
 }
 
-/* Split the loop "s" by the interval candidates of "A" (selected in
- * "drop"): the values [a, b) where its stores may run (candidates that
- * guard every store bound them; the rest of the loop does nothing), and
- * in them [lo, hi) where every candidate holds.  The loops [a, lo) and
- * [hi, b) keep the body; [lo, hi) runs without the candidates. */
-static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+/* The ranges split_loop and split_parallel_loop make of the loop "s":
+ * [a, b) where its stores may run (candidates that guard every store
+ * bound them; the rest of the loop does nothing), and in it [lo, hi)
+ * where every candidate of "A" selected in "drop" holds; whether the
+ * ranges below and above [lo, hi) may run a store. */
+typedef struct loop_ranges {
+	loop_expr *a, *lo, *hi, *b;
+	bool below, above;
+} loop_ranges;
+
+static loop_ranges ranges_of(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
 {
 	loop_prog *p = P->p;
 	loop_expr *min = s->u.for_.min, *end = lx_add(p, min, s->u.for_.extent);
@@ -665,27 +680,80 @@ static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, co
 	for (int i = 0; i < A->n; i++)
 		covers[i] = drop[i] && A->c[i].live &&
 			stores_guarded_by(s->u.for_.body, A->c[i].conjunct);
-	loop_expr *a = min, *b = end;
-	narrow(P, A, covers, true, &a, &b);
-	a = lx_min(p, a, end);
-	b = clamp(p, b, a, end);
-	loop_expr *lo = a, *hi = b;
-	narrow(P, A, drop, false, &lo, &hi);
-	lo = clamp(p, lo, a, b);
-	hi = clamp(p, hi, lo, b);
+	loop_ranges r;
+	r.a = min;
+	r.b = end;
+	narrow(P, A, covers, true, &r.a, &r.b);
+	r.a = lx_min(p, r.a, end);
+	r.b = clamp(p, r.b, r.a, end);
+	r.lo = r.a;
+	r.hi = r.b;
+	narrow(P, A, drop, false, &r.lo, &r.hi);
+	r.lo = clamp(p, r.lo, r.a, r.b);
+	r.hi = clamp(p, r.hi, r.lo, r.b);
+	r.below = rest_runs(A, drop, covers, false);
+	r.above = rest_runs(A, drop, covers, true);
+	return r;
+}
+
+/* Split the loop "s" by the interval candidates of "A" (selected in
+ * "drop") into the ranges of ranges_of: the loops [a, lo) and [hi, b)
+ * keep the body; [lo, hi) runs without the candidates. */
+static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+{
+	loop_prog *p = P->p;
+	loop_ranges r = ranges_of(P, s, A, drop);
 	grow_slots(P);
 	loop_var *v = s->u.for_.var;
 	loop_stmt *seq = ls_seq(p, 0, NULL);
 	loop_var *nv = loop_var_new(p, v->name);
 	grow_slots(P);
-	if (rest_runs(A, drop, covers, false))
-		ls_seq_append(p, seq, loop_over(P, s, a, lo, body_under(P, s, nv, A, NULL), nv));
+	if (r.below)
+		ls_seq_append(p, seq, loop_over(P, s, r.a, r.lo, body_under(P, s, nv, A, NULL), nv));
 	loop_var *mv = loop_var_new(p, v->name);
 	grow_slots(P);
-	ls_seq_append(p, seq, loop_over(P, s, lo, hi, body_under(P, s, mv, A, drop), mv));
-	if (rest_runs(A, drop, covers, true))
-		ls_seq_append(p, seq, loop_over(P, s, hi, b, s->u.for_.body, v));
+	ls_seq_append(p, seq, loop_over(P, s, r.lo, r.hi, body_under(P, s, mv, A, drop), mv));
+	if (r.above)
+		ls_seq_append(p, seq, loop_over(P, s, r.hi, r.b, s->u.for_.body, v));
 	return seq;
+}
+
+/* The iteration "x" of the loop "s" where it lies in [lo, hi): a copy
+ * of the body at "x", or, when [lo, hi) is one iteration known now, a
+ * serial loop over it (which loop_simplify turns into the body at that
+ * value: its own loops are then partitioned with constant bounds). */
+static loop_stmt *rest_at(partitioner *P, loop_stmt *s, loop_expr *lo, loop_expr *hi,
+	loop_expr *x, const analysis *A)
+{
+	loop_prog *p = P->p;
+	loop_expr *n = lx_sub(p, hi, lo);
+	if (lo->kind != LX_INT || n->kind != LX_INT || n->u.ival != 1)
+		return body_at(P, s, x, A, NULL);
+	loop_var *nv = loop_var_new(p, s->u.for_.var->name);
+	grow_slots(P);
+	loop_stmt *f = loop_over(P, s, lo, hi, body_under(P, s, nv, A, NULL), nv);
+	f->u.for_.kind = LOOP_SERIAL;
+	return f;
+}
+
+/* Split the parallel loop "s" as split_loop would, but keep its ranges
+ * in one parallel loop over [a, b), whose body runs the guard-free copy
+ * in [lo, hi) and the body elsewhere (rest_at): split into loops, the
+ * partial tile would run alone after the parallel ones, while the other
+ * threads wait. */
+static loop_stmt *split_parallel_loop(partitioner *P, loop_stmt *s, const analysis *A,
+	const bool *drop)
+{
+	loop_prog *p = P->p;
+	loop_ranges r = ranges_of(P, s, A, drop);
+	grow_slots(P);
+	loop_expr *x = lx_var(p, s->u.for_.var);
+	loop_stmt *body = body_at(P, s, x, A, drop);
+	if (r.above)
+		body = ls_if(p, lx_cmp(p, TESSEL_LT, x, r.hi), body, rest_at(P, s, r.hi, r.b, x, A));
+	if (r.below)
+		body = ls_if(p, lx_cmp(p, TESSEL_LT, x, r.lo), rest_at(P, s, r.a, r.lo, x, A), body);
+	return loop_over(P, s, r.a, r.b, body, s->u.for_.var);
 }
 
 /* Give the loop "s" the body `if (tests) body' else body`, body' without
@@ -789,14 +857,15 @@ static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
 		free(A);
 		return r;
 	}
+	bool parallel = s->u.for_.kind == LOOP_PARALLEL;
 	if (any_interval)
-		r = split_loop(P, s, A, drop);
+		r = (parallel ? split_parallel_loop : split_loop)(P, s, A, drop);
 	else if (any_test)
 		unswitch_loop(P, s, A, drop);
 	free(A);
-	if (r == s) {
-		s->u.for_.body = partition_stmt(P, s->u.for_.body);
-		return s;
+	if (r->kind == LS_FOR) {
+		r->u.for_.body = partition_stmt(P, r->u.for_.body);
+		return r;
 	}
 	for (int i = 0; i < r->u.seq.n; i++) {
 		loop_stmt *f = r->u.seq.items[i];

@@ -35,7 +35,10 @@
  * index the compiler cannot see is 0 goes to local memory); a serial, parallel, vectorized
  * or unrolled loop with constant bounds whose body is a lone `if` is
  * narrowed to the values its comparisons of the variable with constants
- * allow; an `if` whose condition is decided becomes the branch taken;
+ * allow; an `if` whose condition is decided becomes the branch taken,
+ * and inside each branch of another, a loop variable that the condition
+ * (negated in the else branch) compares with a constant has its range
+ * narrowed to where the branch runs;
  * empty loops, ifs, allocations and sequences disappear (an `if` with
  * only an else branch is negated), and nested sequences are spliced.
  *
@@ -1251,8 +1254,59 @@ static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
 	return tighten_loop(S, s) ? simplify_for(S, s) : s;
 }
 
+/* The ranges of loop variables a branch narrows, to restore after it. */
+typedef struct saved_ranges {
+	int n;
+	int id[MAX_CONJUNCTS];
+	range was[MAX_CONJUNCTS];
+} saved_ranges;
+
+/* Narrow, for the branch where "c" holds, the range of each loop variable
+ * that a conjunct of "c" compares with a constant, saving the old ones
+ * in "saved". */
+static void narrow_ranges(simplifier *S, loop_expr *c, saved_ranges *saved)
+{
+	loop_expr *cj[MAX_CONJUNCTS];
+	int n = flatten_conjuncts(c, cj, 0);
+	saved->n = 0;
+	for (int i = 0; i < n; i++) {
+		const loop_expr *x = cj[i];
+		if (x->kind != LX_BINARY)
+			continue;
+		const loop_expr *v = x->u.bin.a->kind == LX_VAR ? x->u.bin.a : x->u.bin.b;
+		int id = v->kind == LX_VAR ? v->u.var->id : -1;
+		if (id < 0 || id >= S->p->nvars || !S->ranges[id].known)
+			continue;
+		int64_t lo = S->ranges[id].lo, hi = S->ranges[id].hi;
+		if (!bound_of(x, v->u.var, &lo, &hi) || lo > hi)
+			continue;
+		saved->id[saved->n] = id;
+		saved->was[saved->n++] = S->ranges[id];
+		S->ranges[id] = make_range(lo, hi);
+	}
+}
+
+static void restore_ranges(simplifier *S, const saved_ranges *saved)
+{
+	for (int i = saved->n - 1; i >= 0; i--)
+		S->ranges[saved->id[i]] = saved->was[i];
+}
+
+/* Return the branch "s" of an if on "c" (negated in the else branch)
+ * simplified, the ranges of the loop variables "c" bounds narrowed in it. */
+static loop_stmt *simplify_branch(simplifier *S, loop_expr *c, loop_stmt *s)
+{
+	saved_ranges saved;
+	narrow_ranges(S, c, &saved);
+	loop_stmt *r = simplify_stmt(S, s);
+	restore_ranges(S, &saved);
+	return r;
+}
+
 /* Return the if "s" simplified: the branch taken when the condition is
- * decided; NULL when both branches are empty. */
+ * decided; NULL when both branches are empty.  In each branch the ranges
+ * of the loop variables the condition compares with constants are
+ * narrowed to where the branch runs. */
 static loop_stmt *simplify_if(simplifier *S, loop_stmt *s)
 {
 	loop_expr *c = simplify_expr(S, s->u.if_.cond);
@@ -1260,8 +1314,9 @@ static loop_stmt *simplify_if(simplifier *S, loop_stmt *s)
 		loop_stmt *taken = c->u.ival ? s->u.if_.then_ : s->u.if_.else_;
 		return taken ? simplify_stmt(S, taken) : NULL;
 	}
-	loop_stmt *then_ = simplify_stmt(S, s->u.if_.then_);
-	loop_stmt *else_ = s->u.if_.else_ ? simplify_stmt(S, s->u.if_.else_) : NULL;
+	loop_stmt *then_ = simplify_branch(S, c, s->u.if_.then_);
+	loop_stmt *else_ = s->u.if_.else_ ?
+		simplify_branch(S, negation(S, c), s->u.if_.else_) : NULL;
 	if (!then_ && !else_)
 		return NULL;
 	if (!then_) {

@@ -324,3 +324,59 @@ Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
 		fixture_fini(&f);
 	}
 }
+
+/* Return the stores of "s" outside every parallel loop. */
+static int serial_stores(const loop_stmt *s)
+{
+	int n = 0;
+	switch (s->kind) {
+	case LS_FOR:
+		return s->u.for_.kind == LOOP_PARALLEL ? 0 : serial_stores(s->u.for_.body);
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			n += serial_stores(s->u.seq.items[i]);
+		return n;
+	case LS_IF:
+		return serial_stores(s->u.if_.then_) +
+		       (s->u.if_.else_ ? serial_stores(s->u.if_.else_) : 0);
+	case LS_ALLOC:
+		return serial_stores(s->u.alloc.body);
+	case LS_STORE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The partial last tile of a parallel loop runs as one of its iterations,
+ * not alone after it while the other threads wait; inside, its loops get
+ * constant bounds, so that no store of it is guarded. */
+Test(loop_partition, the_partial_tile_of_a_parallel_loop_stays_in_it)
+{
+	static const int64_t sizes[] = { 13, 20, 31 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		fixture f;
+		matmul_fixture(&f, sizes[k], sizes[k] + 3, 7);
+		const char *text =
+			"split C.i 6 -> C.io C.ii\n"
+			"split C.j 16 -> C.jo C.ji\n"
+			"reorder C.io C.jo C.k C.ii C.ji\n"
+			"parallel C.io\n";
+		store_count sc = check_trace(&f, text);
+		cr_expect_eq(sc.guarded, 0, "size %lld: %d guarded stores", (long long)sizes[k],
+			sc.guarded);
+		sch_trace *t = sch_trace_parse(f.ctx, "test", text);
+		sch_state *st = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_replay(st, t, "test"), 0);
+		loop_prog *p = sch_program(st);
+		cr_assert(p);
+		char *printed = loop_prog_print(p);
+		cr_expect_eq(serial_stores(p->body), 0, "size %lld: stores outside the "
+			"parallel loop\n%s", (long long)sizes[k], printed);
+		free(printed);
+		loop_prog_free(p);
+		sch_state_free(st);
+		sch_trace_free(t);
+		fixture_fini(&f);
+	}
+}
