@@ -292,6 +292,45 @@ Test(sketch, tiles_share_a_packed_panel)
 	fixture_fini(&f);
 }
 
+/* Mutation keeps a register tile (a split whose inner loop the trace
+ * unrolls) at most 8 long: a tile of the whole loop, unrolled, costs gcc
+ * minutes. */
+Test(sketch, mutation_keeps_register_tiles_small)
+{
+	const char *nn[] = { "M", "256", "N", "64", "K", "32" };
+	fixture f;
+	fixture_lib(&f, "matmul", 3, nn);
+	uint64_t rng = 17;
+	int checked = 0;
+	for (int i = 0; i < 60; i++) {
+		sch_state *st = tune_space_sample(f.space, i % tune_space_num_sketches(f.space), &rng);
+		cr_assert(st);
+		for (int m = 0; m < 6; m++) {
+			sch_state *child = tune_space_mutate(f.space, st->trace, &rng);
+			if (!child)
+				continue;
+			sch_state_free(st);
+			st = child;
+			const sch_trace *t = st->trace;
+			for (int a = 0; a < t->nsteps; a++) {
+				if (strcmp(t->steps[a].prim, "split") != 0)
+					continue;
+				for (int b = a + 1; b < t->nsteps; b++)
+					if (strcmp(t->steps[b].prim, "unroll") == 0 &&
+					    strcmp(t->steps[b].args[0], t->steps[a].outs[1]) == 0) {
+						cr_expect_leq(atoll(t->steps[a].args[1]), 8, "%s %s %s",
+							t->steps[a].prim, t->steps[a].args[0],
+							t->steps[a].args[1]);
+						checked++;
+					}
+			}
+		}
+		sch_state_free(st);
+	}
+	cr_expect_gt(checked, 50);
+	fixture_fini(&f);
+}
+
 /* Mutation moves a stage between the root and a loop: the packed copy of
  * W leaves the parallel loop for the root and comes back, and every such
  * child computes the op. */

@@ -1264,11 +1264,13 @@ static int64_t loop_extent(sch_state *st, const char *loop)
 
 /* Return a new value for the tile factor "v" of a loop of extent "n": a
  * neighbouring divisor (twice or half, or another small prime factor
- * moved) most of the time, any divisor otherwise.  A factor that does
- * not divide "n" (a tile with a partial last one) moves to a neighbour
- * that need not divide it either; a factor that is a multiple of
- * "multiple" (the vector width of a vectorized inner loop) stays one. */
-static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multiple)
+ * moved) most of the time, any divisor otherwise, at most "cap" (0: no
+ * cap).  A factor that does not divide "n" (a tile with a partial last
+ * one) moves to a neighbour that need not divide it either; a factor
+ * that is a multiple of "multiple" (the vector width of a vectorized
+ * inner loop) stays one. */
+static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multiple,
+	int64_t cap)
 {
 	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
 	bool ragged = n % v != 0;
@@ -1277,12 +1279,29 @@ static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multip
 		int64_t p = primes[sk_below(rng, 6)];
 		int64_t w = sk_chance(rng, 50) ? v * p : v / p;
 		if (sk_chance(rng, 20))
-			w = sk_random_divisor(rng, n, n, whole_vectors ? multiple : 1);
+			w = sk_random_divisor(rng, n, cap > 0 ? cap : n, whole_vectors ? multiple : 1);
 		if (w >= 1 && w <= n && (ragged || n % w == 0) && w != v &&
-		    (!whole_vectors || w % multiple == 0))
+		    (!whole_vectors || w % multiple == 0) && (cap <= 0 || w <= cap))
 			return w;
 	}
 	return v;
+}
+
+/* Return the largest factor a mutation may give the split at step
+ * "target" of "t" when the trace unrolls its inner loop completely (a
+ * register tile: MAX_S3), else 0 (no cap): an unrolled loop of hundreds
+ * of iterations, a register tile moved to where its loop is long, cost
+ * the C compiler over its time limit. */
+static int64_t unrolled_cap(const sch_trace *t, int target)
+{
+	const sch_step *s = &t->steps[target];
+	if (strcmp(s->prim, "split") != 0 || s->nouts != 2)
+		return 0;
+	for (int i = target + 1; i < t->nsteps; i++)
+		if (strcmp(t->steps[i].prim, "unroll") == 0 &&
+		    strcmp(t->steps[i].args[0], s->outs[1]) == 0)
+			return MAX_S3;
+	return 0;
 }
 
 /* Return the vector width of the stage that step "target" of "t" splits
@@ -1325,11 +1344,12 @@ static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 
 /* Change one decision of step "step" of "st" (replayed up to it): a tile
  * factor (a multiple of "multiple" when it was one: the vector width of
- * a loop the trace vectorizes), an unroll limit, the blocks a kernel asks
+ * a loop the trace vectorizes; at most "cap" when not 0), an unroll limit, the blocks a kernel asks
  * to fit a multiprocessor (0, 2 or 4), a prefetch distance, a
  * compute location.  Return 0, or -1 when the step has no decision that
  * can change. */
-static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t multiple)
+static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t multiple,
+	int64_t cap)
 {
 	sch_decision d[SCH_MAX_ARGS];
 	int nd = sch_step_decisions(step, d);
@@ -1374,7 +1394,7 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t mul
 	int64_t n = loop ? loop_extent(st, loop) : -1;
 	if (n <= 1 || strncmp(arg, "nparts=", 7) == 0)
 		return -1;
-	int64_t v = mutate_factor(rng, pick->value, n, multiple);
+	int64_t v = mutate_factor(rng, pick->value, n, multiple, cap);
 	if (v == pick->value)
 		return -1;
 	snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
@@ -1402,7 +1422,7 @@ static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t 
 	for (int i = 0; i < parent->nsteps; i++) {
 		sch_step step = parent->steps[i];
 		if (i == target && mutate_step(st, &step, rng,
-			vectorized_inner(sp, st, parent, target)))
+			vectorized_inner(sp, st, parent, target), unrolled_cap(parent, target)))
 			goto refused;
 		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, was, &step)))
 			goto refused;
