@@ -287,6 +287,31 @@ static int lane_guarded_stores(const loop_stmt *s, bool in_vector, bool under_if
 	}
 }
 
+static int lane_guards(const loop_stmt *s)
+{
+	return lane_guarded_stores(s, false, false);
+}
+
+/* Check the trace "text" on "f" against the interpreter (check_trace),
+ * and return what "count" counts in its program, whose text goes to
+ * "*printed". */
+static int count_in_program(fixture *f, const char *text, int (*count)(const loop_stmt *),
+	char **printed)
+{
+	check_trace(f, text);
+	sch_trace *t = sch_trace_parse(f->ctx, "test", text);
+	sch_state *st = sch_state_new(f->ctx, f->op);
+	cr_assert_eq(sch_replay(st, t, "test"), 0);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	*printed = loop_prog_print(p);
+	int n = count(p->body);
+	loop_prog_free(p);
+	sch_state_free(st);
+	sch_trace_free(t);
+	return n;
+}
+
 /* The partial tile of a fused loop has bounds known only at run time: its
  * vector loops run on vectors where the tile is whole and otherwise over
  * the live lanes, never with a guard per lane. */
@@ -296,7 +321,8 @@ Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		fixture f;
 		matmul_fixture(&f, sizes[k], sizes[k] + 3, 7);
-		const char *text =
+		char *printed;
+		int n = count_in_program(&f,
 			"cache_write C local\n"
 			"split C.i 6 -> C.io C.ii\n"
 			"split C.j 16 -> C.jo C.ji\n"
@@ -307,20 +333,10 @@ Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
 			"reorder C_local.k C_local.i C_local.j\n"
 			"split C_local.j 8 -> C_local.jo C_local.ji\n"
 			"unroll C_local.i\n"
-			"vectorize C_local.ji\n";
-		check_trace(&f, text);
-		sch_trace *t = sch_trace_parse(f.ctx, "test", text);
-		sch_state *st = sch_state_new(f.ctx, f.op);
-		cr_assert_eq(sch_replay(st, t, "test"), 0);
-		loop_prog *p = sch_program(st);
-		cr_assert(p);
-		char *printed = loop_prog_print(p);
-		cr_expect_eq(lane_guarded_stores(p->body, false, false), 0,
-			"size %lld: a store guarded per lane\n%s", (long long)sizes[k], printed);
+			"vectorize C_local.ji\n", lane_guards, &printed);
+		cr_expect_eq(n, 0, "size %lld: a store guarded per lane\n%s",
+			(long long)sizes[k], printed);
 		free(printed);
-		loop_prog_free(p);
-		sch_state_free(st);
-		sch_trace_free(t);
 		fixture_fini(&f);
 	}
 }
@@ -365,18 +381,11 @@ Test(loop_partition, the_partial_tile_of_a_parallel_loop_stays_in_it)
 		store_count sc = check_trace(&f, text);
 		cr_expect_eq(sc.guarded, 0, "size %lld: %d guarded stores", (long long)sizes[k],
 			sc.guarded);
-		sch_trace *t = sch_trace_parse(f.ctx, "test", text);
-		sch_state *st = sch_state_new(f.ctx, f.op);
-		cr_assert_eq(sch_replay(st, t, "test"), 0);
-		loop_prog *p = sch_program(st);
-		cr_assert(p);
-		char *printed = loop_prog_print(p);
-		cr_expect_eq(serial_stores(p->body), 0, "size %lld: stores outside the "
-			"parallel loop\n%s", (long long)sizes[k], printed);
+		char *printed;
+		cr_expect_eq(count_in_program(&f, text, serial_stores, &printed), 0,
+			"size %lld: stores outside the parallel loop\n%s", (long long)sizes[k],
+			printed);
 		free(printed);
-		loop_prog_free(p);
-		sch_state_free(st);
-		sch_trace_free(t);
 		fixture_fini(&f);
 	}
 }
