@@ -237,24 +237,29 @@ Test(loop_partition, matmul_splits_against_the_interpreter)
 	}
 }
 
+/* Tiles of a fused parallel loop, the accumulator computed inside, its
+ * columns in vectors of 8: partial tiles where the sizes are not
+ * multiples of 6 and 16. */
+static const char fused_tiles[] =
+	"cache_write C local\n"
+	"split C.i 6 -> C.io C.ii\n"
+	"split C.j 16 -> C.jo C.ji\n"
+	"reorder C.io C.jo C.ii C.ji\n"
+	"fuse C.io C.jo -> C.t\n"
+	"parallel C.t\n"
+	"compute_at C_local C.t\n"
+	"reorder C_local.k C_local.i C_local.j\n"
+	"split C_local.j 8 -> C_local.jo C_local.ji\n"
+	"unroll C_local.i\n"
+	"vectorize C_local.ji\n";
+
 Test(loop_partition, fused_tiles_are_unswitched)
 {
 	static const int64_t sizes[] = { 13, 20, 31, 37 };
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		fixture f;
 		matmul_fixture(&f, sizes[k], sizes[k] + 3, 7);
-		store_count sc = check_trace(&f,
-			"cache_write C local\n"
-			"split C.i 6 -> C.io C.ii\n"
-			"split C.j 16 -> C.jo C.ji\n"
-			"reorder C.io C.jo C.ii C.ji\n"
-			"fuse C.io C.jo -> C.t\n"
-			"parallel C.t\n"
-			"compute_at C_local C.t\n"
-			"reorder C_local.k C_local.i C_local.j\n"
-			"split C_local.j 8 -> C_local.jo C_local.ji\n"
-			"unroll C_local.i\n"
-			"vectorize C_local.ji\n");
+		store_count sc = check_trace(&f, fused_tiles);
 		cr_expect_gt(sc.free, 0, "size %lld: no store without a guard",
 			(long long)sizes[k]);
 		fixture_fini(&f);
@@ -322,18 +327,7 @@ Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
 		fixture f;
 		matmul_fixture(&f, sizes[k], sizes[k] + 3, 7);
 		char *printed;
-		int n = count_in_program(&f,
-			"cache_write C local\n"
-			"split C.i 6 -> C.io C.ii\n"
-			"split C.j 16 -> C.jo C.ji\n"
-			"reorder C.io C.jo C.ii C.ji\n"
-			"fuse C.io C.jo -> C.t\n"
-			"parallel C.t\n"
-			"compute_at C_local C.t\n"
-			"reorder C_local.k C_local.i C_local.j\n"
-			"split C_local.j 8 -> C_local.jo C_local.ji\n"
-			"unroll C_local.i\n"
-			"vectorize C_local.ji\n", lane_guards, &printed);
+		int n = count_in_program(&f, fused_tiles, lane_guards, &printed);
 		cr_expect_eq(n, 0, "size %lld: a store guarded per lane\n%s",
 			(long long)sizes[k], printed);
 		free(printed);
