@@ -181,8 +181,10 @@ typedef struct search {
 	int nelites;
 	uint64_t rng;
 	double start_s;
-	int since_better;        /* trials since the best improved */
+	int since_better;        /* trials since the best time or the least
+	                          * label improved */
 	double best_label_s;     /* the label time of the best record */
+	double least_label_s;    /* the least label time of the task so far */
 	tune_control control;    /* measured with every batch */
 	tune_fork_pool *copies;  /* that make members (make_members), or NULL */
 } search;
@@ -387,6 +389,7 @@ static int load_record(const tune_record *r, void *arg)
 		return -1;
 	if (ok) {
 		elite_offer(s, r->trace, seconds);
+		s->least_label_s = fmin(s->least_label_s, label);
 		if (!(s->sum->best_s <= seconds)) {
 			s->sum->best_s = seconds;
 			s->best_label_s = label;
@@ -1042,6 +1045,10 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		if (!ok)
 			continue;
 		elite_offer(s, batch[i].trace, seconds);
+		if (label < s->least_label_s) {
+			s->least_label_s = label;
+			s->since_better = 0;
+		}
 		if (!(s->sum->best_s <= seconds) && res[i].checked) {
 			s->sum->best_s = seconds;
 			s->best_label_s = label;
@@ -1408,6 +1415,7 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 		.train.width = TUNE_PROGRAM_FEATURES,
 		.others.width = TUNE_PROGRAM_FEATURES,
 		.code_train.width = TUNE_RECORD_FEATURES,
+		.least_label_s = INFINITY,
 	};
 	s.rng = s.o->seed ^ 0x9e3779b97f4a7c15ull;
 	int r = search_setup(&s);
