@@ -34,8 +34,8 @@
  * whose guards are still there (a partial tile of a fused loop: its
  * bounds are known only at run time): `if (the guards hold on every
  * lane) vector loop without them else scalar loops over the parts`,
- * so a partial tile no longer tests every lane.  Copies get fresh loop variables and
- * share buffers and expressions.  Duplication is bounded: a loop is not
+ * so a partial tile no longer tests every lane.  Copies get fresh loop
+ * variables and share buffers and expressions.  Duplication is bounded: a loop is not
  * partitioned once the statements copied in the program would exceed
  * PARTITION_BUDGET. */
 #include <stdlib.h>
