@@ -697,12 +697,12 @@ static loop_ranges ranges_of(partitioner *P, loop_stmt *s, const analysis *A, co
 }
 
 /* Split the loop "s" by the interval candidates of "A" (selected in
- * "drop") into the ranges of ranges_of: the loops [a, lo) and [hi, b)
+ * "drop") into its ranges "r" (ranges_of): the loops [a, lo) and [hi, b)
  * keep the body; [lo, hi) runs without the candidates. */
-static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+static loop_stmt *loops_over(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop,
+	loop_ranges r)
 {
 	loop_prog *p = P->p;
-	loop_ranges r = ranges_of(P, s, A, drop);
 	grow_slots(P);
 	loop_var *v = s->u.for_.var;
 	loop_stmt *seq = ls_seq(p, 0, NULL);
@@ -716,6 +716,11 @@ static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, co
 	if (r.above)
 		ls_seq_append(p, seq, loop_over(P, s, r.hi, r.b, s->u.for_.body, v));
 	return seq;
+}
+
+static loop_stmt *split_loop(partitioner *P, loop_stmt *s, const analysis *A, const bool *drop)
+{
+	return loops_over(P, s, A, drop, ranges_of(P, s, A, drop));
 }
 
 /* The iteration "x" of the loop "s" where it lies in [lo, hi): a copy
@@ -815,14 +820,14 @@ static loop_stmt *split_vector_loop(partitioner *P, loop_stmt *s, const analysis
 {
 	loop_prog *p = P->p;
 	loop_expr *min = s->u.for_.min, *end = lx_add(p, min, s->u.for_.extent);
-	loop_expr *lo = min, *hi = end;
-	narrow(P, A, drop, false, &lo, &hi);
-	loop_expr *whole = lx_and(p, lx_cmp(p, TESSEL_LE, lo, min), lx_cmp(p, TESSEL_GE, hi, end));
+	loop_ranges r = ranges_of(P, s, A, drop);
+	loop_expr *whole = lx_and(p, lx_cmp(p, TESSEL_LE, r.lo, min),
+		lx_cmp(p, TESSEL_GE, r.hi, end));
 	loop_var *nv = loop_var_new(p, s->u.for_.var->name);
 	grow_slots(P);
 	loop_stmt *fast = ls_for(p, nv, min, s->u.for_.extent, LOOP_VECTORIZED,
 		body_under(P, s, nv, A, drop));
-	loop_stmt *parts = split_loop(P, s, A, drop);
+	loop_stmt *parts = loops_over(P, s, A, drop, r);
 	for (int i = 0; i < parts->u.seq.n; i++)
 		parts->u.seq.items[i]->u.for_.kind = LOOP_SERIAL;
 	return ls_if(p, whole, fast, parts);
@@ -832,12 +837,15 @@ static loop_stmt *split_vector_loop(partitioner *P, loop_stmt *s, const analysis
  * replaces it, its parts' bodies partitioned in turn. */
 static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
 {
+	if (!partitionable(P, s)) {
+		s->u.for_.body = partition_stmt(P, s->u.for_.body);
+		return s;
+	}
 	bool barrier = false;
 	int size = count_stmts(s->u.for_.body, &barrier);
 	analysis *A = calloc(1, sizeof(*A));
 	A->v = s->u.for_.var;
-	bool vector = s->u.for_.kind == LOOP_VECTORIZED;
-	if (partitionable(P, s) && !barrier && P->copied + (vector ? 4 : 2) * size <= PARTITION_BUDGET) {
+	if (!barrier && P->copied + (P->lanes ? 4 : 2) * size <= PARTITION_BUDGET) {
 		grow_slots(P);
 		analyse_stmt(P, A, s->u.for_.body);
 	}
@@ -849,7 +857,7 @@ static loop_stmt *partition_for(partitioner *P, loop_stmt *s)
 		any_test |= drop[i];
 	}
 	loop_stmt *r = s;
-	if (vector) {
+	if (P->lanes) {
 		if (any_interval) {
 			r = split_vector_loop(P, s, A, drop);
 			P->split++;
