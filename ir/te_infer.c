@@ -24,6 +24,7 @@
 #include <isl/set.h>
 #include <isl/val.h>
 
+#include "ir/isl_budget.h"
 #include "ir/isl_text.h"
 #include "ir/strbuf.h"
 #include "ir/te_impl.h"
@@ -722,6 +723,23 @@ static int infer_stage(infer *in, tessel_stage *s)
 	return verify_stage(in);
 }
 
+/* infer_stage within an ISL budget (ir/isl_budget.h): conditions and
+ * indices that would keep ISL's exact algorithms busy for minutes (a
+ * sum under a dozen modular conditions took 40 s) make an error at the
+ * stage instead, whatever the analysis had concluded when it gave up. */
+static int infer_stage_within_budget(infer *in, tessel_stage *s)
+{
+	te_isl_budget_begin(in->op->ctx, TE_ISL_BUDGET_OPS);
+	int r = infer_stage(in, s);
+	if (!te_isl_budget_end(in->op->ctx))
+		return r;
+	tessel_ctx_clear_error(in->op->ctx);
+	return te_error(in->op->ctx, TESSEL_ERR_LIMIT, s->loc,
+		"the accesses of stage '%s' are too complex to analyse (over %lu ISL "
+		"operations); simplify its indices or conditions", s->name,
+		TE_ISL_BUDGET_OPS);
+}
+
 int te_infer(tessel_op *op)
 {
 	infer in = { .op = op, .isl = te_isl(op->ctx), .bound = op->nsyms == 0 };
@@ -732,7 +750,7 @@ int te_infer(tessel_op *op)
 				return -1;
 			continue;
 		}
-		if (infer_stage(&in, s))
+		if (infer_stage_within_budget(&in, s))
 			return -1;
 	}
 	op->bound = in.bound;

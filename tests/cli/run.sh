@@ -61,6 +61,15 @@ for f in "$root"/tests/te/errors/*.te; do
 	expect 1 "error: " -- check "$f"
 done
 
+# Conditions that would keep ISL busy for minutes: refused within its budget.
+cat > "$work/too_complex.te" <<'EOF'
+op hard(A: f32[N, N]) -> B {
+  B[i, j] : f32[N, N] = sum(k in 0..N) select((i * 17 + j * 39 + k * 36) % 97 < 48 && (i * 10 + j * 25 + k * 40) % 89 < 44 && (i * 32 + j * 42 + k * 39) % 83 < 41 && (i * 6 + j * 40 + k * 2) % 79 < 39 && (i * 32 + j * 18 + k * 37) % 101 < 50 && (i * 16 + j * 14 + k * 47) % 103 < 51 && (i * 32 + j * 36 + k * 37) % 107 < 53 && (i * 32 + j * 27 + k * 42) % 109 < 54 && (i * 11 + j * 16 + k * 42) % 113 < 56 && (i * 11 + j * 35 + k * 26) % 127 < 63, A[(i * 31 + j * 37 + k) % 1009 % N, (i * 41 + j * 43) % 1013 % N], 0.0)
+}
+EOF
+expect 1 "too_complex.te:2:3: error: the accesses of stage 'B' are too complex" \
+	-- check "$work/too_complex.te" --set N=1024
+
 # ops
 expect 0 'matmul' -- ops
 expect 0 'transpose_b' -- ops matmul
