@@ -37,7 +37,8 @@ static const char bench_help[] =
 	"Run an op through tessel and through vendor libraries side by side in this\n"
 	"process on the same seeded inputs, check that every vendor's output agrees\n"
 	"with tessel's (tolerance by dtype), and time them interleaved: each of R\n"
-	"rounds (default 5) times every implementation in turn, pausing --settle\n"
+	"rounds (default 5) times every implementation in turn (odd rounds in the\n"
+	"reverse order, so that none always follows another), pausing --settle\n"
 	"seconds (default 0.2) before each so that the previous library's threads\n"
 	"are idle, each timing the median of repeats over at least --min-time\n"
 	"seconds (default 0.2). The table gives per implementation the median over\n"
@@ -378,13 +379,17 @@ static int time_on_device(bench *b, bench_impl *im, const rt_timer_opts *o,
 	return 0;
 }
 
-/* Time every implementation once more, in turn (round "round").  Return
- * 0, or 1 after printing why a device implementation failed. */
+/* Time every implementation once more, in turn (round "round"; odd
+ * rounds in the reverse order, so that whatever one implementation
+ * leaves behind, warm caches or threads still winding down, does not
+ * always fall on the same other).  Return 0, or 1 after printing why a
+ * device implementation failed. */
 static int time_round(bench *b, int round)
 {
 	rt_timer_opts o = rt_timer_opts_default();
 	o.min_total_s = b->a->min_time;
-	for (int i = 0; i < b->nimpls; i++) {
+	for (int k = 0; k < b->nimpls; k++) {
+		int i = round % 2 ? b->nimpls - 1 - k : k;
 		rt_timing t = { 0 };
 		sleep_s(b->a->settle);
 		if (b->impls[i].run.enqueue) {
@@ -444,7 +449,7 @@ static void print_table(const bench *b)
 		snprintf(where, sizeof(where), "%d thread%s", a->threads,
 			a->threads == 1 ? "" : "s");
 	printf("%s: %.4g GFLOP per run, %s, %d round%s of every implementation "
-	       "in turn (median of runs over >= %g s each%s%s)\n", tessel_op_name(b->op),
+	       "in turn, odd rounds reversed (median of runs over >= %g s each%s%s)\n", tessel_op_name(b->op),
 		flops * 1e-9, where, a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
 		cuda ? "; " : "", cuda ? b->clock : "");
 	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",
