@@ -449,7 +449,8 @@ static void print_table(const bench *b)
 		snprintf(where, sizeof(where), "%d thread%s", a->threads,
 			a->threads == 1 ? "" : "s");
 	printf("%s: %.4g GFLOP per run, %s, %d round%s of every implementation "
-	       "in turn, odd rounds reversed (median of runs over >= %g s each%s%s)\n", tessel_op_name(b->op),
+	       "in turn, odd rounds reversed (median of runs over >= %g s each%s%s)\n",
+		tessel_op_name(b->op),
 		flops * 1e-9, where, a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
 		cuda ? "; " : "", cuda ? b->clock : "");
 	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",
