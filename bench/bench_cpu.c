@@ -18,8 +18,9 @@
  * not timed; its output is transposed back to be checked): a different
  * problem from the NCHW one, shown for information.
  *
- * Every round times each implementation in turn (rt_time: one warm-up,
- * repeats for at least --min-time seconds, median), pausing --settle
+ * Every round times each implementation in turn, odd rounds in reverse
+ * order (rt_time: one warm-up, repeats for at least --min-time seconds,
+ * median), pausing --settle
  * seconds between implementations so that the idle threads of one runtime
  * (OpenBLAS and libgomp spin after a call) have gone to sleep before the
  * next runs.  --spin-ns sets how long tessel's idle pool threads spin
@@ -503,11 +504,13 @@ static void check_outputs(bench_workload *w)
 			max_rel_error(w->impls[i].out, ref, w->out_numel) : NAN;
 }
 
-/* Time every implementation of "w" once more (round "round"). */
+/* Time every implementation of "w" once more (round "round"); odd rounds
+ * go in reverse order, so that no implementation always follows another. */
 static void time_round(bench_workload *w, const bench_opts *o, int round)
 {
 	double ref = 0;
-	for (int i = 0; i < w->nimpls; i++) {
+	for (int n = 0; n < w->nimpls; n++) {
+		int i = round % 2 ? w->nimpls - 1 - n : n;
 		bench_impl *im = &w->impls[i];
 		rt_timer_opts t = rt_timer_opts_default();
 		t.min_total_s = o->min_time;
