@@ -13,10 +13,12 @@
  * of B in the body, over the loops inside it, with v replaced by v + d:
  * what iteration v + d will read.  L is the number of elements in a cache
  * line; the last prefetch catches the line a box not aligned to lines
- * ends in.  The test also asks for a non-empty box.  Bounds are interval arithmetic on the index expressions (sums,
+ * ends in (none when the last index is one point).  The test also asks for a non-empty box.  Bounds are interval arithmetic on the index expressions (sums,
  * products by constants, floor division and modulo by positive constants,
  * min, max, select), with an inner loop variable ranging over its loop;
- * they may hold the variables of enclosing loops.  Guards inside the body
+ * they may hold the variables of enclosing loops.  An index that holds no
+ * inner loop variable is one point, kept exact (the modulo of a fused
+ * loop's variable bounds one row, not every row).  Guards inside the body
  * are ignored, so the box is clamped to the buffer's shape: it may be
  * larger than what is read, never outside the buffer.  A load whose
  * indices cannot be bounded (a load inside an index) is not prefetched.
@@ -87,7 +89,9 @@ static bool bound_binary(expander *X, const loop_expr *e, loop_expr **lo,
 		if (b->kind != LX_INT || (op != TESSEL_MUL && b->u.ival <= 0))
 			return false;
 		int64_t c = b->u.ival;
-		if (op == TESSEL_MOD) {
+		if (al == ah) {
+			*lo = *hi = lx_binary(p, op, al, lx_int(p, c), TESSEL_I64);
+		} else if (op == TESSEL_MOD) {
 			*lo = lx_int(p, 0);
 			*hi = lx_int(p, c - 1);
 		} else if (op == TESSEL_DIV) {
@@ -101,6 +105,11 @@ static bool bound_binary(expander *X, const loop_expr *e, loop_expr **lo,
 	}
 	if (!bound(X, b, &bl, &bh))
 		return false;
+	if (al == ah && bl == bh && (op == TESSEL_ADD || op == TESSEL_SUB ||
+				     op == TESSEL_MIN || op == TESSEL_MAX)) {
+		*lo = *hi = lx_binary(p, op, al, bl, TESSEL_I64);
+		return true;
+	}
 	switch (op) {
 	case TESSEL_ADD:
 		*lo = lx_add(p, al, bl);
@@ -257,10 +266,11 @@ static loop_stmt *prefetch_box(expander *X, loop_expr **lo, loop_expr **hi)
 		lx_int(p, 1));
 	loop_stmt *along = ls_for(p, q, lx_int(p, 0), lines, LOOP_SERIAL,
 		ls_prefetch(p, (loop_buffer *)b, n, idx));
-	idx[n - 1] = last_hi;
 	loop_stmt *body = ls_seq(p, 0, NULL);
 	ls_seq_append(p, body, along);
-	ls_seq_append(p, body, ls_prefetch(p, (loop_buffer *)b, n, idx));
+	idx[n - 1] = last_hi;
+	if (last_hi != last_lo)
+		ls_seq_append(p, body, ls_prefetch(p, (loop_buffer *)b, n, idx));
 	for (int d = n - 2; d >= 0; d--)
 		body = ls_for(p, row[d], lo[d], lx_add(p, lx_sub(p, hi[d], lo[d]),
 			lx_int(p, 1)), LOOP_SERIAL, body);
@@ -292,6 +302,8 @@ static int expand_loop(loop_prog *p, int line_bytes, loop_stmt *f)
 	for (int d = 0; d < X.buf->ndim; d++) {
 		lo[d] = lx_max(p, X.lo[d], lx_int(p, 0));
 		hi[d] = lx_min(p, X.hi[d], lx_int(p, X.buf->shape[d] - 1));
+		if (X.lo[d] == X.hi[d])
+			lo[d] = hi[d] = lx_min(p, lo[d], lx_int(p, X.buf->shape[d] - 1));
 		cond = lx_and(p, cond, lx_cmp(p, TESSEL_LE, lo[d], hi[d]));
 	}
 	loop_stmt *guarded = ls_if(p, cond, prefetch_box(&X, lo, hi), NULL);
