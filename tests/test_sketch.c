@@ -375,6 +375,78 @@ Test(sketch, conv_relu_fuses_the_consumer)
 	fixture_fini(&f);
 }
 
+/* Y[j, i] = X[i, j]: vectors along i read X a cache line per lane, so
+ * the "blocked" sketch splits i and j and takes both outer parts out
+ * of the block; a stage that reads every input along its rows gets no
+ * such sketch. */
+Test(sketch, a_transposition_is_blocked)
+{
+	const char *kv[] = { "shape", "[128, 96]", "perm", "[1, 0]" };
+	fixture f;
+	fixture_lib(&f, "transpose", 2, kv);
+	int k = sketch_named(&f, "Y: blocked");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	uint64_t rng = 3;
+	int blocked = 0;
+	for (int i = 0; i < 20; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = check_state(&f, st, "blocked");
+		blocked += strstr(text, "split Y.j ") && strstr(text, "split Y.i ") &&
+			   strstr(text, "reorder ") && strstr(text, "vectorize Y.ii");
+		free(text);
+		sch_state_free(st);
+	}
+	cr_expect_eq(blocked, 20, "%d of 20 samples blocked both axes", blocked);
+	sample_all(&f, 6, 11, NULL);
+	fixture_fini(&f);
+
+	const char *kv2[] = { "a", "[2, 1, 48]", "b", "[4, 48]" };
+	fixture_lib(&f, "add", 2, kv2);
+	cr_expect_eq(sketch_named(&f, "blocked"), -1, "add reads along the rows");
+	fixture_fini(&f);
+}
+
+/* Y[j] = sum(i) X[i, j]: the rfactor sketch makes parallel partials of
+ * bands of rows, each summing its rows contiguously into a vectorized
+ * row of accumulators; a sum along the rows keeps its vector lanes. */
+Test(sketch, a_sum_across_rows_takes_parallel_partials)
+{
+	const char *kv[] = { "shape", "[64, 48]", "axes", "[0]" };
+	fixture f;
+	fixture_lib(&f, "reduce_sum", 2, kv);
+	int k = sketch_named(&f, "rfactor");
+	cr_assert_geq(k, 0);
+	uint64_t rng = 5;
+	int partials = 0;
+	for (int i = 0; i < 20; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = check_state(&f, st, "across rows");
+		partials += strstr(text, "rfactor Y.io") && strstr(text, "parallel Y_rf.io") &&
+			    strstr(text, "reorder Y_rf.io Y_rf.ii Y_rf.j") &&
+			    strstr(text, "vectorize Y_rf.j");
+		free(text);
+		sch_state_free(st);
+	}
+	cr_expect_eq(partials, 20, "%d of 20 samples summed bands of rows in parallel", partials);
+	fixture_fini(&f);
+
+	const char *kv2[] = { "shape", "[48, 256]", "axes", "[1]" };
+	fixture_lib(&f, "reduce_sum", 2, kv2);
+	k = sketch_named(&f, "rfactor");
+	cr_assert_geq(k, 0);
+	for (int i = 0; i < 20; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = check_state(&f, st, "along rows");
+		cr_expect(strstr(text, "rfactor Y.ji"), "%s", text);
+		free(text);
+		sch_state_free(st);
+	}
+	fixture_fini(&f);
+}
+
 Test(sketch, softmax_rfactor_and_locations)
 {
 	const char *kv[] = { "shape", "[8, 64]" };

@@ -34,12 +34,18 @@
  *     copied once for all of them (the packing of GotoBLAS).  Its R1
  *     factors are drawn up to MAX_R1_PANEL and the S2 factors of the
  *     other axes up to MAX_S2_PANEL, so that many tiles share a copy;
+ *   - an elementwise stage whose vector lanes would read an input across
+ *     its rows (Y[j, i] = X[i, j]) gets a "blocked" sketch: the vector
+ *     loop and the loop of the input's contiguous axis split, the outer
+ *     parts outside the inner ones, so that a block reads each line of
+ *     the input once;
  *   - other reductions and elementwise stages: computed at a loop of
  *     their consumer or at the root, outer spatial loops fused until the
  *     parallel work is enough and run in parallel, the innermost
  *     contiguous loop vectorized; "rfactor" sketches factor the innermost
  *     reduction loop into vector lanes (or, when the spatial extent is
- *     too small for the cores, the outer one into parallel partials);
+ *     too small for the cores or the reduction runs across the rows of
+ *     its input, the outer one into parallel partials);
  *   - auto_unroll_max_step on the outermost loop of tiled stages.
  * Tile sizes are drawn as perfect factorizations of the extents, the
  * innermost factor of the contiguous axis a multiple of the vector width
@@ -92,6 +98,8 @@ static const int64_t unroll_steps[UNROLL_CHOICES] = { 0, 16, 64 };
 static const int64_t prefetch_steps[PREFETCH_CHOICES] = { 0, 1, 2 };
 /* Parallel work wanted per core before fusing stops. */
 #define PAR_PER_CORE 4
+/* The most parallel partials per core of an rfactor across rows. */
+#define MAX_PARTS_PER_CORE 4
 
 /* ---- analysis --------------------------------------------------------------- */
 
@@ -322,6 +330,74 @@ static void find_panel_input(const tessel_stage *t, stage_info *info)
 	info->panel_axes = p.axes;
 }
 
+typedef struct rows_scan {
+	int axis;                 /* the reduction axis */
+	bool used, contiguous;
+} rows_scan;
+
+static int access_reduce_rows(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	rows_scan *r = user;
+	int n = access->u.access.n;
+	uint64_t all = 0, last = 0;
+	axis_vars(access, true, &all);
+	if (n > 0)
+		axis_vars(access->u.access.index[n - 1], true, &last);
+	r->used |= (all >> r->axis) & 1;
+	r->contiguous |= (last >> r->axis) & 1;
+	return 0;
+}
+
+/* Return whether the innermost reduction axis of "t" reads across rows:
+ * some access uses it and none in its last, contiguous dimension
+ * (Y[j] = sum(i) X[i, j]), so that a loop over it strides by rows. */
+static bool reduces_across_rows(const tessel_stage *t)
+{
+	rows_scan r = { t->nraxes - 1, false, false };
+	if (t->nraxes == 0 || r.axis >= 64)
+		return false;
+	te_visit_accesses(t->body, false, access_reduce_rows, &r);
+	return r.used && !r.contiguous;
+}
+
+typedef struct block_scan {
+	int vector_axis;          /* the stage's innermost spatial axis */
+	int axis;                 /* found: the axis of the input's last index */
+} block_scan;
+
+static int access_transposed(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	block_scan *b = user;
+	int n = access->u.access.n;
+	if (b->axis >= 0 || n < 2)
+		return 0;
+	const tessel_expr *last = access->u.access.index[n - 1];
+	if (last->kind != TE_VAR || last->u.var->is_reduce ||
+	    last->u.var->index == b->vector_axis)
+		return 0;
+	uint64_t rows = 0;
+	for (int d = 0; d < n - 1; d++)
+		spatial_vars(access->u.access.index[d], &rows);
+	if (rows & (1ull << b->vector_axis))
+		b->axis = last->u.var->index;
+	return 0;
+}
+
+/* Return the spatial axis of the elementwise stage "t" that indexes the
+ * contiguous last dimension of a tensor it reads, where its innermost
+ * spatial axis indexes another dimension (Y[j, i] = X[i, j]: j), or -1.
+ * Vector lanes along the innermost axis read such a tensor a cache line
+ * per element; blocking both axes reads each line once. */
+static int find_block_axis(const tessel_stage *t)
+{
+	block_scan b = { t->ndim - 1, -1 };
+	if (t->nraxes == 0 && t->ndim >= 2 && t->ndim <= 64)
+		te_visit_accesses(t->body, false, access_transposed, &b);
+	return b.axis;
+}
+
 static void analyse_stage(const sch_state *st, int i, stage_info *info)
 {
 	const tessel_stage *t = st->stages[i].te;
@@ -348,6 +424,8 @@ static void analyse_stage(const sch_state *st, int i, stage_info *info)
 		find_panel_input(t, info);
 	}
 	info->fusable_consumer = t->is_output ? -1 : fusable_consumer(st, i);
+	info->block_axis = find_block_axis(t);
+	info->reduce_across_rows = reduces_across_rows(t);
 }
 
 /* Return whether a reduction of "info" has too little spatial work or
@@ -358,38 +436,37 @@ static bool rfactor_pays(const tune_space *sp, const stage_info *info)
 	       (info->role == ROLE_REDUCE || info->spatial < (int64_t)sp->cores * 16);
 }
 
-static void add_sketch(tune_space *sp, tile_mode tile, bool rfactor, bool pack, bool panel)
+/* Add sketch "k" (its rules; the name is made here) to "sp". */
+static void add_sketch(tune_space *sp, sketch k)
 {
 	if (sp->nsketches == MAX_SKETCHES)
 		return;
-	sketch *k = &sp->sketches[sp->nsketches++];
-	k->tile = tile;
-	k->rfactor = rfactor;
-	k->pack = pack;
-	k->panel = panel;
 	size_t len = 0;
-	k->name[0] = '\0';
-	for (int i = 0; i < sp->nstages && len < sizeof(k->name) - 64; i++) {
+	k.name[0] = '\0';
+	for (int i = 0; i < sp->nstages && len < sizeof(k.name) - 64; i++) {
 		const stage_info *in = &sp->info[i];
 		const char *rule = "parallel, vectorize";
 		if (in->role == ROLE_INLINE)
 			rule = in->inline_optional ? "inline or root" : "inline";
-		else if (in->role == ROLE_TILE && tile == TILE_CACHE)
+		else if (in->role == ROLE_TILE && k.tile == TILE_CACHE)
 			rule = in->fusable_consumer >= 0 ? "SSRSRS, fused consumer" :
 			       "SSRSRS, cache_write";
-		else if (in->role == ROLE_TILE && tile == TILE_IN_PLACE)
+		else if (in->role == ROLE_TILE && k.tile == TILE_IN_PLACE)
 			rule = "SSRSRS in place";
-		else if (rfactor && rfactor_pays(sp, in))
+		else if (k.rfactor && rfactor_pays(sp, in))
 			rule = "rfactor";
-		len += (size_t)snprintf(k->name + len, sizeof(k->name) - len, "%s%s: %s",
+		else if (k.block && in->block_axis >= 0)
+			rule = "blocked, parallel, vectorize";
+		len += (size_t)snprintf(k.name + len, sizeof(k.name) - len, "%s%s: %s",
 			i ? "; " : "", in->name, rule);
-		if (pack && in->role == ROLE_TILE && in->pack_input && len < sizeof(k->name))
-			len += (size_t)snprintf(k->name + len, sizeof(k->name) - len,
+		if (k.pack && in->role == ROLE_TILE && in->pack_input && len < sizeof(k.name))
+			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", %s packed", in->pack_input);
-		if (panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k->name))
-			len += (size_t)snprintf(k->name + len, sizeof(k->name) - len,
+		if (k.panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k.name))
+			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", %s panel", in->panel_input);
 	}
+	sp->sketches[sp->nsketches++] = k;
 }
 
 tune_space *tune_space_new(const tune_task *task)
@@ -406,13 +483,15 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->nstages = st->nstages;
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
-	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false;
+	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false,
+	     any_block = false;
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, &sp->info[i]);
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
 		any_panel |= sp->info[i].panel_input != NULL;
+		any_block |= sp->info[i].block_axis >= 0;
 	}
 	sch_state_free(st);
 	if (tune_task_is_gpu(task)) {
@@ -423,17 +502,20 @@ tune_space *tune_space_new(const tune_task *task)
 		sk_gpu_add_sketches(sp);
 		return sp;
 	}
+	tile_mode tile = any_tile ? TILE_CACHE : TILE_NONE;
 	if (any_tile) {
-		add_sketch(sp, TILE_CACHE, false, false, false);
-		add_sketch(sp, TILE_IN_PLACE, false, false, false);
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE });
+		add_sketch(sp, (sketch){ .tile = TILE_IN_PLACE });
 	}
 	if (any_pack)
-		add_sketch(sp, TILE_CACHE, false, true, false);
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .pack = true });
 	if (any_panel)
-		add_sketch(sp, TILE_CACHE, false, false, true);
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
 	if (any_rfactor)
-		add_sketch(sp, any_tile ? TILE_CACHE : TILE_NONE, true, false, false);
-	add_sketch(sp, TILE_NONE, false, false, false);
+		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
+	if (any_block)
+		add_sketch(sp, (sketch){ .tile = tile, .block = true });
+	add_sketch(sp, (sketch){ .tile = TILE_NONE });
 	return sp;
 }
 
@@ -959,10 +1041,9 @@ static int try_compute_at_consumer(sch_state *st, int s, uint64_t *rng)
 }
 
 /* Split spatial iter "iter" of "s" so that its inner part is whole
- * vectors and vectorize that part; store the two parts.  Return 0, or -1
- * when the loop is too short or does not split (it is then vectorized
- * whole where that is legal). */
-static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, uint64_t *rng,
+ * vectors; store the two parts, or "iter" as the inner one.  Return 0,
+ * or -1 when the loop is too short or does not split. */
+static int split_vectors(const tune_space *sp, sch_state *st, int s, int iter, uint64_t *rng,
 	int *outer, int *inner)
 {
 	int64_t lanes = lanes_of(sp, &st->stages[s]);
@@ -972,10 +1053,46 @@ static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, ui
 		v = lanes;
 	if (n <= lanes || v >= n || sk_split_iter(st, s, iter, v, outer, inner)) {
 		tessel_ctx_clear_error(st->ctx);
-		sk_try_annotate(st, s, iter, sch_vectorize);
+		*outer = -1;
+		*inner = iter;
 		return -1;
 	}
+	return 0;
+}
+
+/* Split spatial iter "iter" of "s", the innermost loop, as split_vectors
+ * does and vectorize the inner part (or the loop whole, where it does
+ * not split and that is legal); return as split_vectors. */
+static int vector_split(const tune_space *sp, sch_state *st, int s, int iter, uint64_t *rng,
+	int *outer, int *inner)
+{
+	int r = split_vectors(sp, st, s, iter, rng, outer, inner);
 	sk_try_annotate(st, s, *inner, sch_vectorize);
+	return r;
+}
+
+/* Put the reduction loops of nest "n" of "s" outside its spatial loops
+ * but the first "keep" (which stay outermost), split the innermost
+ * spatial loop into whole vectors (split_vectors) and vectorize them:
+ * a reduction across rows then reads each row contiguously into a row
+ * of accumulators.  Return 0, or -1 when the reorder is refused. */
+static int reduce_outside_vectors(const tune_space *sp, sch_state *st, int s,
+	const sk_nest *n, int keep, uint64_t *rng)
+{
+	int order[2 * MAX_AXES + 1], c = 0, outer, inner;
+	for (int d = 0; d < keep; d++)
+		order[c++] = n->spatial[d];
+	for (int d = 0; d < n->nreduce; d++)
+		order[c++] = n->reduce[d];
+	for (int d = keep; d < n->nspatial; d++)
+		order[c++] = n->spatial[d];
+	if (split_vectors(sp, st, s, n->spatial[n->nspatial - 1], rng, &outer, &inner) == 0) {
+		order[c - 1] = outer;
+		order[c++] = inner;
+	}
+	if (sk_reorder_iters(st, s, order, c))
+		return -1;
+	sk_try_annotate(st, s, inner, sch_vectorize);
 	return 0;
 }
 
@@ -1023,7 +1140,7 @@ static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *
 		return 0;
 	int nouter = n.nspatial, outer, inner;
 	if (n.nreduce == 0 || sk_chance(rng, 50)) {
-		if (vector_split(sp, st, s, n.spatial[nouter - 1], rng, &outer, &inner) == 0) {
+		if (split_vectors(sp, st, s, n.spatial[nouter - 1], rng, &outer, &inner) == 0) {
 			n.spatial[nouter - 1] = outer;
 			int order[MAX_AXES + 1], k = 0;
 			for (int r = 0; r < n.nreduce; r++)
@@ -1034,8 +1151,63 @@ static int schedule_plain(const tune_space *sp, sch_state *st, int s, uint64_t *
 		} else if (nouter > 1) {
 			nouter--;
 		}
+		sk_try_annotate(st, s, inner, sch_vectorize);
 	}
 	if (parallel_outer(sp, st, s, n.spatial, nouter, rng) < 0)
+		tessel_ctx_clear_error(st->ctx);
+	return 0;
+}
+
+/* The largest block factor of the axis that indexes the contiguous
+ * dimension of a transposed input (rule "blocked"): the rows of the
+ * block, one cache line each, stay within the L1 cache. */
+#define MAX_BLOCK_ROWS 512
+
+/* Rule "blocked" for an elementwise stage at the root that reads an
+ * input across its rows (stage_info.block_axis): the innermost spatial
+ * loop (whole vectors, vectorized) and the loop of the input's
+ * contiguous axis are split, their outer parts taken outside the inner
+ * ones in either order, and the loops above the block fused and run in
+ * parallel, so that each cache line of the input is read once for the
+ * block's vectors rather than once per element.  A stage whose input
+ * axis is too short to split gets rule "parallel, vectorize". */
+static int schedule_blocked(const tune_space *sp, sch_state *st, int s, int axis,
+	uint64_t *rng)
+{
+	sk_nest n;
+	if (sk_nest_of(st, s, &n) || n.nreduce || n.nspatial < 2)
+		return -1;
+	int a = -1, z = n.nspatial - 1;
+	for (int d = 0; d < z; d++) {
+		const sch_iter *it = &st->stages[s].iters[n.spatial[d]];
+		if (it->origin == SCH_AXIS && it->axis == axis)
+			a = d;
+	}
+	if (a < 0)
+		return -1;
+	int64_t na = st->stages[s].iters[n.spatial[a]].extent;
+	int64_t fa = sk_random_divisor(rng, na, na > MAX_BLOCK_ROWS ? MAX_BLOCK_ROWS : na - 1,
+		lanes_of(sp, &st->stages[s]));
+	int ao, ai, zo, zi;
+	if (fa <= 1)
+		return schedule_plain(sp, st, s, rng);
+	if (sk_split_iter(st, s, n.spatial[a], fa, &ao, &ai))
+		return -1;
+	vector_split(sp, st, s, n.spatial[z], rng, &zo, &zi);
+	int order[MAX_AXES + 2], k = 0;
+	for (int d = 0; d < z; d++)
+		if (d != a)
+			order[k++] = n.spatial[d];
+	bool lines_outer = zo < 0 || sk_chance(rng, 50);
+	order[k++] = lines_outer ? ao : zo;
+	if (zo >= 0)
+		order[k++] = lines_outer ? zo : ao;
+	int nouter = k;
+	order[k++] = ai;
+	order[k++] = zi;
+	if (sk_reorder_iters(st, s, order, k))
+		return -1;
+	if (parallel_outer(sp, st, s, order, nouter, rng) < 0)
 		tessel_ctx_clear_error(st->ctx);
 	return 0;
 }
@@ -1054,9 +1226,13 @@ static void vectorize_final_reduction(sch_state *st, int s)
 /* Rule "rfactor" for a reduction: its innermost reduction loop split and
  * factored, the inner part as vector lanes (the partials computed per
  * row of the stage, or at the root), or, when there is too little spatial
- * work for the cores, the outer part as parallel partials; the stage's
- * own reduction of the lanes vectorized. */
-static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+ * work for the cores (half the time) or the reduction runs across rows
+ * (always), the outer part as parallel partials (across rows, one to
+ * MAX_PARTS_PER_CORE per core, each a contiguous band of rows summed
+ * into a vectorized row of accumulators); the stage's own reduction of
+ * the lanes vectorized. */
+static int schedule_rfactor(const tune_space *sp, sch_state *st, int s,
+	const stage_info *in, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, s, &n) || n.nreduce == 0)
@@ -1069,9 +1245,14 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 	int64_t spatial = 1;
 	for (int d = 0; d < n.nspatial; d++)
 		spatial *= st->stages[s].iters[n.spatial[d]].extent;
-	bool partials = spatial < sp->cores && sk_chance(rng, 50);
-	int64_t f = partials ? sk_random_divisor(rng, m, m / 2, 1) :
-	            sk_random_divisor(rng, m, lanes * MAX_S3_VECTORS, lanes);
+	bool partials = in->reduce_across_rows || (spatial < sp->cores && sk_chance(rng, 50));
+	int64_t f;
+	if (!partials)
+		f = sk_random_divisor(rng, m, lanes * MAX_S3_VECTORS, lanes);
+	else if (spatial < sp->cores)
+		f = sk_random_divisor(rng, m, m / 2, 1);
+	else
+		f = m / sk_random_divisor(rng, m, sp->cores * MAX_PARTS_PER_CORE, sp->cores);
 	if (f <= 1 || f >= m)
 		return schedule_plain(sp, st, s, rng);
 	int ko, ki;
@@ -1085,6 +1266,9 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s, uint64_t
 		return -1;
 	if (partials) {
 		sk_try_annotate(st, rf, r.spatial[0], sch_parallel);
+		if (in->reduce_across_rows && r.nspatial > 1 &&
+		    reduce_outside_vectors(sp, st, rf, &r, 1, rng))
+			tessel_ctx_clear_error(st->ctx);
 		return 0;
 	}
 	int order[2 * MAX_AXES], c = 0;
@@ -1211,7 +1395,9 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		else if (in->role == ROLE_TILE && k->tile == TILE_IN_PLACE)
 			r = tile_in_place(sp, st, s, rng);
 		else if (k->rfactor && rfactor_pays(sp, in) && st->stages[s].attach == SCH_ROOT)
-			r = schedule_rfactor(sp, st, s, rng);
+			r = schedule_rfactor(sp, st, s, in, rng);
+		else if (k->block && in->block_axis >= 0 && sch_stage_is_default(&st->stages[s]))
+			r = schedule_blocked(sp, st, s, in->block_axis, rng);
 		else if (sch_stage_is_default(&st->stages[s]))
 			r = schedule_plain(sp, st, s, rng);
 	}

@@ -40,6 +40,14 @@ typedef struct stage_info {
 	const char *panel_input;  /* ROLE_TILE: an input whose panels tiles
 	                           * along some spatial axis share, or NULL */
 	uint64_t panel_axes;      /* the spatial axes that index it */
+	bool reduce_across_rows;  /* its innermost reduction axis indexes no
+	                           * access's contiguous last dimension (a
+	                           * sum over the rows of a matrix) */
+	int block_axis;           /* no reduction, and its innermost spatial
+	                           * axis reads an input across its rows (a
+	                           * transposition): the spatial axis that
+	                           * indexes that input's contiguous last
+	                           * dimension, else -1 */
 } stage_info;
 
 /* How a sketch tiles the stages with reuse: not at all, the CPU's two
@@ -61,6 +69,8 @@ typedef struct sketch {
 	                           * the vector lanes of a tile are packed */
 	bool panel;               /* CPU: a panel of an input that tiles
 	                           * share is copied next to them */
+	bool block;               /* CPU: stages that read an input across
+	                           * its rows are blocked along both axes */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];
