@@ -16,7 +16,9 @@
 # transpose_b), conv (ResNet-50 layers, batch 1, in CONV_LAYOUT: NCHW,
 # the default, or NHWC with HWIO weights; oneDNN runs on the layouts it
 # picks itself either way, reorders untimed), memory (softmax and
-# layer_norm over [4096, 1024]).  Trials per workload: TRIALS (default
+# layer_norm over [4096, 1024]); not run unless named: layout (a
+# 4096x4096 transposition, an NCHW to NHWC copy of [16, 256, 56, 56], a
+# sum over the rows of [4096, 4096]).  Trials per workload: TRIALS (default
 # 1000, the budget) and CONV_TRIALS (default TRIALS).  A re-run on
 # the same DB resumes: records already there count as known and are not
 # measured again, so the budget is the trials of this run.
@@ -105,8 +107,16 @@ for group in ${BENCH_GROUPS:-matmul irregular linear conv memory}; do
 		tune_and_bandwidth softmax "shape=[4096, 1024]" "$trials" "$bytes"
 		tune_and_bandwidth layer_norm "shape=[4096, 1024]" "$trials" "$bytes"
 		;;
+	layout)
+		tune_and_bandwidth transpose "shape=[4096, 4096],perm=[1, 0]" "$trials" \
+			$((2 * 4096 * 4096 * 4))
+		tune_and_bandwidth transpose "shape=[16, 256, 56, 56],perm=[0, 2, 3, 1]" "$trials" \
+			$((2 * 16 * 256 * 56 * 56 * 4))
+		tune_and_bandwidth reduce_sum "shape=[4096, 4096],axes=[0]" "$trials" \
+			$((4096 * 4096 * 4 + 4096 * 4))
+		;;
 	*)
-		echo "unknown group '$group' (matmul irregular linear conv memory)" >&2
+		echo "unknown group '$group' (matmul irregular linear conv memory layout)" >&2
 		exit 1
 		;;
 	esac
