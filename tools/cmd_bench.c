@@ -49,8 +49,8 @@ static const char bench_help[] =
 	"VENDOR (default: all of the target's): on the CPU, openblas (cblas_sgemm:\n"
 	"matmul, batch_matmul, dense)\n"
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
-	"untimed: conv2d NCHW with one group; matmul primitive: matmul, batch_matmul,\n"
-	"dense), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
+	"untimed: conv2d NCHW or NHWC with one group; matmul primitive: matmul,\n"
+	"batch_matmul, dense; reorder: transpose), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
 	"one that is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"
 	"is set to SkylakeX when unset on AVX-512 CPUs, which OpenBLAS 0.3.21\n"
@@ -432,12 +432,36 @@ static bool agrees(const bench_impl *im)
 	return im->error <= te_tolerance(TESSEL_F32);
 }
 
+/* Return the bytes of every input and output of "op": what a run moves
+ * at the least, each read or written once. */
+static double op_bytes(const tessel_op *op)
+{
+	double bytes = 0;
+	for (int i = 0; i < tessel_op_num_inputs(op) + tessel_op_num_outputs(op); i++) {
+		const tessel_stage *t = i < tessel_op_num_inputs(op) ? tessel_op_input_at(op, i) :
+			tessel_op_output_at(op, i - tessel_op_num_inputs(op));
+		double n = (double)tessel_dtype_size(tessel_stage_dtype(t));
+		for (int d = 0; d < tessel_stage_ndim(t); d++)
+			n *= (double)tessel_stage_dim(t, d);
+		bytes += n;
+	}
+	return bytes;
+}
+
+/* The table's rate column: GFLOP/s (TFLOP/s on a GPU), or, for an op
+ * that does no arithmetic (a transposition), GB/s moved. */
 static void print_table(const bench *b)
 {
 	const bench_args *a = b->a;
 	double flops = tessel_op_flops(b->op);
-	bool cuda = b->env.cuda != NULL;
+	bool cuda = b->env.cuda != NULL, moves = flops == 0;
 	double unit = cuda ? 1e-12 : 1e-9;
+	const char *rate = cuda ? "TFLOP/s" : "GFLOP/s";
+	if (moves) {
+		flops = op_bytes(b->op);
+		unit = 1e-9;
+		rate = "GB/s";
+	}
 	int width = 14;
 	for (int i = 0; i < b->nimpls; i++)
 		if ((int)strlen(b->impls[i].run.name) > width)
@@ -448,14 +472,13 @@ static void print_table(const bench *b)
 	else
 		snprintf(where, sizeof(where), "%d thread%s", a->threads,
 			a->threads == 1 ? "" : "s");
-	printf("%s: %.4g GFLOP per run, %s, %d round%s of every implementation "
+	printf("%s: %.4g %s per run, %s, %d round%s of every implementation "
 	       "in turn, odd rounds reversed (median of runs over >= %g s each%s%s)\n",
-		tessel_op_name(b->op),
-		flops * 1e-9, where, a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
+		tessel_op_name(b->op), flops * 1e-9, moves ? "GB moved" : "GFLOP", where,
+		a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
 		cuda ? "; " : "", cuda ? b->clock : "");
 	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",
-		"median ms", "round medians ms", cuda ? "TFLOP/s" : "GFLOP/s", "tessel/vendor",
-		"error vs tessel");
+		"median ms", "round medians ms", rate, "tessel/vendor", "error vs tessel");
 	for (int i = 0; i < b->nimpls; i++) {
 		const bench_impl *im = &b->impls[i];
 		double lo, hi, med = median_of(im->median_s, a->rounds, &lo, &hi);
@@ -490,8 +513,9 @@ static void print_json_impl(const bench *b, const bench_impl *im)
 	else
 		printf("null");
 	printf(", \"median_s\": %.9g, \"round_min_s\": %.9g, \"round_max_s\": %.9g, "
-	       "\"gflops\": %.6g, \"disturbed_rounds\": %d", med, lo, hi,
-		med > 0 ? flops / med * 1e-9 : 0.0, im->disturbed);
+	       "\"gflops\": %.6g, \"gbs\": %.6g, \"disturbed_rounds\": %d", med, lo, hi,
+		med > 0 ? flops / med * 1e-9 : 0.0, med > 0 ? op_bytes(b->op) / med * 1e-9 : 0.0,
+		im->disturbed);
 	if (im->vendor)
 		printf(", \"tessel_vs_vendor\": %.6g, \"rel_error\": %.6g, \"ok\": %s",
 			median_of(im->speed, b->a->rounds, NULL, NULL),

@@ -150,6 +150,29 @@ static void conv_problem(vendor_problem *p, const tessel_op *op,
 	p->kind = VENDOR_CONV2D;
 }
 
+/* transpose: X's shape, and attribute "perm" ("[]": the axes reversed,
+ * negative axes from the end), which the op's instantiation checked. */
+static void transpose_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set)
+{
+	const tessel_stage *x = tessel_op_input_at(op, 0);
+	int n = tessel_stage_ndim(x);
+	const char *v = attr_text(set, "perm", "[]");
+	p->ndim = n;
+	for (int d = 0; d < n; d++) {
+		p->shape[d] = tessel_stage_dim(x, d);
+		p->perm[d] = n - 1 - d;
+	}
+	v += strspn(v, "[ ");
+	for (int d = 0; d < n && *v && *v != ']'; d++) {
+		char *end;
+		long a = strtol(v, &end, 10);
+		p->perm[d] = (int)(a < 0 ? a + n : a);
+		v = end + strspn(end, ", ");
+	}
+	p->kind = VENDOR_TRANSPOSE;
+}
+
 void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	const cli_set *set, bool builtin)
 {
@@ -167,4 +190,6 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 		dense_problem(p, op);
 	else if (strcmp(p->op, "conv2d") == 0)
 		conv_problem(p, op, set);
+	else if (strcmp(p->op, "transpose") == 0)
+		transpose_problem(p, op, set);
 }

@@ -16,7 +16,8 @@
 typedef enum vendor_kind {
 	VENDOR_NONE,   /* no vendor library computes it */
 	VENDOR_GEMM,   /* batch x (op(A) * op(B) (+ bias)), row-major */
-	VENDOR_CONV2D  /* NCHW x OIHW -> NCHW, one group */
+	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW, one group */
+	VENDOR_TRANSPOSE /* Y = X with its axes permuted */
 } vendor_kind;
 
 /* A workload in the terms vendor libraries take, f32 throughout.
@@ -26,7 +27,9 @@ typedef enum vendor_kind {
  * contiguous.  CONV2D: X[n, c, h, w] * Wt[f, c, r, s] -> Y[n, f, oh, ow]
  * with "stride", "padding" (each side) and "dilation" as [h, w]; when
  * "channels_last", the data are laid out X[n, h, w, c], Wt[r, s, c, f]
- * and Y[n, oh, ow, f] (the dims keep their meaning). */
+ * and Y[n, oh, ow, f] (the dims keep their meaning).  TRANSPOSE: X of
+ * "ndim" dims "shape", C-ordered, into Y whose axis d is X's axis
+ * "perm"[d], C-ordered. */
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
@@ -36,6 +39,9 @@ typedef struct vendor_problem {
 	bool channels_last;          /* CONV2D: NHWC data, HWIO weights */
 	int64_t dims[9];             /* n c h w f r s oh ow */
 	int64_t stride[2], padding[2], dilation[2];
+	int ndim;                    /* TRANSPOSE */
+	int64_t shape[TESSEL_MAX_DIMS];
+	int perm[TESSEL_MAX_DIMS];
 } vendor_problem;
 
 enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };

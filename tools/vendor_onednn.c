@@ -1,5 +1,6 @@
 /* oneDNN, loaded with dlopen: forward convolution (direct algorithm) for
- * CONV2D problems and the matmul primitive for GEMM problems, f32.  The
+ * CONV2D problems, the matmul primitive for GEMM problems and a reorder
+ * (the source described by permuted strides) for TRANSPOSE ones, f32.  The
  * convolution runs on the layouts oneDNN picks itself (format_tag::any):
  * the inputs are reordered into them once when prepared, and the output
  * back to NCHW after a run for checking; neither reorder is timed.  The
@@ -63,7 +64,8 @@ typedef struct dnnl_job {
 
 static bool onednn_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D;
+	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D ||
+	       (p->kind == VENDOR_TRANSPOSE && p->ndim <= DNNL_MAX_NDIMS);
 }
 
 /* Find "name" in the loaded library (or what it loaded) into "*fn". */
@@ -264,6 +266,42 @@ static int matmul_init(dnnl_job *j, const vendor_problem *p, const float *const 
 	return add_arg(j, i, DNNL_ARG_DST, dnnl_query_dst_md, 0, &c, out, false);
 }
 
+/* Set up a reorder of "p" in "j": X read in Y's dims through strides
+ * permuted from its own, written to the C-ordered Y. */
+static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	int n = p->ndim;
+	dnnl_dims_t xstride, dims, from, to;
+	for (int d = n - 1; d >= 0; d--)
+		xstride[d] = d == n - 1 ? 1 : xstride[d + 1] * p->shape[d + 1];
+	for (int d = 0; d < n; d++) {
+		dims[d] = p->shape[p->perm[d]];
+		from[d] = xstride[p->perm[d]];
+	}
+	for (int d = n - 1; d >= 0; d--)
+		to[d] = d == n - 1 ? 1 : to[d + 1] * dims[d + 1];
+	dnnl_memory_desc_t x, y;
+	dn.dnnl_memory_desc_init_by_strides(&x, n, dims, dnnl_f32, from);
+	dn.dnnl_memory_desc_init_by_strides(&y, n, dims, dnnl_f32, to);
+	if (check(j, dn.dnnl_engine_create(&j->engine, dnnl_cpu, 0), "engine") ||
+	    check(j, dn.dnnl_stream_create(&j->stream, j->engine,
+			dnnl_stream_default_flags), "stream") ||
+	    check(j, dn.dnnl_reorder_primitive_desc_create(&j->pd, &x, j->engine, &y,
+			j->engine, NULL), "reorder desc") ||
+	    check(j, dn.dnnl_primitive_create(&j->prim, j->pd), "reorder") ||
+	    check(j, dn.dnnl_memory_create(&j->user[0], &x, j->engine, (void *)in[0]),
+			"memory") ||
+	    check(j, dn.dnnl_memory_create(&j->user[1], &y, j->engine, out), "memory"))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		j->mem[i] = j->user[i];
+		j->args[i] = (dnnl_exec_arg_t){ i ? DNNL_ARG_TO : DNNL_ARG_FROM, j->user[i] };
+	}
+	j->nargs = 2;
+	return 0;
+}
+
 static void onednn_run(void *arg)
 {
 	dnnl_job *j = arg;
@@ -321,7 +359,10 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 		return -1;
 	}
 	bool conv = p->kind == VENDOR_CONV2D;
-	if (conv ? conv_init(j, p, in, out) : matmul_init(j, p, in, out)) {
+	int st = conv ? conv_init(j, p, in, out) :
+		p->kind == VENDOR_TRANSPOSE ? transpose_init(j, p, in, out) :
+		matmul_init(j, p, in, out);
+	if (st) {
 		snprintf(err, errlen, "%s", j->err);
 		onednn_release(j);
 		return -1;
@@ -331,7 +372,8 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	const dnnl_version_t *v = dn.dnnl_version();
 	int threads = dn.omp_get_max_threads();
 	snprintf(r->name, sizeof(r->name), "oneDNN %d.%d.%d %s (%s%s, %d thread%s)",
-		v->major, v->minor, v->patch, conv ? "convolution" : "matmul",
+		v->major, v->minor, v->patch, conv ? "convolution" :
+		p->kind == VENDOR_TRANSPOSE ? "reorder" : "matmul",
 		impl ? impl : "?", conv ? ", own layouts" : "", threads,
 		threads == 1 ? "" : "s");
 	r->run = onednn_run;
