@@ -407,6 +407,34 @@ Test(sketch, a_transposition_is_blocked)
 	fixture_fini(&f);
 }
 
+/* A user op whose output reads a transposition through an inlined
+ * stage: the output stage's vector lanes read X across its rows, so it
+ * gets the blocked sketch too. */
+Test(sketch, a_transposition_inlined_into_its_reader_is_blocked)
+{
+	static const char src[] =
+		"op scaled_transpose(X: f32[R, C]) -> Y {\n"
+		"  T[j, i] = X[i, j] * 2.0\n"
+		"  Y[j, i] = max(T[j, i], 0.0)\n"
+		"}\n";
+	fixture f;
+	memset(&f, 0, sizeof(f));
+	f.ctx = tessel_ctx_new();
+	tessel_module *m = tessel_parse(f.ctx, "t.te", src, strlen(src));
+	cr_assert(m, "%s", tessel_ctx_error(f.ctx)->message);
+	const char *names[] = { "R", "C" };
+	const int64_t values[] = { 64, 96 };
+	f.op = tessel_op_bind(tessel_module_find(f.ctx, m, NULL), 2, names, values);
+	tessel_module_free(m);
+	cr_assert(f.op);
+	fixture_start(&f);
+	int k = sketch_named(&f, "Y: blocked");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	int blocked = sample_all(&f, 8, 13, "reorder Y.");
+	cr_expect_gt(blocked, 0);
+	fixture_fini(&f);
+}
+
 /* Y[j] = sum(i) X[i, j]: the rfactor sketch makes parallel partials of
  * bands of rows, each summing its rows contiguously into a vectorized
  * row of accumulators; a sum along the rows keeps its vector lanes. */

@@ -361,38 +361,74 @@ static bool reduces_across_rows(const tessel_stage *t)
 	return r.used && !r.contiguous;
 }
 
+/* The depth of elementwise producers looked through (a chain of
+ * inlined stages) when looking for a transposed read. */
+#define MAX_BLOCK_DEPTH 4
+
 typedef struct block_scan {
 	int vector_axis;          /* the stage's innermost spatial axis */
+	const int *map;           /* the stage's axis of each axis of the
+	                           * producer scanned, or NULL: itself */
+	int depth;
 	int axis;                 /* found: the axis of the input's last index */
 } block_scan;
+
+static int access_transposed(tessel_expr *access, bool under_select, void *user);
+
+/* Scan the elementwise producer that "access" reads at plain spatial
+ * indices, its axes mapped through them to the stage's: when it is
+ * inlined, its reads are the stage's. */
+static void scan_producer(block_scan *b, const tessel_expr *access)
+{
+	const tessel_stage *t = access->u.access.tensor;
+	int n = access->u.access.n, map[TESSEL_MAX_DIMS];
+	if (t->kind != TE_COMPUTE || t->nraxes || n != t->ndim || n > TESSEL_MAX_DIMS ||
+	    b->depth == MAX_BLOCK_DEPTH)
+		return;
+	for (int d = 0; d < n; d++) {
+		const tessel_expr *ix = access->u.access.index[d];
+		if (ix->kind != TE_VAR || ix->u.var->is_reduce)
+			return;
+		map[d] = b->map ? b->map[ix->u.var->index] : ix->u.var->index;
+	}
+	block_scan inner = { b->vector_axis, map, b->depth + 1, -1 };
+	te_visit_accesses(t->body, false, access_transposed, &inner);
+	b->axis = inner.axis;
+}
 
 static int access_transposed(tessel_expr *access, bool under_select, void *user)
 {
 	(void)under_select;
 	block_scan *b = user;
 	int n = access->u.access.n;
-	if (b->axis >= 0 || n < 2)
+	if (b->axis >= 0 || n < 1)
 		return 0;
 	const tessel_expr *last = access->u.access.index[n - 1];
-	if (last->kind != TE_VAR || last->u.var->is_reduce ||
-	    last->u.var->index == b->vector_axis)
-		return 0;
-	uint64_t rows = 0;
+	uint64_t vars = 0, rows = 0;
 	for (int d = 0; d < n - 1; d++)
-		spatial_vars(access->u.access.index[d], &rows);
-	if (rows & (1ull << b->vector_axis))
-		b->axis = last->u.var->index;
+		spatial_vars(access->u.access.index[d], &vars);
+	for (int v = 0; v < 64; v++)
+		if ((vars >> v) & 1)
+			rows |= 1ull << (b->map ? b->map[v] : v);
+	int axis = -1;
+	if (last->kind == TE_VAR && !last->u.var->is_reduce)
+		axis = b->map ? b->map[last->u.var->index] : last->u.var->index;
+	if (axis >= 0 && axis != b->vector_axis && (rows & (1ull << b->vector_axis)))
+		b->axis = axis;
+	else
+		scan_producer(b, access);
 	return 0;
 }
 
 /* Return the spatial axis of the elementwise stage "t" that indexes the
- * contiguous last dimension of a tensor it reads, where its innermost
- * spatial axis indexes another dimension (Y[j, i] = X[i, j]: j), or -1.
- * Vector lanes along the innermost axis read such a tensor a cache line
- * per element; blocking both axes reads each line once. */
+ * contiguous last dimension of a tensor it reads, itself or through the
+ * elementwise producers inlined into it, where its innermost spatial
+ * axis indexes another dimension (Y[j, i] = X[i, j]: j), or -1.  Vector
+ * lanes along the innermost axis read such a tensor a cache line per
+ * element; blocking both axes reads each line once. */
 static int find_block_axis(const tessel_stage *t)
 {
-	block_scan b = { t->ndim - 1, -1 };
+	block_scan b = { t->ndim - 1, NULL, 0, -1 };
 	if (t->nraxes == 0 && t->ndim >= 2 && t->ndim <= 64)
 		te_visit_accesses(t->body, false, access_transposed, &b);
 	return b.axis;
