@@ -1265,8 +1265,9 @@ static void vectorize_final_reduction(sch_state *st, int s)
  * work for the cores (half the time) or the reduction runs across rows
  * (always), the outer part as parallel partials (across rows, one to
  * MAX_PARTS_PER_CORE per core, each a contiguous band of rows summed
- * into a vectorized row of accumulators); the stage's own reduction of
- * the lanes vectorized. */
+ * into a vectorized row of accumulators, the reduction loops inside a
+ * drawn number of the outer spatial loops); the stage's own reduction
+ * of the lanes vectorized. */
 static int schedule_rfactor(const tune_space *sp, sch_state *st, int s,
 	const stage_info *in, uint64_t *rng)
 {
@@ -1303,7 +1304,8 @@ static int schedule_rfactor(const tune_space *sp, sch_state *st, int s,
 	if (partials) {
 		sk_try_annotate(st, rf, r.spatial[0], sch_parallel);
 		if (in->reduce_across_rows && r.nspatial > 1 &&
-		    reduce_outside_vectors(sp, st, rf, &r, 1, rng))
+		    reduce_outside_vectors(sp, st, rf, &r,
+			    1 + (int)sk_below(rng, r.nspatial - 1), rng))
 			tessel_ctx_clear_error(st->ctx);
 		return 0;
 	}
