@@ -375,6 +375,26 @@ Test(sketch, conv_relu_fuses_the_consumer)
 	fixture_fini(&f);
 }
 
+/* Sample "n" candidates of sketch "k" from "seed" and check each; return
+ * how many hold every one of the NULL-terminated "needles" in their
+ * trace. */
+static int samples_holding(fixture *f, int k, int n, uint64_t seed, const char *const *needles)
+{
+	int found = 0;
+	for (int i = 0; i < n; i++) {
+		sch_state *st = tune_space_sample(f->space, k, &seed);
+		cr_assert(st, "sketch %d, sample %d", k, i);
+		char *text = check_state(f, st, tune_space_sketch_name(f->space, k));
+		bool all = true;
+		for (int j = 0; needles[j]; j++)
+			all = all && strstr(text, needles[j]);
+		found += all;
+		free(text);
+		sch_state_free(st);
+	}
+	return found;
+}
+
 /* Y[j, i] = X[i, j]: vectors along i read X a cache line per lane, so
  * the "blocked" sketch splits i and j and takes both outer parts out
  * of the block; a stage that reads every input along its rows gets no
@@ -386,17 +406,8 @@ Test(sketch, a_transposition_is_blocked)
 	fixture_lib(&f, "transpose", 2, kv);
 	int k = sketch_named(&f, "Y: blocked");
 	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
-	uint64_t rng = 3;
-	int blocked = 0;
-	for (int i = 0; i < 20; i++) {
-		sch_state *st = tune_space_sample(f.space, k, &rng);
-		cr_assert(st);
-		char *text = check_state(&f, st, "blocked");
-		blocked += strstr(text, "split Y.j ") && strstr(text, "split Y.i ") &&
-			   strstr(text, "reorder ") && strstr(text, "vectorize Y.ii");
-		free(text);
-		sch_state_free(st);
-	}
+	const char *blocks[] = { "split Y.j ", "split Y.i ", "reorder ", "vectorize Y.ii", NULL };
+	int blocked = samples_holding(&f, k, 20, 3, blocks);
 	cr_expect_eq(blocked, 20, "%d of 20 samples blocked both axes", blocked);
 	sample_all(&f, 6, 11, NULL);
 	fixture_fini(&f);
@@ -445,18 +456,9 @@ Test(sketch, a_sum_across_rows_takes_parallel_partials)
 	fixture_lib(&f, "reduce_sum", 2, kv);
 	int k = sketch_named(&f, "rfactor");
 	cr_assert_geq(k, 0);
-	uint64_t rng = 5;
-	int partials = 0;
-	for (int i = 0; i < 20; i++) {
-		sch_state *st = tune_space_sample(f.space, k, &rng);
-		cr_assert(st);
-		char *text = check_state(&f, st, "across rows");
-		partials += strstr(text, "rfactor Y.io") && strstr(text, "parallel Y_rf.io") &&
-			    strstr(text, "reorder Y_rf.io Y_rf.ii Y_rf.j") &&
-			    strstr(text, "vectorize Y_rf.j");
-		free(text);
-		sch_state_free(st);
-	}
+	const char *bands[] = { "rfactor Y.io", "parallel Y_rf.io",
+		"reorder Y_rf.io Y_rf.ii Y_rf.j", "vectorize Y_rf.j", NULL };
+	int partials = samples_holding(&f, k, 20, 5, bands);
 	cr_expect_eq(partials, 20, "%d of 20 samples summed bands of rows in parallel", partials);
 	fixture_fini(&f);
 
@@ -464,14 +466,8 @@ Test(sketch, a_sum_across_rows_takes_parallel_partials)
 	fixture_lib(&f, "reduce_sum", 2, kv2);
 	k = sketch_named(&f, "rfactor");
 	cr_assert_geq(k, 0);
-	for (int i = 0; i < 20; i++) {
-		sch_state *st = tune_space_sample(f.space, k, &rng);
-		cr_assert(st);
-		char *text = check_state(&f, st, "along rows");
-		cr_expect(strstr(text, "rfactor Y.ji"), "%s", text);
-		free(text);
-		sch_state_free(st);
-	}
+	const char *lanes[] = { "rfactor Y.ji", NULL };
+	cr_expect_eq(samples_holding(&f, k, 20, 6, lanes), 20, "a sum along rows made partials");
 	fixture_fini(&f);
 }
 
