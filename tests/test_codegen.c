@@ -621,6 +621,54 @@ Test(codegen, vector_exp_over_its_range)
 	loop_prog_free(p);
 }
 
+/* B[i] = op(A[i]) over "n" elements, vectorized. */
+static loop_prog *unary_vector(tessel_unary op, int64_t n)
+{
+	loop_prog *p = loop_prog_new("unary_vector");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(n), true);
+	loop_var *i = loop_var_new(p, "i");
+	p->body = loop(p, i, n, LOOP_VECTORIZED,
+		store(p, B, op1(p, op, load(p, A, var(p, i))), var(p, i)));
+	return p;
+}
+
+/* Inputs from -8 to 8, with the edges of the pieces of the vector erf
+ * (0.875, 3.92), infinities, NaN and signed zeros. */
+static void erf_range(tessel_tensor *const *args)
+{
+	static const double special[] = { INFINITY, -INFINITY, NAN, 0.875, -0.875,
+		0.87500001, 3.92, -3.93, 0.0, -0.0, 1e-30, -1e-6, 60.0, -100.0 };
+	int64_t n = tessel_tensor_numel(args[0]);
+	for (int64_t i = 0; i < n; i++)
+		tessel_tensor_set(args[0], i, -8.0 + 16.0 * (double)i / (double)(n - 1));
+	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
+		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+}
+
+/* erf and sigmoid of floats run on vectors over the vector exp (no
+ * erff or expf per lane) and agree with the interpreter over their range,
+ * in the AVX-512 form and in the portable one. */
+Test(codegen, vector_erf_and_sigmoid)
+{
+	static const char *const avx2[] = { "-O3", "-march=x86-64-v3", "-fPIC",
+		"-shared", "-std=gnu17", NULL };
+	static const tessel_unary ops[] = { TESSEL_ERF, TESSEL_SIGMOID };
+	static const char *const helper[] = { "tsl_verf_f32x16(", "tsl_vsigmoid_f32x16(" };
+	for (int k = 0; k < 2; k++) {
+		loop_prog *p = unary_vector(ops[k], 1024);
+		char *src = check_program(p, 64, 1, erf_range);
+		expect_text(src, helper[k], true);
+		expect_text(src, "tsl_vexp_f32x16(", true);
+		expect_text(src, "erff(", false);
+		expect_text(src, "expf(", false);
+		free(src);
+		free(check_program_with(p, 64, 1, erf_range, avx2));
+		free(check_program(p, 16, 1, erf_range));
+		loop_prog_free(p);
+	}
+}
+
 /* S[r] = op over k of A[r, k] * 2, the k loop vectorized: a reduction
  * (schedule/vectorize.c allows it) that runs on vector lanes. */
 static loop_prog *reduce_rows(tessel_binary op, int64_t rows, int64_t n)
