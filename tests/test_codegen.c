@@ -634,11 +634,12 @@ static loop_prog *unary_vector(tessel_unary op, int64_t n)
 }
 
 /* Inputs from -8 to 8, with the edges of the pieces of the vector erf
- * (0.875, 3.92), infinities, NaN and signed zeros. */
+ * (0.875, 3.92) and tanh (0.625), infinities, NaN and signed zeros. */
 static void erf_range(tessel_tensor *const *args)
 {
 	static const double special[] = { INFINITY, -INFINITY, NAN, 0.875, -0.875,
-		0.87500001, 3.92, -3.93, 0.0, -0.0, 1e-30, -1e-6, 60.0, -100.0 };
+		0.87500001, 3.92, -3.93, 0.0, -0.0, 1e-30, -1e-6, 60.0, -100.0, 0.625,
+		-0.62499999 };
 	int64_t n = tessel_tensor_numel(args[0]);
 	for (int64_t i = 0; i < n; i++)
 		tessel_tensor_set(args[0], i, -8.0 + 16.0 * (double)i / (double)(n - 1));
@@ -646,21 +647,23 @@ static void erf_range(tessel_tensor *const *args)
 		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
 }
 
-/* erf and sigmoid of floats run on vectors over the vector exp (no
- * erff or expf per lane) and agree with the interpreter over their range,
+/* erf, sigmoid and tanh of floats run on vectors over the vector exp (no
+ * erff, tanhf or expf per lane) and agree with the interpreter over their range,
  * in the AVX-512 form and in the portable one. */
-Test(codegen, vector_erf_and_sigmoid)
+Test(codegen, vector_erf_sigmoid_tanh)
 {
 	static const char *const avx2[] = { "-O3", "-march=x86-64-v3", "-fPIC",
 		"-shared", "-std=gnu17", NULL };
-	static const tessel_unary ops[] = { TESSEL_ERF, TESSEL_SIGMOID };
-	static const char *const helper[] = { "tsl_verf_f32x16(", "tsl_vsigmoid_f32x16(" };
-	for (int k = 0; k < 2; k++) {
+	static const tessel_unary ops[] = { TESSEL_ERF, TESSEL_SIGMOID, TESSEL_TANH };
+	static const char *const helper[] = { "tsl_verf_f32x16(", "tsl_vsigmoid_f32x16(",
+		"tsl_vtanh_f32x16(" };
+	for (int k = 0; k < 3; k++) {
 		loop_prog *p = unary_vector(ops[k], 1024);
 		char *src = check_program(p, 64, 1, erf_range);
 		expect_text(src, helper[k], true);
 		expect_text(src, "tsl_vexp_f32x16(", true);
 		expect_text(src, "erff(", false);
+		expect_text(src, "tanhf(", false);
 		expect_text(src, "expf(", false);
 		free(src);
 		free(check_program_with(p, 64, 1, erf_range, avx2));
