@@ -49,7 +49,7 @@ static const char bench_help[] =
 	"VENDOR (default: all of the target's): on the CPU, openblas (cblas_sgemm:\n"
 	"matmul, batch_matmul, dense)\n"
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
-	"untimed: conv2d NCHW or NHWC with one group; matmul primitive: matmul,\n"
+	"untimed: conv2d NCHW or NHWC, grouped or not; matmul primitive: matmul,\n"
 	"batch_matmul, dense; reorder: transpose), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
 	"one that is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"

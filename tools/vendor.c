@@ -111,21 +111,17 @@ static void dense_problem(vendor_problem *p, const tessel_op *op)
 	p->k = in_dim(op, 0, 1);
 }
 
-/* conv2d in NCHW or NHWC with one group; VENDOR_NONE otherwise. */
+/* conv2d in NCHW or NHWC, grouped or not; VENDOR_NONE otherwise. */
 static void conv_problem(vendor_problem *p, const tessel_op *op,
 	const cli_set *set)
 {
 	const char *layout = attr_text(set, "layout", "NCHW");
-	const char *groups = attr_text(set, "groups", "1");
 	if (strcmp(layout, "NCHW") != 0 && strcmp(layout, "NHWC") != 0) {
 		snprintf(p->why, sizeof(p->why), "layout=%s; only NCHW and NHWC", layout);
 		return;
 	}
 	p->channels_last = strcmp(layout, "NHWC") == 0;
-	if (strcmp(groups, "1") != 0) {
-		snprintf(p->why, sizeof(p->why), "groups=%s; only one group", groups);
-		return;
-	}
+	p->groups = strtoll(attr_text(set, "groups", "1"), NULL, 10);
 	attr_pair(set, "stride", 1, p->stride);
 	attr_pair(set, "padding", 0, p->padding);
 	attr_pair(set, "dilation", 1, p->dilation);
@@ -139,6 +135,10 @@ static void conv_problem(vendor_problem *p, const tessel_op *op,
 	p->dims[CONV_S] = in_dim(op, 1, cl ? 1 : 3);
 	p->dims[CONV_OH] = out_dim(op, cl ? 1 : 2);
 	p->dims[CONV_OW] = out_dim(op, cl ? 2 : 3);
+	if (p->groups < 1 || p->dims[CONV_C] % p->groups || p->dims[CONV_F] % p->groups) {
+		snprintf(p->why, sizeof(p->why), "groups=%lld", (long long)p->groups);
+		return;
+	}
 	for (int i = 0; i < 2; i++) {
 		int64_t extent = p->dims[CONV_H + i] + 2 * p->padding[i]
 			- p->dilation[i] * (p->dims[CONV_R + i] - 1) - 1;

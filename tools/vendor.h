@@ -16,7 +16,7 @@
 typedef enum vendor_kind {
 	VENDOR_NONE,   /* no vendor library computes it */
 	VENDOR_GEMM,   /* batch x (op(A) * op(B) (+ bias)), row-major */
-	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW, one group */
+	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW (or NHWC x HWIO), grouped */
 	VENDOR_TRANSPOSE /* Y = X with its axes permuted */
 } vendor_kind;
 
@@ -27,7 +27,10 @@ typedef enum vendor_kind {
  * contiguous.  CONV2D: X[n, c, h, w] * Wt[f, c, r, s] -> Y[n, f, oh, ow]
  * with "stride", "padding" (each side) and "dilation" as [h, w]; when
  * "channels_last", the data are laid out X[n, h, w, c], Wt[r, s, c, f]
- * and Y[n, oh, ow, f] (the dims keep their meaning).  TRANSPOSE: X of
+ * and Y[n, oh, ow, f] (the dims keep their meaning); with "groups" > 1
+ * the filter holds c / groups input channels (Wt[f, c / groups, r, s]),
+ * output channel f reading the inputs of its group f / (f / groups).
+ * TRANSPOSE: X of
  * "ndim" dims "shape", C-ordered, into Y whose axis d is X's axis
  * "perm"[d], C-ordered. */
 typedef struct vendor_problem {
@@ -39,6 +42,7 @@ typedef struct vendor_problem {
 	bool channels_last;          /* CONV2D: NHWC data, HWIO weights */
 	int64_t dims[9];             /* n c h w f r s oh ow */
 	int64_t stride[2], padding[2], dilation[2];
+	int64_t groups;              /* CONV2D */
 	int ndim;                    /* TRANSPOSE */
 	int64_t shape[TESSEL_MAX_DIMS];
 	int perm[TESSEL_MAX_DIMS];

@@ -201,7 +201,8 @@ static int add_arg(dnnl_job *j, int i, int arg, dnnl_query_t which, int index,
 }
 
 /* Set up a convolution forward (direct) of "p" in "j", oneDNN choosing the
- * layouts. */
+ * layouts; grouped, its weights are 5-D (groups first), the caller's
+ * described by their strides. */
 static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
 	float *out)
 {
@@ -215,11 +216,21 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 	dnnl_memory_desc_t ux, uw, uy, cx, cw, cy;
 	bool cl = p->channels_last;
 	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, cl ? dnnl_hwio : dnnl_oihw);
 	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
 	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dnnl_f32, dnnl_format_tag_any);
-	dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dnnl_f32, dnnl_format_tag_any);
 	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dnnl_f32, dnnl_format_tag_any);
+	if (p->groups > 1) {
+		int64_t g = p->groups, fg = d[CONV_F] / g, cg = d[CONV_C] / g;
+		int64_t r = d[CONV_R], s = d[CONV_S], f = d[CONV_F];
+		dnnl_dims_t gd = { g, fg, cg, r, s };
+		dnnl_dims_t oihw = { fg * cg * r * s, cg * r * s, r * s, s, 1 };
+		dnnl_dims_t hwio = { fg, 1, f, s * cg * f, cg * f };
+		dn.dnnl_memory_desc_init_by_strides(&uw, 5, gd, dnnl_f32, cl ? hwio : oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 5, gd, dnnl_f32, dnnl_format_tag_any);
+	} else {
+		dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, cl ? dnnl_hwio : dnnl_oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dnnl_f32, dnnl_format_tag_any);
+	}
 	dnnl_convolution_desc_t cd;
 	if (check(j, dn.dnnl_dilated_convolution_forward_desc_init(&cd,
 			dnnl_forward_inference, dnnl_convolution_direct, &cx, &cw, NULL, &cy,

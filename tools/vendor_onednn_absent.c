@@ -6,7 +6,8 @@
 
 static bool onednn_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D;
+	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D ||
+	       p->kind == VENDOR_TRANSPOSE;
 }
 
 static int onednn_load(const vendor_env *env, char *err, size_t errlen)
