@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 /* The flags used when cg_compile_opts.flags is NULL. */
-#define CG_DEFAULT_FLAGS "-O3", "-march=native", "-fPIC", "-shared", "-std=gnu17"
+#define CG_DEFAULT_FLAGS "-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", \
+	"-std=gnu17"
 #define CG_DEFAULT_TIMEOUT_S 60.0
 
 typedef struct cg_compile_opts {

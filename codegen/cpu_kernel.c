@@ -31,6 +31,7 @@ void cg_cpu_flags(const rt_cpu_target *cpu, const char **flags)
 	}
 	if (isa == RT_ISA_AVX512)
 		flags[n++] = "-mprefer-vector-width=512";
+	flags[n++] = "-fno-math-errno";
 	flags[n++] = "-fPIC";
 	flags[n++] = "-shared";
 	flags[n++] = "-std=gnu17";

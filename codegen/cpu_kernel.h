@@ -28,7 +28,9 @@ int cg_cpu_kernel_load(tessel_ctx *ctx, const loop_prog *p, cg_cpu_kernel *k);
 void cg_cpu_kernel_close(cg_cpu_kernel *k);
 
 /* Fill "flags" (NULL-terminated, at most 8 entries) with the compiler
- * flags for the CPU "cpu": -O3, -march for its ISA level, PIC, shared. */
+ * flags for the CPU "cpu": -O3, -march for its ISA level, no errno from
+ * math functions (kernels never read it; sqrt becomes an instruction),
+ * PIC, shared. */
 void cg_cpu_flags(const rt_cpu_target *cpu, const char **flags);
 
 #endif

@@ -15,6 +15,7 @@
 #include "codegen/c_printer.h"
 #include "codegen/code_stats.h"
 #include "codegen/compile.h"
+#include "codegen/cpu_kernel.h"
 #include "ir/loop.h"
 #include "ir/loop_eval.h"
 #include "ir/te_impl.h"
@@ -670,6 +671,37 @@ Test(codegen, vector_erf_sigmoid_tanh)
 		free(check_program(p, 16, 1, erf_range));
 		loop_prog_free(p);
 	}
+}
+
+/* Kernels are compiled without errno from math functions (cg_cpu_flags):
+ * a vector sqrt is an instruction, and its object calls no sqrtf. */
+Test(codegen, vector_sqrt_calls_no_libm)
+{
+	loop_prog *p = unary_vector(TESSEL_SQRT, 256);
+	const char *flags[9];
+	cg_cpu_flags(NULL, flags);
+	bool no_errno = false;
+	for (int i = 0; flags[i]; i++)
+		no_errno |= strcmp(flags[i], "-fno-math-errno") == 0;
+	cr_expect(no_errno, "cg_cpu_flags keeps errno");
+	char dir[] = "/tmp/tessel-codegen-XXXXXX", so[4096], err[4096], cmd[4200];
+	char *src = check_program(p, 64, 1, NULL);
+	cr_assert(mkdtemp(dir));
+	cg_compile_opts opts = { .cache_dir = dir, .flags = flags };
+	cr_assert_eq(cg_compile_c(&opts, src, so, sizeof(so), err, sizeof(err)), CG_COMPILE_OK,
+		"%s", err);
+	snprintf(cmd, sizeof(cmd), "nm -D --undefined-only '%s'", so);
+	FILE *nm = popen(cmd, "r");
+	cr_assert(nm);
+	char line[512];
+	bool calls = false;
+	while (fgets(line, sizeof(line), nm))
+		calls |= strstr(line, "sqrtf") != NULL;
+	cr_expect_eq(pclose(nm), 0, "%s failed", cmd);
+	cr_expect(!calls, "the kernel calls sqrtf");
+	test_remove_tree(dir);
+	free(src);
+	loop_prog_free(p);
 }
 
 /* S[r] = op over k of A[r, k] * 2, the k loop vectorized: a reduction
