@@ -1267,6 +1267,39 @@ static const char vtanh_f32_tmpl[] =
 	"\t$0 y = ($0)((($1)p & small) | (($1)r & ~small));\n"
 	"\treturn ($0)(($1)y | sign);\n}\n";
 
+/* log of float lanes on vectors: x = m 2^e with m in [sqrt(1/2), sqrt(2))
+ * (denormals scaled by 2^23 first), log(1 + f) = f - f^2/2 + f^3 P(f) for
+ * f = m - 1 (P of degree 7, fitted as erf's), plus e ln 2 in two parts;
+ * within 0.86 ulp over the positive floats; -inf at 0, NaN below 0 and
+ * for NaN, inf at inf. */
+static const char vlog_f32_tmpl[] =
+	"$4 $0 $5($0 x)\n{\n"
+	"\tconst $0 zero = { 0 };\n"
+	"\t$1 sub = x < 1.17549435e-38f;\n"
+	"\t$1 i = (($1)(x * 8388608.0f) & sub) | (($1)x & ~sub);\n"
+	"\t$1 e = ((i >> 23) & 0xff) - 127 - (sub & 23);\n"
+	"\t$0 m = ($0)((i & 0x007fffff) | 0x3f800000);\n"
+	"\t$1 big = m > 1.41421356f;\n"
+	"\tm = ($0)((($1)(m * 0.5f) & big) | (($1)m & ~big));\n"
+	"\te -= big;\n"
+	"\t$0 f = m - 1.0f;\n"
+	"\t$0 z = f * f;\n"
+	"\t$0 p = zero - 7.362867872e-02f;\n"
+	"\tp = p * f + 1.262032749e-01f;\n"
+	"\tp = p * f - 1.320210421e-01f;\n"
+	"\tp = p * f + 1.422711404e-01f;\n"
+	"\tp = p * f - 1.662136991e-01f;\n"
+	"\tp = p * f + 1.999982657e-01f;\n"
+	"\tp = p * f - 2.500085194e-01f;\n"
+	"\tp = p * f + 3.333335405e-01f;\n"
+	"\t$0 y = f * z * p - 0.5f * z + f;\n"
+	"\t$0 ef = __builtin_convertvector(e, $0);\n"
+	"\ty = y + ef * -2.12194440e-4f;\n"
+	"\ty = y + ef * 0.693359375f;\n"
+	"\t$1 bad = (x < 0.0f) | (x != x), nil = x == 0.0f, top = x == __builtin_inff();\n"
+	"\treturn ($0)((($1)y & ~(bad | nil | top)) | (($1)(zero + __builtin_nanf(\"\")) & bad) |\n"
+	"\t\t(($1)(zero - __builtin_inff()) & nil) | (($1)(zero + __builtin_inff()) & top));\n}\n";
+
 /* The logistic sigmoid of float lanes on the vector exp ("@"): 1 / (1 +
  * exp(-x)), 0 where exp overflows and 1 where it underflows. */
 static const char vsigmoid_f32_tmpl[] =
@@ -1292,14 +1325,19 @@ static const char *on_vector_exp(cg_printer *pr, const char *op, const char *tmp
 	return buf;
 }
 
-/* Return the vector helper of the unary "op" for class "c": exp, erf,
- * tanh and sigmoid of floats on vectors, the others lane by lane. */
+/* Return the vector helper of the unary "op" for class "c": exp, log,
+ * erf, tanh and sigmoid of floats on vectors, the others lane by lane. */
 static const char *unary_helper(cg_printer *pr, tessel_unary op, vclass c,
 	char *buf, size_t len)
 {
 	if (op == TESSEL_EXP && c == V_F32) {
 		need_vector_helper(pr, vector_helper_name(pr, "vexp", c, buf, len), c,
 			pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
+		return buf;
+	}
+	if (op == TESSEL_LOG && c == V_F32) {
+		need_vector_helper(pr, vector_helper_name(pr, "vlog", c, buf, len), c,
+			vlog_f32_tmpl);
 		return buf;
 	}
 	if (op == TESSEL_ERF && c == V_F32)

@@ -673,6 +673,46 @@ Test(codegen, vector_erf_sigmoid_tanh)
 	}
 }
 
+/* Positive floats from the smallest denormal to near the largest,
+ * log-spaced, with zeros, negatives, infinities, NaN and the edges of
+ * the vector log's reduction. */
+static void log_range(tessel_tensor *const *args)
+{
+	static const double special[] = { 0.0, -0.0, -1.0, INFINITY, -INFINITY, NAN,
+		1.4e-45, 1.17549435e-38, 1.1754942e-38, 1.41421356, 1.4142137, 1.0,
+		0.70710678, 3.4e38 };
+	int64_t n = tessel_tensor_numel(args[0]);
+	for (int64_t i = 0; i < n; i++)
+		tessel_tensor_set(args[0], i, exp(-103.0 + 191.0 * (double)i / (double)(n - 1)));
+	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
+		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+}
+
+/* Floats from 0.5 to 2, where log is small and its error shows. */
+static void near_one(tessel_tensor *const *args)
+{
+	int64_t n = tessel_tensor_numel(args[0]);
+	for (int64_t i = 0; i < n; i++)
+		tessel_tensor_set(args[0], i, 0.5 + 1.5 * (double)i / (double)(n - 1));
+}
+
+/* log of floats runs on vectors (no logf per lane) and agrees with the
+ * interpreter from denormals to the largest floats, in both forms. */
+Test(codegen, vector_log)
+{
+	static const char *const avx2[] = { "-O3", "-march=x86-64-v3", "-fPIC",
+		"-shared", "-std=gnu17", NULL };
+	loop_prog *p = unary_vector(TESSEL_LOG, 1024);
+	char *src = check_program(p, 64, 1, log_range);
+	expect_text(src, "tsl_vlog_f32x16(", true);
+	expect_text(src, "logf(", false);
+	free(src);
+	free(check_program_with(p, 64, 1, log_range, avx2));
+	free(check_program(p, 16, 1, log_range));
+	free(check_program(p, 64, 1, near_one));
+	loop_prog_free(p);
+}
+
 /* Kernels are compiled without errno from math functions (cg_cpu_flags):
  * a vector sqrt is an instruction, and its object calls no sqrtf. */
 Test(codegen, vector_sqrt_calls_no_libm)
