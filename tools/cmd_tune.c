@@ -39,11 +39,13 @@ static const char tune_help[] =
 	"durations), the L2 evicted before each run; a candidate ten times\n"
 	"slower than the best is timed by one run.\n"
 	"--early-stop N ends the search after N trials without a better time\n"
-	"(default 300; 0: never). --epsilon E is the fraction of each batch kept\n"
-	"for exploration (default 0.1): each such pick is the best-scored\n"
-	"candidate of the schedule structure (the trace without its numbers)\n"
-	"measured least so far. --min-time is the measured time per candidate\n"
-	"and pass (default 0.05 s). Each candidate is timed in --passes N passes\n"
+	"(default 300; 0: never); it also ends, saying so, when no program is\n"
+	"left that was not measured (a small op's space). --epsilon E is the\n"
+	"fraction of each batch kept for exploration (default 0.1): each such\n"
+	"pick is the best-scored candidate of the schedule structure (the trace\n"
+	"without its numbers) measured least so far. --min-time is the measured\n"
+	"time per candidate and pass (default 0.05 s). Each candidate is timed\n"
+	"in --passes N passes\n"
 	"(default 2): on the CPU it first runs alone in a fresh worker (briefly,\n"
 	"to catch a crash or a hang), then the last pass times the whole batch\n"
 	"in one worker, in turns, so that a slow moment of the machine slows\n"
@@ -255,6 +257,9 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 		printf("interrupted: every measured batch is committed\n");
 	else if (s->early_stopped)
 		printf("stopped early: no better time in the last trials\n");
+	else if (s->exhausted)
+		printf("stopped: the search space has no program left that was not "
+			"measured\n");
 	printf("best: %s", best);
 	if (isfinite(s->default_s) && isfinite(s->best_s))
 		printf(", %.2fx the default schedule (%s)", s->default_s / s->best_s, def);

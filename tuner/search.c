@@ -1436,6 +1436,7 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 		r = round_(&s, pool, cap, res);
 		if (r > 0) {
 			logf_(&s, "the search space has no new candidates left");
+			out->exhausted = true;
 			r = 0;
 			break;
 		}

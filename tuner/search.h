@@ -125,6 +125,8 @@ typedef struct tune_summary {
 	int64_t best_record; /* id in the store, 0 when none */
 	char *best_trace;    /* text form, malloc'ed; NULL when none */
 	bool early_stopped;
+	bool exhausted;      /* sampling and mutation found no program not
+	                      * measured yet: the space is covered */
 	bool interrupted;
 	int error_counts[TUNE_ERR_COUNT];
 	int retaken;         /* measurements taken again because their

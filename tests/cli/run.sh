@@ -428,6 +428,8 @@ expect 1 "--other-records expects an integer in 0..1000000, got '-1'" -- tune "$
 expect 0 'round 6: [0-9]+ candidates evolved in [0-9.]+ s, 8 ordered by their code' -- tune "${mm32[@]}" --trials 24 --batch 4 --min-time 0.005 --db "$work/shortlist.db" --shortlist 2 --verbose
 OBJDUMP=/bin/false expect 0 'the compiled code of [0-9]+ candidates so far could not be read.*/bin/false failed' -- tune matmul --set M=20,N=20,K=20 --trials 8 --batch 4 --min-time 0.005 --db "$work/unread.db" --shortlist 2 --verbose
 expect 1 "--shortlist expects an integer in 0..64, got '-1'" -- tune "${mm32[@]}" --trials 4 --shortlist -1 --db "$tdb"
+# a space smaller than the trials asked for: the search says it is covered
+expect 0 'stopped: the search space has no program left that was not measured' -- tune transpose --set 'shape=[4,4],perm=[1,0]' --trials 200 --min-time 0.005 --db "$work/covered.db"
 expect 1 "--trials expects an integer in 1..1000000, got '0'" -- tune "${mm32[@]}" --trials 0 --db "$tdb"
 expect 1 "--trials expects an integer in 1..1000000, got '-3'" -- tune "${mm32[@]}" --trials -3 --db "$tdb"
 expect 1 'missing --trials' -- tune "${mm32[@]}" --db "$tdb"
