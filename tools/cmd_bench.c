@@ -50,7 +50,7 @@ static const char bench_help[] =
 	"matmul, batch_matmul, dense)\n"
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
 	"untimed: conv2d NCHW or NHWC, grouped or not; matmul primitive: matmul,\n"
-	"batch_matmul, dense; reorder: transpose), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
+	"batch_matmul, dense; reorder: transpose; softmax, log_softmax), f32. They are loaded at run time (libopenblas.so.0, libdnnl.so.2);\n"
 	"one that is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"
 	"is set to SkylakeX when unset on AVX-512 CPUs, which OpenBLAS 0.3.21\n"

@@ -173,6 +173,21 @@ static void transpose_problem(vendor_problem *p, const tessel_op *op,
 	p->kind = VENDOR_TRANSPOSE;
 }
 
+/* softmax and log_softmax: X's shape and attribute "axis" (negative from
+ * the end), which the op's instantiation checked. */
+static void softmax_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set, bool log)
+{
+	const tessel_stage *x = tessel_op_input_at(op, 0);
+	p->ndim = tessel_stage_ndim(x);
+	for (int d = 0; d < p->ndim; d++)
+		p->shape[d] = tessel_stage_dim(x, d);
+	long a = strtol(attr_text(set, "axis", "-1"), NULL, 10);
+	p->axis = (int)(a < 0 ? a + p->ndim : a);
+	p->log = log;
+	p->kind = VENDOR_SOFTMAX;
+}
+
 void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	const cli_set *set, bool builtin)
 {
@@ -192,4 +207,6 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 		conv_problem(p, op, set);
 	else if (strcmp(p->op, "transpose") == 0)
 		transpose_problem(p, op, set);
+	else if (strcmp(p->op, "softmax") == 0 || strcmp(p->op, "log_softmax") == 0)
+		softmax_problem(p, op, set, p->op[0] == 'l');
 }

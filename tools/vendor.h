@@ -17,7 +17,8 @@ typedef enum vendor_kind {
 	VENDOR_NONE,   /* no vendor library computes it */
 	VENDOR_GEMM,   /* batch x (op(A) * op(B) (+ bias)), row-major */
 	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW (or NHWC x HWIO), grouped */
-	VENDOR_TRANSPOSE /* Y = X with its axes permuted */
+	VENDOR_TRANSPOSE, /* Y = X with its axes permuted */
+	VENDOR_SOFTMAX /* softmax or log_softmax along one axis */
 } vendor_kind;
 
 /* A workload in the terms vendor libraries take, f32 throughout.
@@ -32,7 +33,8 @@ typedef enum vendor_kind {
  * output channel f reading the inputs of its group f / (f / groups).
  * TRANSPOSE: X of
  * "ndim" dims "shape", C-ordered, into Y whose axis d is X's axis
- * "perm"[d], C-ordered. */
+ * "perm"[d], C-ordered.  SOFTMAX: X and Y of "ndim" dims "shape",
+ * C-ordered, normalized along "axis" ("log": log_softmax). */
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
@@ -43,9 +45,11 @@ typedef struct vendor_problem {
 	int64_t dims[9];             /* n c h w f r s oh ow */
 	int64_t stride[2], padding[2], dilation[2];
 	int64_t groups;              /* CONV2D */
-	int ndim;                    /* TRANSPOSE */
+	int ndim;                    /* TRANSPOSE, SOFTMAX */
 	int64_t shape[TESSEL_MAX_DIMS];
-	int perm[TESSEL_MAX_DIMS];
+	int perm[TESSEL_MAX_DIMS];   /* TRANSPOSE */
+	int axis;                    /* SOFTMAX */
+	bool log;
 } vendor_problem;
 
 enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };

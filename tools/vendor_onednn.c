@@ -1,6 +1,7 @@
 /* oneDNN, loaded with dlopen: forward convolution (direct algorithm) for
- * CONV2D problems, the matmul primitive for GEMM problems and a reorder
- * (the source described by permuted strides) for TRANSPOSE ones, f32.  The
+ * CONV2D problems, the matmul primitive for GEMM problems, a reorder
+ * (the source described by permuted strides) for TRANSPOSE ones and the
+ * softmax and logsoftmax primitives for SOFTMAX ones, f32.  The
  * convolution runs on the layouts oneDNN picks itself (format_tag::any):
  * the inputs are reordered into them once when prepared, and the output
  * back to NCHW after a run for checking; neither reorder is timed.  The
@@ -26,6 +27,7 @@
 	X(dnnl_memory_desc_equal) X(dnnl_memory_create) X(dnnl_memory_destroy) \
 	X(dnnl_memory_get_memory_desc) X(dnnl_dilated_convolution_forward_desc_init) \
 	X(dnnl_matmul_desc_init) X(dnnl_reorder_primitive_desc_create) \
+	X(dnnl_softmax_forward_desc_init) X(dnnl_logsoftmax_forward_desc_init) \
 	X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_destroy) \
 	X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_query_md) \
 	X(dnnl_primitive_create) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)
@@ -65,7 +67,8 @@ typedef struct dnnl_job {
 static bool onednn_supports(const vendor_problem *p)
 {
 	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D ||
-	       (p->kind == VENDOR_TRANSPOSE && p->ndim <= DNNL_MAX_NDIMS);
+	       ((p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX) &&
+		p->ndim <= DNNL_MAX_NDIMS);
 }
 
 /* Find "name" in the loaded library (or what it loaded) into "*fn". */
@@ -313,6 +316,28 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 	return 0;
 }
 
+/* Set up a softmax (or log_softmax) of "p" in "j" on the C-ordered data. */
+static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	int n = p->ndim;
+	dnnl_dims_t dims, strides;
+	for (int d = n - 1; d >= 0; d--) {
+		dims[d] = p->shape[d];
+		strides[d] = d == n - 1 ? 1 : strides[d + 1] * p->shape[d + 1];
+	}
+	dnnl_memory_desc_t md;
+	dn.dnnl_memory_desc_init_by_strides(&md, n, dims, dnnl_f32, strides);
+	dnnl_softmax_desc_t sd;
+	dnnl_status_t st = p->log ?
+		dn.dnnl_logsoftmax_forward_desc_init(&sd, dnnl_forward_inference, &md, p->axis) :
+		dn.dnnl_softmax_forward_desc_init(&sd, dnnl_forward_inference, &md, p->axis);
+	if (check(j, st, "softmax desc") || create_primitive(j, &sd))
+		return -1;
+	return add_arg(j, 0, DNNL_ARG_SRC, dnnl_query_src_md, 0, &md, in[0], true) ||
+		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &md, out, false) ? -1 : 0;
+}
+
 static void onednn_run(void *arg)
 {
 	dnnl_job *j = arg;
@@ -372,6 +397,7 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	bool conv = p->kind == VENDOR_CONV2D;
 	int st = conv ? conv_init(j, p, in, out) :
 		p->kind == VENDOR_TRANSPOSE ? transpose_init(j, p, in, out) :
+		p->kind == VENDOR_SOFTMAX ? softmax_init(j, p, in, out) :
 		matmul_init(j, p, in, out);
 	if (st) {
 		snprintf(err, errlen, "%s", j->err);
@@ -384,7 +410,8 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	int threads = dn.omp_get_max_threads();
 	snprintf(r->name, sizeof(r->name), "oneDNN %d.%d.%d %s (%s%s, %d thread%s)",
 		v->major, v->minor, v->patch, conv ? "convolution" :
-		p->kind == VENDOR_TRANSPOSE ? "reorder" : "matmul",
+		p->kind == VENDOR_TRANSPOSE ? "reorder" :
+		p->kind == VENDOR_SOFTMAX ? (p->log ? "logsoftmax" : "softmax") : "matmul",
 		impl ? impl : "?", conv ? ", own layouts" : "", threads,
 		threads == 1 ? "" : "s");
 	r->run = onednn_run;

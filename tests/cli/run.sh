@@ -292,6 +292,9 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=4,H=8,W=8,F=6,R=3,S=3,groups=2 --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=2,C=8,H=7,W=9,F=8,R=3,S=3,groups=8,padding=1,stride=2,layout=NHWC --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=6,H=8,W=8,F=9,R=3,S=2,groups=3,layout=NHWC --compare onednn "${quick[@]}"
+	# softmax and log_softmax along any axis against oneDNN's primitives
+	expect 0 'oneDNN .* softmax .* ok' -- bench softmax --set 'shape=[3,5,7],axis=1' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .* logsoftmax .* ok' -- bench log_softmax --set 'shape=[6,33]' --compare onednn "${quick[@]}"
 	# a transposition against oneDNN's reorder, its rate in GB/s (no arithmetic)
 	expect 0 'oneDNN .*reorder.* ok' -- bench transpose --set 'shape=[3,5,4],perm=[2,0,-2]' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*reorder.* ok' -- bench transpose --set 'shape=[6,10]' --compare onednn "${quick[@]}"
