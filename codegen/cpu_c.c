@@ -1205,6 +1205,16 @@ static const char vexp_f32x16_tmpl[] =
 
 #undef VEXP_F32_PORTABLE
 
+/* The opening of an odd function of float lanes computed on |x|: "a" is
+ * |x|, "z" its square, "sign" the sign bits to put back. */
+#define ODD_F32_PRELUDE \
+	"$4 $0 $5($0 x)\n{\n" \
+	"\tconst $0 zero = { 0 };\n" \
+	"\tconst $1 sbit = ($1){ 0 } - 2147483647 - 1;\n" \
+	"\t$1 sign = ($1)x & sbit;\n" \
+	"\t$0 a = ($0)(($1)x & ~sbit);\n" \
+	"\t$0 z = a * a;\n"
+
 /* erf of float lanes on vectors: erf(|x|) as |x| P(x^2) up to 0.875,
  * beyond as 1 - exp(-x^2) Q(1/|x|) with |x| clamped at 3.92 (where erf
  * rounds to 1), the sign put back; P of degree 6 and Q of degree 10 fitted
@@ -1212,12 +1222,7 @@ static const char vexp_f32x16_tmpl[] =
  * Evaluated in float, within 1.6e-7 (2.7 ulp) of erf over [-5, 5];
  * NaN stays NaN, infinities give +-1.  "@" stands for the vector exp. */
 static const char verf_f32_tmpl[] =
-	"$4 $0 $5($0 x)\n{\n"
-	"\tconst $0 zero = { 0 };\n"
-	"\tconst $1 sbit = ($1){ 0 } - 2147483647 - 1;\n"
-	"\t$1 sign = ($1)x & sbit;\n"
-	"\t$0 a = ($0)(($1)x & ~sbit);\n"
-	"\t$0 z = a * a;\n"
+	ODD_F32_PRELUDE
 	"\t$0 p = zero + 8.714059830e-05f;\n"
 	"\tp = p * z - 8.220518085e-04f;\n"
 	"\tp = p * z + 5.207621495e-03f;\n"
@@ -1249,12 +1254,7 @@ static const char verf_f32_tmpl[] =
  * sign put back; within 7.9e-8 (1.3 ulp) of tanh over [-12, 12], NaN
  * stays NaN, infinities give +-1.  "@" stands for the vector exp. */
 static const char vtanh_f32_tmpl[] =
-	"$4 $0 $5($0 x)\n{\n"
-	"\tconst $0 zero = { 0 };\n"
-	"\tconst $1 sbit = ($1){ 0 } - 2147483647 - 1;\n"
-	"\t$1 sign = ($1)x & sbit;\n"
-	"\t$0 a = ($0)(($1)x & ~sbit);\n"
-	"\t$0 z = a * a;\n"
+	ODD_F32_PRELUDE
 	"\t$0 p = zero + 2.148984179e-03f;\n"
 	"\tp = p * z - 8.184661756e-03f;\n"
 	"\tp = p * z + 2.170400044e-02f;\n"
@@ -1266,6 +1266,8 @@ static const char vtanh_f32_tmpl[] =
 	"\t$1 small = a < 0.625f;\n"
 	"\t$0 y = ($0)((($1)p & small) | (($1)r & ~small));\n"
 	"\treturn ($0)(($1)y | sign);\n}\n";
+
+#undef ODD_F32_PRELUDE
 
 /* log of float lanes on vectors: x = m 2^e with m in [sqrt(1/2), sqrt(2))
  * (denormals scaled by 2^23 first), log(1 + f) = f - f^2/2 + f^3 P(f) for

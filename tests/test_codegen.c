@@ -594,17 +594,27 @@ Test(codegen, vector_extent_16)
 	loop_prog_free(p);
 }
 
+/* Fill the first argument evenly from "lo" to "hi" (exp of that when
+ * "log_spaced"), then put the "n" values "special" at every 7th element. */
+static void fill_range(tessel_tensor *const *args, double lo, double hi, bool log_spaced,
+	const double *special, size_t n)
+{
+	int64_t count = tessel_tensor_numel(args[0]);
+	for (int64_t i = 0; i < count; i++) {
+		double v = lo + (hi - lo) * (double)i / (double)(count - 1);
+		tessel_tensor_set(args[0], i, log_spaced ? exp(v) : v);
+	}
+	for (size_t i = 0; i < n; i++)
+		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+}
+
 /* Inputs across the whole range of expf: overflow, underflow, the edges
  * of the clamped range, infinities and NaN. */
 static void exp_range(tessel_tensor *const *args)
 {
 	static const double special[] = { INFINITY, -INFINITY, NAN, 88.7, 88.73, -87.3,
 		-87.4, -103.9, -104.0, 0.0, -0.0, 1e-8 };
-	int64_t n = tessel_tensor_numel(args[0]);
-	for (int64_t i = 0; i < n; i++)
-		tessel_tensor_set(args[0], i, -120.0 + 240.0 * (double)i / (double)(n - 1));
-	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
-		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+	fill_range(args, -120.0, 120.0, false, special, sizeof(special) / sizeof(*special));
 }
 
 /* The vector exp agrees with expf everywhere (within the f32 tolerance),
@@ -641,11 +651,7 @@ static void erf_range(tessel_tensor *const *args)
 	static const double special[] = { INFINITY, -INFINITY, NAN, 0.875, -0.875,
 		0.87500001, 3.92, -3.93, 0.0, -0.0, 1e-30, -1e-6, 60.0, -100.0, 0.625,
 		-0.62499999 };
-	int64_t n = tessel_tensor_numel(args[0]);
-	for (int64_t i = 0; i < n; i++)
-		tessel_tensor_set(args[0], i, -8.0 + 16.0 * (double)i / (double)(n - 1));
-	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
-		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+	fill_range(args, -8.0, 8.0, false, special, sizeof(special) / sizeof(*special));
 }
 
 /* erf, sigmoid and tanh of floats run on vectors over the vector exp (no
@@ -681,19 +687,13 @@ static void log_range(tessel_tensor *const *args)
 	static const double special[] = { 0.0, -0.0, -1.0, INFINITY, -INFINITY, NAN,
 		1.4e-45, 1.17549435e-38, 1.1754942e-38, 1.41421356, 1.4142137, 1.0,
 		0.70710678, 3.4e38 };
-	int64_t n = tessel_tensor_numel(args[0]);
-	for (int64_t i = 0; i < n; i++)
-		tessel_tensor_set(args[0], i, exp(-103.0 + 191.0 * (double)i / (double)(n - 1)));
-	for (size_t i = 0; i < sizeof(special) / sizeof(*special); i++)
-		tessel_tensor_set(args[0], (int64_t)i * 7, special[i]);
+	fill_range(args, -103.0, 88.0, true, special, sizeof(special) / sizeof(*special));
 }
 
 /* Floats from 0.5 to 2, where log is small and its error shows. */
 static void near_one(tessel_tensor *const *args)
 {
-	int64_t n = tessel_tensor_numel(args[0]);
-	for (int64_t i = 0; i < n; i++)
-		tessel_tensor_set(args[0], i, 0.5 + 1.5 * (double)i / (double)(n - 1));
+	fill_range(args, 0.5, 2.0, false, NULL, 0);
 }
 
 /* log of floats runs on vectors (no logf per lane) and agrees with the
