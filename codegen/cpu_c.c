@@ -1015,11 +1015,16 @@ static const char *vector_type(cg_printer *pr, vclass c, bool wide_mask, char *b
  * definition "tmpl" has "$0" for the vector type, "$1" for the mask type,
  * "$2" for the element type, "$3" for the lane count, "$4" for the
  * storage class, "$5" for the name, "$6" and "$7" for "x" and "m"
- * repeated once per lane. */
+ * repeated once per lane, "$8" for the vector exp of class "c" (emitted
+ * first, where used). */
+static const char *vexp_helper(cg_printer *pr, vclass c, char *buf, size_t len);
+
 static void need_vector_helper(cg_printer *pr, const char *name, vclass c,
 	const char *tmpl)
 {
-	char type[64], mask[64] = "", lanes[16];
+	char type[64], mask[64] = "", lanes[16], exp_name[64] = "";
+	if (strstr(tmpl, "$8"))
+		vexp_helper(pr, c, exp_name, sizeof(exp_name));
 	te_strbuf xs = { 0 }, ms = { 0 }, sb = { 0 };
 	vector_type(pr, c, false, type, sizeof(type));
 	if (strstr(tmpl, "$1"))
@@ -1030,8 +1035,8 @@ static void need_vector_helper(cg_printer *pr, const char *name, vclass c,
 		te_sb_puts(&ms, l ? ", m" : "m");
 	}
 	const char *subst[] = { type, mask, c == V_F64 ? "double" : "float", lanes,
-		pr->d->helper_qualifier, name, te_sb_str(&xs), te_sb_str(&ms) };
-	cg_template(&sb, tmpl, 8, subst);
+		pr->d->helper_qualifier, name, te_sb_str(&xs), te_sb_str(&ms), exp_name };
+	cg_template(&sb, tmpl, 9, subst);
 	cg_need_helper(pr, name, te_sb_str(&sb));
 	te_sb_free(&sb);
 	te_sb_free(&xs);
@@ -1220,7 +1225,7 @@ static const char vexp_f32x16_tmpl[] =
  * rounds to 1), the sign put back; P of degree 6 and Q of degree 10 fitted
  * by least squares (relative error) at Chebyshev nodes of each piece.
  * Evaluated in float, within 1.6e-7 (2.7 ulp) of erf over [-5, 5];
- * NaN stays NaN, infinities give +-1.  "@" stands for the vector exp. */
+ * NaN stays NaN, infinities give +-1.  "$8" is the vector exp. */
 static const char verf_f32_tmpl[] =
 	ODD_F32_PRELUDE
 	"\t$0 p = zero + 8.714059830e-05f;\n"
@@ -1244,7 +1249,7 @@ static const char verf_f32_tmpl[] =
 	"\tq = q * t + 1.188149609e-02f;\n"
 	"\tq = q * t + 5.627178079e-01f;\n"
 	"\tq = q * t + 7.547377393e-05f;\n"
-	"\t$0 r = 1.0f - @(-(c * c)) * q;\n"
+	"\t$0 r = 1.0f - $8(-(c * c)) * q;\n"
 	"\t$1 small = a <= 0.875f;\n"
 	"\t$0 y = ($0)((($1)p & small) | (($1)r & ~small));\n"
 	"\treturn ($0)(($1)y | sign);\n}\n";
@@ -1252,7 +1257,7 @@ static const char verf_f32_tmpl[] =
 /* tanh of float lanes on vectors: |x| + |x|^3 P(x^2) below 0.625 (P of
  * degree 5, fitted as erf's), 1 - 2 / (exp(2|x|) + 1) from there, the
  * sign put back; within 7.9e-8 (1.3 ulp) of tanh over [-12, 12], NaN
- * stays NaN, infinities give +-1.  "@" stands for the vector exp. */
+ * stays NaN, infinities give +-1.  "$8" is the vector exp. */
 static const char vtanh_f32_tmpl[] =
 	ODD_F32_PRELUDE
 	"\t$0 p = zero + 2.148984179e-03f;\n"
@@ -1262,7 +1267,7 @@ static const char vtanh_f32_tmpl[] =
 	"\tp = p * z + 1.333321250e-01f;\n"
 	"\tp = p * z - 3.333333101e-01f;\n"
 	"\tp = a + a * z * p;\n"
-	"\t$0 r = 1.0f - 2.0f / (@(a + a) + 1.0f);\n"
+	"\t$0 r = 1.0f - 2.0f / ($8(a + a) + 1.0f);\n"
 	"\t$1 small = a < 0.625f;\n"
 	"\t$0 y = ($0)((($1)p & small) | (($1)r & ~small));\n"
 	"\treturn ($0)(($1)y | sign);\n}\n";
@@ -1302,28 +1307,16 @@ static const char vlog_f32_tmpl[] =
 	"\treturn ($0)((($1)y & ~(bad | nil | top)) | (($1)(zero + __builtin_nanf(\"\")) & bad) |\n"
 	"\t\t(($1)(zero - __builtin_inff()) & nil) | (($1)(zero + __builtin_inff()) & top));\n}\n";
 
-/* The logistic sigmoid of float lanes on the vector exp ("@"): 1 / (1 +
+/* The logistic sigmoid of float lanes on the vector exp ("$8"): 1 / (1 +
  * exp(-x)), 0 where exp overflows and 1 where it underflows. */
 static const char vsigmoid_f32_tmpl[] =
-	"$4 $0 $5($0 x)\n{\n\treturn 1.0f / (1.0f + @(-x));\n}\n";
+	"$4 $0 $5($0 x)\n{\n\treturn 1.0f / (1.0f + $8(-x));\n}\n";
 
-/* Emit the helper "op" of float lanes from "tmpl", whose "@" calls the
- * vector exp (emitted first); return its name in "buf". */
-static const char *on_vector_exp(cg_printer *pr, const char *op, const char *tmpl,
-	char *buf, size_t len)
+/* Emit the vector exp of class "c" (floats); return its name in "buf". */
+static const char *vexp_helper(cg_printer *pr, vclass c, char *buf, size_t len)
 {
-	char exp_name[64];
-	need_vector_helper(pr, vector_helper_name(pr, "vexp", V_F32, exp_name,
-		sizeof(exp_name)), V_F32, pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
-	te_strbuf t = { 0 };
-	for (const char *c = tmpl; *c; c++)
-		if (*c == '@')
-			te_sb_puts(&t, exp_name);
-		else
-			te_sb_printf(&t, "%c", *c);
-	need_vector_helper(pr, vector_helper_name(pr, op, V_F32, buf, len), V_F32,
-		te_sb_str(&t));
-	te_sb_free(&t);
+	need_vector_helper(pr, vector_helper_name(pr, "vexp", c, buf, len), c,
+		pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
 	return buf;
 }
 
@@ -1332,28 +1325,23 @@ static const char *on_vector_exp(cg_printer *pr, const char *op, const char *tmp
 static const char *unary_helper(cg_printer *pr, tessel_unary op, vclass c,
 	char *buf, size_t len)
 {
-	if (op == TESSEL_EXP && c == V_F32) {
-		need_vector_helper(pr, vector_helper_name(pr, "vexp", c, buf, len), c,
-			pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
-		return buf;
-	}
-	if (op == TESSEL_LOG && c == V_F32) {
-		need_vector_helper(pr, vector_helper_name(pr, "vlog", c, buf, len), c,
-			vlog_f32_tmpl);
-		return buf;
-	}
-	if (op == TESSEL_ERF && c == V_F32)
-		return on_vector_exp(pr, "verf", verf_f32_tmpl, buf, len);
-	if (op == TESSEL_SIGMOID && c == V_F32)
-		return on_vector_exp(pr, "vsigmoid", vsigmoid_f32_tmpl, buf, len);
-	if (op == TESSEL_TANH && c == V_F32)
-		return on_vector_exp(pr, "vtanh", vtanh_f32_tmpl, buf, len);
+	static const char *const on_vectors[TESSEL_UNARY_COUNT] = {
+		[TESSEL_LOG] = vlog_f32_tmpl, [TESSEL_ERF] = verf_f32_tmpl,
+		[TESSEL_TANH] = vtanh_f32_tmpl, [TESSEL_SIGMOID] = vsigmoid_f32_tmpl
+	};
+	if (op == TESSEL_EXP && c == V_F32)
+		return vexp_helper(pr, c, buf, len);
 	static const char *const names[TESSEL_UNARY_COUNT] = {
 		[TESSEL_EXP] = "vexp", [TESSEL_LOG] = "vlog", [TESSEL_SQRT] = "vsqrt",
 		[TESSEL_RSQRT] = "vrsqrt", [TESSEL_TANH] = "vtanh", [TESSEL_ERF] = "verf",
 		[TESSEL_SIGMOID] = "vsigmoid", [TESSEL_ABS] = "vabs",
 		[TESSEL_FLOOR] = "vfloor"
 	};
+	if (c == V_F32 && on_vectors[op]) {
+		need_vector_helper(pr, vector_helper_name(pr, names[op], c, buf, len), c,
+			on_vectors[op]);
+		return buf;
+	}
 	int k = c == V_F64;
 	const char *one = k ? "1.0" : "1.0f";
 	const cg_dialect *d = pr->d;

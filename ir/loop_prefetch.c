@@ -300,10 +300,12 @@ static int expand_loop(loop_prog *p, int line_bytes, loop_stmt *f)
 	loop_expr *cond = lx_cmp(p, TESSEL_LT, X.shifted, end);
 	loop_expr *lo[TESSEL_MAX_DIMS], *hi[TESSEL_MAX_DIMS];
 	for (int d = 0; d < X.buf->ndim; d++) {
+		loop_expr *last = lx_int(p, X.buf->shape[d] - 1);
 		lo[d] = lx_max(p, X.lo[d], lx_int(p, 0));
-		hi[d] = lx_min(p, X.hi[d], lx_int(p, X.buf->shape[d] - 1));
 		if (X.lo[d] == X.hi[d])
-			lo[d] = hi[d] = lx_min(p, lo[d], lx_int(p, X.buf->shape[d] - 1));
+			lo[d] = hi[d] = lx_min(p, lo[d], last);
+		else
+			hi[d] = lx_min(p, X.hi[d], last);
 		cond = lx_and(p, cond, lx_cmp(p, TESSEL_LE, lo[d], hi[d]));
 	}
 	loop_stmt *guarded = ls_if(p, cond, prefetch_box(&X, lo, hi), NULL);

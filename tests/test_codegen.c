@@ -145,26 +145,43 @@ static char *print_or_fail(const loop_prog *p, int vector_bytes)
 	return src;
 }
 
+/* A temporary compile cache (mkdtemp's template) and a shared object in it. */
+typedef struct compiled {
+	char dir[32];
+	char so[4096];
+} compiled;
+
+/* Compile the kernel source "source" of "p" with "flags" (NULL: the
+ * defaults) into a fresh temporary cache "c"; the caller removes c->dir. */
+static void compile_in_temp(const loop_prog *p, const char *source,
+	const char *const *flags, compiled *c)
+{
+	static const char *const extra[] = { "-lm", NULL };
+	char err[4096];
+	snprintf(c->dir, sizeof(c->dir), "/tmp/tessel-codegen-XXXXXX");
+	cr_assert(mkdtemp(c->dir), "mkdtemp");
+	cg_compile_opts opts = { .cache_dir = c->dir, .flags = flags, .extra_flags = extra };
+	int r = cg_compile_c(&opts, source, c->so, sizeof(c->so), err, sizeof(err));
+	if (r != CG_COMPILE_OK)
+		fprintf(stderr, "%s\n%s\n", err, source);
+	cr_assert_eq(r, CG_COMPILE_OK, "compiling %s: %s", p->name, err);
+}
+
 /* Print "p" for "vector_bytes", compile it with "flags" (NULL: the
  * defaults) in a temporary cache and load it into "k". */
 static void build_with(const loop_prog *p, int vector_bytes,
 	const char *const *flags, kernel *k)
 {
-	char dir[] = "/tmp/tessel-codegen-XXXXXX", so[4096], err[4096], name[256];
-	static const char *const extra[] = { "-lm", NULL };
+	char err[4096], name[256];
+	compiled c;
 	k->source = print_or_fail(p, vector_bytes);
-	cr_assert(mkdtemp(dir), "mkdtemp");
-	cg_compile_opts opts = { .cache_dir = dir, .flags = flags, .extra_flags = extra };
-	int r = cg_compile_c(&opts, k->source, so, sizeof(so), err, sizeof(err));
-	if (r != CG_COMPILE_OK)
-		fprintf(stderr, "%s\n%s\n", err, k->source);
-	cr_assert_eq(r, CG_COMPILE_OK, "compiling %s: %s", p->name, err);
-	k->module = rt_module_open(so, err, sizeof(err));
+	compile_in_temp(p, k->source, flags, &c);
+	k->module = rt_module_open(c.so, err, sizeof(err));
 	cr_assert(k->module, "%s", err);
 	cg_kernel_name(p, name, sizeof(name));
 	k->fn = (tessel_kernel_fn)rt_module_symbol(k->module, name, err, sizeof(err));
 	cr_assert(k->fn, "%s", err);
-	test_remove_tree(dir);
+	test_remove_tree(c.dir);
 }
 
 /* Set up the arguments of a check after they are filled at random. */
@@ -724,13 +741,11 @@ Test(codegen, vector_sqrt_calls_no_libm)
 	for (int i = 0; flags[i]; i++)
 		no_errno |= strcmp(flags[i], "-fno-math-errno") == 0;
 	cr_expect(no_errno, "cg_cpu_flags keeps errno");
-	char dir[] = "/tmp/tessel-codegen-XXXXXX", so[4096], err[4096], cmd[4200];
 	char *src = check_program(p, 64, 1, NULL);
-	cr_assert(mkdtemp(dir));
-	cg_compile_opts opts = { .cache_dir = dir, .flags = flags };
-	cr_assert_eq(cg_compile_c(&opts, src, so, sizeof(so), err, sizeof(err)), CG_COMPILE_OK,
-		"%s", err);
-	snprintf(cmd, sizeof(cmd), "nm -D --undefined-only '%s'", so);
+	compiled c;
+	compile_in_temp(p, src, flags, &c);
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "nm -D --undefined-only '%s'", c.so);
 	FILE *nm = popen(cmd, "r");
 	cr_assert(nm);
 	char line[512];
@@ -739,7 +754,7 @@ Test(codegen, vector_sqrt_calls_no_libm)
 		calls |= strstr(line, "sqrtf") != NULL;
 	cr_expect_eq(pclose(nm), 0, "%s failed", cmd);
 	cr_expect(!calls, "the kernel calls sqrtf");
-	test_remove_tree(dir);
+	test_remove_tree(c.dir);
 	free(src);
 	loop_prog_free(p);
 }

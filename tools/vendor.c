@@ -150,19 +150,25 @@ static void conv_problem(vendor_problem *p, const tessel_op *op,
 	p->kind = VENDOR_CONV2D;
 }
 
+/* Set "p"'s ndim and shape to those of the first input of "op". */
+static void input_shape(vendor_problem *p, const tessel_op *op)
+{
+	const tessel_stage *x = tessel_op_input_at(op, 0);
+	p->ndim = tessel_stage_ndim(x);
+	for (int d = 0; d < p->ndim; d++)
+		p->shape[d] = tessel_stage_dim(x, d);
+}
+
 /* transpose: X's shape, and attribute "perm" ("[]": the axes reversed,
  * negative axes from the end), which the op's instantiation checked. */
 static void transpose_problem(vendor_problem *p, const tessel_op *op,
 	const cli_set *set)
 {
-	const tessel_stage *x = tessel_op_input_at(op, 0);
-	int n = tessel_stage_ndim(x);
+	input_shape(p, op);
+	int n = p->ndim;
 	const char *v = attr_text(set, "perm", "[]");
-	p->ndim = n;
-	for (int d = 0; d < n; d++) {
-		p->shape[d] = tessel_stage_dim(x, d);
+	for (int d = 0; d < n; d++)
 		p->perm[d] = n - 1 - d;
-	}
 	v += strspn(v, "[ ");
 	for (int d = 0; d < n && *v && *v != ']'; d++) {
 		char *end;
@@ -178,10 +184,7 @@ static void transpose_problem(vendor_problem *p, const tessel_op *op,
 static void softmax_problem(vendor_problem *p, const tessel_op *op,
 	const cli_set *set, bool log)
 {
-	const tessel_stage *x = tessel_op_input_at(op, 0);
-	p->ndim = tessel_stage_ndim(x);
-	for (int d = 0; d < p->ndim; d++)
-		p->shape[d] = tessel_stage_dim(x, d);
+	input_shape(p, op);
 	long a = strtol(attr_text(set, "axis", "-1"), NULL, 10);
 	p->axis = (int)(a < 0 ? a + p->ndim : a);
 	p->log = log;

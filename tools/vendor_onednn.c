@@ -280,6 +280,13 @@ static int matmul_init(dnnl_job *j, const vendor_problem *p, const float *const 
 	return add_arg(j, i, DNNL_ARG_DST, dnnl_query_dst_md, 0, &c, out, false);
 }
 
+/* Write into "strides" those of a C-ordered array of the "n" dims "dims". */
+static void c_order_strides(int n, const int64_t *dims, dnnl_dims_t strides)
+{
+	for (int d = n - 1; d >= 0; d--)
+		strides[d] = d == n - 1 ? 1 : strides[d + 1] * dims[d + 1];
+}
+
 /* Set up a reorder of "p" in "j": X read in Y's dims through strides
  * permuted from its own, written to the C-ordered Y. */
 static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
@@ -287,14 +294,12 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 {
 	int n = p->ndim;
 	dnnl_dims_t xstride, dims, from, to;
-	for (int d = n - 1; d >= 0; d--)
-		xstride[d] = d == n - 1 ? 1 : xstride[d + 1] * p->shape[d + 1];
+	c_order_strides(n, p->shape, xstride);
 	for (int d = 0; d < n; d++) {
 		dims[d] = p->shape[p->perm[d]];
 		from[d] = xstride[p->perm[d]];
 	}
-	for (int d = n - 1; d >= 0; d--)
-		to[d] = d == n - 1 ? 1 : to[d + 1] * dims[d + 1];
+	c_order_strides(n, dims, to);
 	dnnl_memory_desc_t x, y;
 	dn.dnnl_memory_desc_init_by_strides(&x, n, dims, dnnl_f32, from);
 	dn.dnnl_memory_desc_init_by_strides(&y, n, dims, dnnl_f32, to);
@@ -320,14 +325,11 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
 	float *out)
 {
-	int n = p->ndim;
 	dnnl_dims_t dims, strides;
-	for (int d = n - 1; d >= 0; d--) {
-		dims[d] = p->shape[d];
-		strides[d] = d == n - 1 ? 1 : strides[d + 1] * p->shape[d + 1];
-	}
+	memcpy(dims, p->shape, (size_t)p->ndim * sizeof(dims[0]));
+	c_order_strides(p->ndim, dims, strides);
 	dnnl_memory_desc_t md;
-	dn.dnnl_memory_desc_init_by_strides(&md, n, dims, dnnl_f32, strides);
+	dn.dnnl_memory_desc_init_by_strides(&md, p->ndim, dims, dnnl_f32, strides);
 	dnnl_softmax_desc_t sd;
 	dnnl_status_t st = p->log ?
 		dn.dnnl_logsoftmax_forward_desc_init(&sd, dnnl_forward_inference, &md, p->axis) :
@@ -336,6 +338,29 @@ static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const
 		return -1;
 	return add_arg(j, 0, DNNL_ARG_SRC, dnnl_query_src_md, 0, &md, in[0], true) ||
 		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &md, out, false) ? -1 : 0;
+}
+
+/* Set up the primitive of "p" in "j"; return 0 or -1 (why in j->err). */
+static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	switch (p->kind) {
+	case VENDOR_CONV2D: return conv_init(j, p, in, out);
+	case VENDOR_TRANSPOSE: return transpose_init(j, p, in, out);
+	case VENDOR_SOFTMAX: return softmax_init(j, p, in, out);
+	default: return matmul_init(j, p, in, out);
+	}
+}
+
+/* Return the name of the primitive that computes "p". */
+static const char *primitive_name(const vendor_problem *p)
+{
+	switch (p->kind) {
+	case VENDOR_CONV2D: return "convolution";
+	case VENDOR_TRANSPOSE: return "reorder";
+	case VENDOR_SOFTMAX: return p->log ? "logsoftmax" : "softmax";
+	default: return "matmul";
+	}
 }
 
 static void onednn_run(void *arg)
@@ -394,12 +419,7 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	bool conv = p->kind == VENDOR_CONV2D;
-	int st = conv ? conv_init(j, p, in, out) :
-		p->kind == VENDOR_TRANSPOSE ? transpose_init(j, p, in, out) :
-		p->kind == VENDOR_SOFTMAX ? softmax_init(j, p, in, out) :
-		matmul_init(j, p, in, out);
-	if (st) {
+	if (job_init(j, p, in, out)) {
 		snprintf(err, errlen, "%s", j->err);
 		onednn_release(j);
 		return -1;
@@ -409,10 +429,8 @@ static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
 	const dnnl_version_t *v = dn.dnnl_version();
 	int threads = dn.omp_get_max_threads();
 	snprintf(r->name, sizeof(r->name), "oneDNN %d.%d.%d %s (%s%s, %d thread%s)",
-		v->major, v->minor, v->patch, conv ? "convolution" :
-		p->kind == VENDOR_TRANSPOSE ? "reorder" :
-		p->kind == VENDOR_SOFTMAX ? (p->log ? "logsoftmax" : "softmax") : "matmul",
-		impl ? impl : "?", conv ? ", own layouts" : "", threads,
+		v->major, v->minor, v->patch, primitive_name(p),
+		impl ? impl : "?", p->kind == VENDOR_CONV2D ? ", own layouts" : "", threads,
 		threads == 1 ? "" : "s");
 	r->run = onednn_run;
 	r->finish = onednn_finish;
