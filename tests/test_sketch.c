@@ -446,6 +446,42 @@ Test(sketch, a_transposition_inlined_into_its_reader_is_blocked)
 	fixture_fini(&f);
 }
 
+/* An NCHW conv over 7x7 pixels fills half a vector of 16 lanes along
+ * its rows: the "lanes along f" sketch stores the accumulator with the
+ * output channels last, vectorizes them, and packs the weights read
+ * across their rows by those lanes; matmul, whose rows fill vectors,
+ * gets no such sketch.  With a fused consumer (conv2d_relu), the
+ * accumulating stage itself is stored with its channels last. */
+Test(sketch, lanes_along_another_axis_where_rows_are_short)
+{
+	const char *kv[] = { "N", "1", "C", "8", "H", "7", "W", "7", "F", "32",
+		"R", "3", "S", "3", "padding", "1" };
+	fixture f;
+	fixture_lib(&f, "conv2d", 8, kv);
+	int k = sketch_named(&f, "lanes along f, Wt packed");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	const char *lanes[] = { "reorder_storage Wt_global.ax1 Wt_global.ax2 Wt_global.ax3 "
+		"Wt_global.ax0\n", "reorder_storage Y_local.n Y_local.y Y_local.x Y_local.f\n",
+		"vectorize Y_local.fi\n", NULL };
+	int moved = samples_holding(&f, k, 20, 3, lanes);
+	cr_expect_eq(moved, 20, "%d of 20 samples ran the lanes along f", moved);
+	sample_all(&f, 6, 17, NULL);
+	fixture_fini(&f);
+
+	const char *mm[] = { "M", "48", "N", "64", "K", "24" };
+	fixture_lib(&f, "matmul", 3, mm);
+	cr_expect_eq(sketch_named(&f, "lanes along"), -1, "64 columns fill vectors");
+	fixture_fini(&f);
+
+	fixture_conv_relu(&f);
+	k = sketch_named(&f, "lanes along f");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	const char *fused[] = { "reorder_storage Z.n Z.y Z.x Z.f\n", "compute_at Z Y.", NULL };
+	cr_expect_gt(samples_holding(&f, k, 20, 4, fused), 0, "no sample fused Y and "
+		"stored Z with its channels last");
+	fixture_fini(&f);
+}
+
 /* Y[j] = sum(i) X[i, j]: the rfactor sketch makes parallel partials of
  * bands of rows, each summing its rows contiguously into a vectorized
  * row of accumulators; a sum along the rows keeps its vector lanes. */

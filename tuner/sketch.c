@@ -34,6 +34,12 @@
  *     copied once for all of them (the packing of GotoBLAS).  Its R1
  *     factors are drawn up to MAX_R1_PANEL and the S2 factors of the
  *     other axes up to MAX_S2_PANEL, so that many tiles share a copy;
+ *   - a tiled stage whose innermost spatial extent is no multiple of
+ *     the vector lanes while another one's is (the output channels of an
+ *     NCHW conv over 7x7 pixels) gets a "lanes along" sketch: the
+ *     accumulator stored with that axis last (reorder_storage), the
+ *     vector lanes of the register tile along it, an input they read
+ *     across its rows packed as above;
  *   - an elementwise stage whose vector lanes would read an input across
  *     its rows (Y[j, i] = X[i, j]) gets a "blocked" sketch: the vector
  *     loop and the loop of the input's contiguous axis split, the outer
@@ -278,17 +284,33 @@ static int access_across_rows(tessel_expr *access, bool under_select, void *user
 	return 0;
 }
 
-/* Find an input that the innermost spatial axis of "t" (the vector lanes
- * of its tiles) indexes in a dimension other than the input's contiguous
+/* Find an input that the spatial axis "axis" of "t" (the vector lanes of
+ * its tiles) indexes in a dimension other than the input's contiguous
  * last one, while that one does not move with it: the lanes would read
- * across rows (B[j, k] of C[i, j] = sum(k) A[i, k] * B[j, k]). */
-static void find_pack_input(const tessel_stage *t, stage_info *info)
+ * across rows (B[j, k] of C[i, j] = sum(k) A[i, k] * B[j, k]).  Store it
+ * and that dimension in "*input" and "*dim" (NULL and -1: none). */
+static void find_pack_input(const tessel_stage *t, int axis, const char **input, int *dim)
 {
-	pack_scan p = { t->ndim - 1, NULL, -1 };
-	if (t->ndim > 0 && t->ndim <= 64)
+	pack_scan p = { axis, NULL, -1 };
+	if (axis >= 0 && axis < 64)
 		te_visit_accesses(t->body, false, access_across_rows, &p);
-	info->pack_input = p.input;
-	info->pack_dim = p.dim;
+	*input = p.input;
+	*dim = p.dim;
+}
+
+/* Return the innermost spatial axis of "t" whose extent is a multiple of
+ * "lanes" when the innermost axis's extent is not, else -1: vectors
+ * along the innermost axis of an NCHW conv over 7x7 pixels fill half a
+ * vector of 16 lanes, along its output channels whole ones. */
+static int find_lane_axis(const tessel_stage *t, int64_t lanes)
+{
+	int last = t->ndim - 1;
+	if (last < 1 || lanes < 2 || t->extent[last] % lanes == 0)
+		return -1;
+	for (int a = last - 1; a >= 0; a--)
+		if (t->extent[a] % lanes == 0)
+			return a;
+	return -1;
 }
 
 typedef struct panel_scan {
@@ -434,9 +456,13 @@ static int find_block_axis(const tessel_stage *t)
 	return b.axis;
 }
 
-static void analyse_stage(const sch_state *st, int i, stage_info *info)
+/* Fill "info" for stage "i" of the fresh "st" on a target of vectors of
+ * "vector_bytes". */
+static void analyse_stage(const sch_state *st, int i, int vector_bytes, stage_info *info)
 {
 	const tessel_stage *t = st->stages[i].te;
+	int64_t size = tessel_dtype_size(t->dtype);
+	int64_t lanes = size > 0 ? vector_bytes / size : 1;
 	info->name = t->name;
 	info->is_output = t->is_output;
 	info->inline_optional = costly_to_recompute(t->body) || readers_of(st, i) > 1;
@@ -455,9 +481,14 @@ static void analyse_stage(const sch_state *st, int i, stage_info *info)
 		info->role = ROLE_TILE;
 	else
 		info->role = ROLE_REDUCE;
+	info->lane_axis = -1;
 	if (info->role == ROLE_TILE) {
-		find_pack_input(t, info);
+		find_pack_input(t, t->ndim - 1, &info->pack_input, &info->pack_dim);
 		find_panel_input(t, info);
+		info->lane_axis = find_lane_axis(t, lanes);
+		info->lane_axis_name = info->lane_axis >= 0 ? t->axes[info->lane_axis]->name : NULL;
+		find_pack_input(t, info->lane_axis, &info->lane_pack_input,
+			&info->lane_pack_dim);
 	}
 	info->fusable_consumer = t->is_output ? -1 : fusable_consumer(st, i);
 	info->block_axis = find_block_axis(t);
@@ -470,6 +501,26 @@ static bool rfactor_pays(const tune_space *sp, const stage_info *info)
 {
 	return info->nraxes > 0 && info->reduction >= 64 &&
 	       (info->role == ROLE_REDUCE || info->spatial < (int64_t)sp->cores * 16);
+}
+
+/* Return whether sketch "k" runs the vector lanes of the tiles of "in"
+ * along its lane_axis. */
+static bool moves_lanes(const sketch *k, const stage_info *in)
+{
+	return k->lanes_moved && k->tile == TILE_CACHE && in->role == ROLE_TILE &&
+	       in->lane_axis >= 0;
+}
+
+/* Return the input that sketch "k" packs for the tiles of "in", and in
+ * "*dim" the dimension of it that the lanes index; NULL when none. */
+static const char *packed_input(const sketch *k, const stage_info *in, int *dim)
+{
+	if (moves_lanes(k, in)) {
+		*dim = in->lane_pack_dim;
+		return in->lane_pack_input;
+	}
+	*dim = in->pack_dim;
+	return k->pack && in->role == ROLE_TILE ? in->pack_input : NULL;
 }
 
 /* Add sketch "k" (its rules; the name is made here) to "sp". */
@@ -495,9 +546,14 @@ static void add_sketch(tune_space *sp, sketch k)
 			rule = "blocked, parallel, vectorize";
 		len += (size_t)snprintf(k.name + len, sizeof(k.name) - len, "%s%s: %s",
 			i ? "; " : "", in->name, rule);
-		if (k.pack && in->role == ROLE_TILE && in->pack_input && len < sizeof(k.name))
+		int dim;
+		const char *pack = packed_input(&k, in, &dim);
+		if (moves_lanes(&k, in) && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
-				", %s packed", in->pack_input);
+				", lanes along %s", in->lane_axis_name);
+		if (pack && len < sizeof(k.name))
+			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
+				", %s packed", pack);
 		if (k.panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", %s panel", in->panel_input);
@@ -520,14 +576,15 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
 	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false,
-	     any_block = false;
+	     any_block = false, any_lanes = false;
 	for (int i = 0; i < st->nstages; i++) {
-		analyse_stage(st, i, &sp->info[i]);
+		analyse_stage(st, i, sp->vector_bytes, &sp->info[i]);
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
 		any_panel |= sp->info[i].panel_input != NULL;
 		any_block |= sp->info[i].block_axis >= 0;
+		any_lanes |= sp->info[i].lane_axis >= 0;
 	}
 	sch_state_free(st);
 	if (tune_task_is_gpu(task)) {
@@ -547,6 +604,8 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .pack = true });
 	if (any_panel)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
+	if (any_lanes)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
 	if (any_rfactor)
 		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
 	if (any_block)
@@ -683,10 +742,10 @@ static void maybe_auto_unroll(sch_state *st, int s, uint64_t *rng)
 typedef int64_t tile4[4];
 
 static void draw_spatial_tiles(uint64_t *rng, int64_t lanes, const int64_t *extent, int n,
-	uint64_t wide, tile4 *t)
+	uint64_t wide, int lane_dim, tile4 *t)
 {
 	for (int d = 0; d < n; d++) {
-		bool contiguous = d == n - 1;
+		bool contiguous = d == lane_dim;
 		const int64_t max[4] = { 0, MAX_S1, (wide >> d) & 1 ? MAX_S2_PANEL : MAX_S2,
 			contiguous ? lanes * MAX_S3_VECTORS : MAX_S3 };
 		draw_tile(rng, extent[d], 4, max, contiguous ? lanes : 1, t[d]);
@@ -787,9 +846,11 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
 
 /* Tile "outer" (a copy-out or an elementwise consumer, spatial loops only)
  * S0 S1 S2 with "t", run the fused S0 loops in parallel, and compute the
- * reduction "inner" inside, tiled by tile_inner. */
+ * reduction "inner" inside, tiled by tile_inner.  The vector lanes run
+ * along the innermost axis, or with "lane_axis" >= 0 along that axis of
+ * "outer", which "inner" stores last (store_axis_last). */
 static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int inner,
-	const stage_info *panel, uint64_t *rng)
+	const stage_info *panel, int lane_axis, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, outer, &n) || n.nreduce)
@@ -797,16 +858,25 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 	sk_drop_unit_loops(st, outer, &n);
 	if (n.nspatial == 0)
 		return -1;
-	int nd = n.nspatial;
+	int nd = n.nspatial, lane_dim = lane_axis >= 0 ? -1 : nd - 1;
 	int64_t extent[MAX_AXES] = { 0 };
-	tile4 t[MAX_AXES];
+	tile4 t[MAX_AXES], t_inner[MAX_AXES];
 	uint64_t wide = 0;
 	for (int d = 0; d < nd; d++) {
-		extent[d] = st->stages[outer].iters[n.spatial[d]].extent;
+		const sch_iter *it = &st->stages[outer].iters[n.spatial[d]];
+		extent[d] = it->extent;
 		if (panel && !in_panel(st, outer, n.spatial[d], panel))
 			wide |= 1ull << d;
+		if (lane_axis >= 0 && it->origin == SCH_AXIS && it->axis == lane_axis)
+			lane_dim = d;
 	}
-	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, wide, t);
+	if (lane_dim < 0)
+		return -1;
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[inner]), extent, nd, wide, lane_dim, t);
+	for (int d = 0, k = 0; d < nd; d++)
+		if (d != lane_dim)
+			memcpy(t_inner[k++], t[d], sizeof(tile4));
+	memcpy(t_inner[nd - 1], t[lane_dim], sizeof(tile4));
 	int l0[MAX_AXES], l1[MAX_AXES], l2[MAX_AXES], rest;
 	for (int d = 0; d < nd; d++)
 		if (sk_split_iter(st, outer, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &l0[d], &rest) ||
@@ -826,8 +896,9 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 	sk_qname(st, outer, at, q);
 	if (sch_compute_at(st, st->stages[inner].name, q))
 		return -1;
-	sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
-	return tile_inner(sp, st, inner, t, panel, rng);
+	if (lane_dim == nd - 1)
+		sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
+	return tile_inner(sp, st, inner, t_inner, panel, rng);
 }
 
 static int do_cache_read_global(sch_state *st, const char *tensor, const char *reader)
@@ -850,29 +921,43 @@ static int64_t pack_block(uint64_t *rng, int64_t n)
 	return n % b == 0 && b < n ? b : n;
 }
 
-/* Rule "packed input" of the tiled stage "in", its first half (before
- * the stage is tiled): its input "pack_input" is read through a copy
- * (cache_read global) stored with dimension "pack_dim" last
- * (reorder_storage), so that the vector lanes of the tiles read it
- * contiguously.  Store the copy's name in "copy". */
-static int pack_input(sch_state *st, const stage_info *in, char copy[SCH_NAME_MAX])
+/* Store the stage "name" (not an output, at the root with its default
+ * loops) with its axis "last" last and the others in their order
+ * (reorder_storage): vector lanes along that axis are then adjacent. */
+static int store_axis_last(sch_state *st, const char *name, int last)
 {
-	int p = sk_make_stage(st, do_cache_read_global, in->pack_input, in->name);
-	if (p < 0)
+	int s = sk_stage_named(st, name);
+	if (s < 0)
 		return -1;
+	const tessel_stage *t = st->stages[s].te;
 	char axes[TESSEL_MAX_DIMS][QNAME];
 	const char *names[TESSEL_MAX_DIMS];
-	snprintf(copy, SCH_NAME_MAX, "%s", st->stages[p].name);
-	const tessel_stage *t = st->stages[p].te;
 	int n = t->ndim, k = 0;
+	if (last >= n)
+		return -1;
 	for (int d = 0; d <= n; d++) {
-		if (d < n && d == in->pack_dim)
+		if (d == last)
 			continue;
-		snprintf(axes[k], QNAME, "%s.%s", copy, t->axes[d == n ? in->pack_dim : d]->name);
+		snprintf(axes[k], QNAME, "%s.%s", name, t->axes[d == n ? last : d]->name);
 		names[k] = axes[k];
 		k++;
 	}
 	return sch_reorder_storage(st, n, names);
+}
+
+/* Rule "packed input" of the tiled stage "reader", its first half
+ * (before the stage is tiled): its input "input" is read through a copy
+ * (cache_read global) stored with dimension "dim" last
+ * (reorder_storage), so that the vector lanes of the tiles read it
+ * contiguously.  Store the copy's name in "copy". */
+static int pack_input(sch_state *st, const char *reader, const char *input, int dim,
+	char copy[SCH_NAME_MAX])
+{
+	int p = sk_make_stage(st, do_cache_read_global, input, reader);
+	if (p < 0)
+		return -1;
+	snprintf(copy, SCH_NAME_MAX, "%s", st->stages[p].name);
+	return store_axis_last(st, copy, dim);
 }
 
 /* Return how many times over computing the copy "p" at the outermost
@@ -955,18 +1040,25 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 	return 0;
 }
 
-/* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "s";
- * "consumer" is its fusable consumer or -1. */
+/* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "name";
+ * "consumer" is its fusable consumer or NULL; "lane_axis" >= 0 runs the
+ * vector lanes along that axis. */
 static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
-	const char *consumer, const stage_info *panel, uint64_t *rng)
+	const char *consumer, const stage_info *panel, int lane_axis, uint64_t *rng)
 {
-	if (consumer) {
-		int c = sk_stage_named(st, consumer), s = sk_stage_named(st, name);
-		return c < 0 || s < 0 ? -1 : tile_two_stages(sp, st, c, s, panel, rng);
+	char inner[SCH_NAME_MAX];
+	const char *outer = consumer ? consumer : name;
+	snprintf(inner, sizeof(inner), "%s", name);
+	if (!consumer) {
+		int local = sk_make_stage(st, sk_do_cache_write, name, "local");
+		if (local < 0)
+			return -1;
+		snprintf(inner, sizeof(inner), "%s", st->stages[local].name);
 	}
-	int local = sk_make_stage(st, sk_do_cache_write, name, "local");
-	int s = sk_stage_named(st, name);
-	return local < 0 || s < 0 ? -1 : tile_two_stages(sp, st, s, local, panel, rng);
+	if (lane_axis >= 0 && store_axis_last(st, inner, lane_axis))
+		return -1;
+	int o = sk_stage_named(st, outer), i = sk_stage_named(st, inner);
+	return o < 0 || i < 0 ? -1 : tile_two_stages(sp, st, o, i, panel, lane_axis, rng);
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
@@ -983,7 +1075,7 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 	tile4 t[MAX_AXES];
 	for (int d = 0; d < nd; d++)
 		extent[d] = st->stages[s].iters[n.spatial[d]].extent;
-	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, 0, t);
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, 0, nd - 1, t);
 	int lv[4][MAX_AXES], r0[MAX_AXES], r1[MAX_AXES], rest, rest2;
 	for (int d = 0; d < nd; d++)
 		if (sk_split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
@@ -1418,15 +1510,18 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		if (s < 0)
 			continue;
 		char copy[SCH_NAME_MAX] = "";
-		if (in->role == ROLE_TILE && k->pack && in->pack_input &&
-		    (pack_input(st, in, copy) || (s = sk_stage_named(st, in->name)) < 0)) {
+		int dim;
+		const char *pack = packed_input(k, in, &dim);
+		if (pack && (pack_input(st, in->name, pack, dim, copy) ||
+			     (s = sk_stage_named(st, in->name)) < 0)) {
 			r = -1;
 			break;
 		}
 		if (in->role == ROLE_TILE && k->tile == TILE_CACHE) {
 			r = tile_cached(sp, st, in->name,
 				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
-				k->panel && in->panel_input ? in : NULL, rng);
+				k->panel && in->panel_input ? in : NULL,
+				moves_lanes(k, in) ? in->lane_axis : -1, rng);
 			if (r == 0 && copy[0])
 				r = schedule_pack(sp, st, copy, rng);
 		}

@@ -37,6 +37,15 @@ typedef struct stage_info {
 	const char *pack_input;   /* ROLE_TILE: an input the stage's vector
 	                           * axis reads across its rows, or NULL */
 	int pack_dim;             /* the dimension of it that axis indexes */
+	int lane_axis;            /* ROLE_TILE: where the innermost spatial
+	                           * axis's extent is no multiple of the
+	                           * vector lanes, the innermost spatial axis
+	                           * whose extent is (the output channels of an
+	                           * NCHW conv over 7x7 pixels), else -1 */
+	const char *lane_axis_name;
+	const char *lane_pack_input; /* an input that axis reads across its
+	                           * rows, or NULL */
+	int lane_pack_dim;        /* the dimension of it that axis indexes */
 	const char *panel_input;  /* ROLE_TILE: an input whose panels tiles
 	                           * along some spatial axis share, or NULL */
 	uint64_t panel_axes;      /* the spatial axes that index it */
@@ -71,6 +80,9 @@ typedef struct sketch {
 	                           * share is copied next to them */
 	bool block;               /* CPU: stages that read an input across
 	                           * its rows are blocked along both axes */
+	bool lanes_moved;         /* CPU: the vector lanes of a tile run along
+	                           * its stage's lane_axis, its accumulator
+	                           * stored with that axis last */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];
