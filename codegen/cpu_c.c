@@ -674,15 +674,36 @@ static bool arith_class(vclass c)
 	return c == V_SCALAR || c == V_F32 || c == V_F64;
 }
 
-/* Return whether the access "index" of "b" is contiguous in the vector
- * variable of "pr". */
-static bool contiguous(const cg_printer *pr, const loop_buffer *b, int n,
+/* Return the stride of the access "index" of "b" in the vector variable
+ * of "pr" (elements from one lane to the next), or 0 when its offset is
+ * not affine in it. */
+static int64_t lane_stride(const cg_printer *pr, const loop_buffer *b, int n,
 	loop_expr *const *index)
 {
 	cg_affine aff;
 	bool clean;
 	cg_affine_offset(b, n, index, &aff);
-	return cg_affine_coef(&aff, pr->vector_var, &clean) == 1 && clean;
+	int64_t k = cg_affine_coef(&aff, pr->vector_var, &clean);
+	return clean ? k : 0;
+}
+
+/* Return whether the access "index" of "b" is contiguous in the vector
+ * variable of "pr". */
+static bool contiguous(const cg_printer *pr, const loop_buffer *b, int n,
+	loop_expr *const *index)
+{
+	return lane_stride(pr, b, n, index) == 1;
+}
+
+/* Return whether the load "e" reads every other element along the
+ * vector variable of "pr" (a pooling window or a convolution of stride
+ * 2): two vector loads and a shuffle, where the lanes would otherwise be
+ * read one by one.  Half-precision buffers are left to scalar code. */
+static bool every_other(const cg_printer *pr, const loop_expr *e)
+{
+	const loop_buffer *b = e->u.load.buf;
+	return b->dtype != TESSEL_F16 && b->dtype != TESSEL_BF16 &&
+	       lane_stride(pr, b, e->u.load.n, e->u.load.index) == 2;
 }
 
 static vclass vector_class(const cg_printer *pr, const loop_expr *e);
@@ -739,8 +760,8 @@ static vclass vector_class(const cg_printer *pr, const loop_expr *e)
 		return V_SCALAR;
 	switch (e->kind) {
 	case LX_LOAD:
-		if (!is_float(e->dtype) ||
-		    !contiguous(pr, e->u.load.buf, e->u.load.n, e->u.load.index))
+		if (!is_float(e->dtype) || (!every_other(pr, e) &&
+		    !contiguous(pr, e->u.load.buf, e->u.load.n, e->u.load.index)))
 			return V_NONE;
 		return float_class(e->dtype);
 	case LX_UNARY:
@@ -1376,12 +1397,42 @@ static void print_splat(cg_printer *pr, const loop_expr *e, vclass want)
 	cg_put(pr, ")");
 }
 
-/* Print the contiguous load "e" as a vector. */
+/* Emit the helper "name" that loads every other element from "p" into
+ * a vector of class "c": the vectors at p and at p + lanes - 1 (the last
+ * element read is the last lane's, so nothing past the access is
+ * touched) and a shuffle of their even elements (__builtin_shufflevector:
+ * GCC 12 and clang; a loop over the lanes elsewhere). */
+static void need_vload_every_other(cg_printer *pr, const char *name, vclass c)
+{
+	char load[80];
+	need_vector_helper(pr, vector_helper_name(pr, "vload", c, load, sizeof(load)), c,
+		load_tmpl);
+	te_strbuf t = { 0 };
+	te_sb_printf(&t, "$4 $0 $5(const $2 *p)\n{\n"
+		"#if defined(__clang__) || __GNUC__ >= 12\n"
+		"\treturn __builtin_shufflevector(%s(p), %s(p + $3 - 1)", load, load);
+	for (int l = 0; l < pr->lanes; l++)
+		te_sb_printf(&t, ", %d", 2 * l < pr->lanes ? 2 * l : 2 * l + 1);
+	te_sb_puts(&t, ");\n#else\n\t$0 r;\n\tfor (int l = 0; l < $3; l++)\n"
+		"\t\tr[l] = p[2 * l];\n\treturn r;\n#endif\n}\n");
+	need_vector_helper(pr, name, c, te_sb_str(&t));
+	te_sb_free(&t);
+}
+
+/* Print the load "e", contiguous or of every other element, as a vector. */
 static void print_vload(cg_printer *pr, const loop_expr *e)
 {
 	const loop_buffer *b = e->u.load.buf;
 	char name[80], op[32];
 	vclass c = float_class(b->dtype);
+	if (every_other(pr, e)) {
+		need_vload_every_other(pr, vector_helper_name(pr, "vload_s2", c, name,
+			sizeof(name)), c);
+		cg_put(pr, "%s(&%s[", name, buffer_name(pr, b));
+		cg_print_offset(pr, b, e->u.load.n, e->u.load.index);
+		cg_put(pr, "])");
+		return;
+	}
 	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
 	const char *convert = b->dtype == TESSEL_F16 ? "tsl_f16_to_f32" : "tsl_bf16_to_f32";
 	snprintf(op, sizeof(op), "vload%s", b->dtype == TESSEL_F16 ? "_f16" :

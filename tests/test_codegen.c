@@ -895,6 +895,51 @@ Test(codegen, vector_non_contiguous_falls_back)
 	loop_prog_free(p);
 }
 
+/* C[i, j] = max(A[i, 2j], A[i, 2j + 1]) with j vectorized, a pooling
+ * window of stride 2: every other element, two vector loads and a
+ * shuffle each, also in the remainder; the last lane of a row reads the
+ * last element of A, and nothing after it.  A stride of 3 stays scalar. */
+static loop_prog *every_other(tessel_dtype dt, int64_t n, int64_t stride)
+{
+	loop_prog *p = loop_prog_new("pairs");
+	loop_buffer *A = add_arg(p, "A", dt, 2, SHAPE(3, stride * n), false);
+	loop_buffer *C = add_arg(p, "C", dt, 2, SHAPE(3, n), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	loop_expr *at = op2(p, TESSEL_MUL, var(p, j), lx_int(p, stride));
+	loop_expr *next = op2(p, TESSEL_ADD, op2(p, TESSEL_MUL, var(p, j), lx_int(p, stride)),
+		lx_int(p, 1));
+	p->body = loop(p, i, 3, LOOP_SERIAL, loop(p, j, n, LOOP_VECTORIZED,
+		store(p, C, op2(p, TESSEL_MAX, load(p, A, var(p, i), at),
+			load(p, A, var(p, i), next)), var(p, i), var(p, j))));
+	return p;
+}
+
+Test(codegen, vector_every_other_element)
+{
+	loop_prog *p = every_other(TESSEL_F32, 20, 2);
+	char *src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_vload_s2_f32x16(&A[", true);
+	expect_text(src, "tsl_vload_s2_f32x4(&A[", true);
+	expect_text(src, "__builtin_shufflevector(tsl_vload_f32x16(p), "
+		"tsl_vload_f32x16(p + 16 - 1), 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, "
+		"25, 27, 29, 31)", true);
+	free(src);
+	src = check_program(p, 32, 1, NULL);
+	expect_text(src, "tsl_vload_s2_f32x8(&A[", true);
+	free(src);
+	loop_prog_free(p);
+	p = every_other(TESSEL_F64, 12, 2);
+	src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_vload_s2_f64x8(&A[", true);
+	free(src);
+	loop_prog_free(p);
+	p = every_other(TESSEL_F32, 16, 3);
+	src = check_program(p, 64, 1, NULL);
+	expect_text(src, "tsl_vload", false);
+	free(src);
+	loop_prog_free(p);
+}
+
 /* Every float operator on vectors: intrinsics lane by lane, min and max
  * with NaNs, select on a mask, conversions to double and back. */
 static loop_prog *all_float_ops(int64_t n, loop_kind kind)
