@@ -150,6 +150,43 @@ static void conv_problem(vendor_problem *p, const tessel_op *op,
 	p->kind = VENDOR_CONV2D;
 }
 
+/* max_pool2d, avg_pool2d (attributes kernel, stride: the kernel when
+ * "[]" or absent, padding, count_include_pad) and global_avg_pool: NCHW
+ * windows; VENDOR_NONE where the output's extents disagree with them. */
+static void pool_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set)
+{
+	bool global = strcmp(p->op, "global_avg_pool") == 0;
+	for (int d = 0; d < 4; d++)
+		p->dims[CONV_N + d] = in_dim(op, 0, d);
+	int64_t kernel[2] = { p->dims[CONV_H], p->dims[CONV_W] };
+	p->stride[0] = p->stride[1] = 1;
+	if (!global) {
+		attr_pair(set, "kernel", 1, kernel);
+		const char *stride = attr_text(set, "stride", "[]");
+		memcpy(p->stride, kernel, sizeof(kernel));
+		if (strcmp(stride, "[]") != 0)
+			attr_pair(set, "stride", 1, p->stride);
+		attr_pair(set, "padding", 0, p->padding);
+	}
+	p->dims[CONV_R] = kernel[0];
+	p->dims[CONV_S] = kernel[1];
+	p->dims[CONV_OH] = tessel_stage_ndim(tessel_op_output_at(op, 0)) == 4 ? out_dim(op, 2) : 1;
+	p->dims[CONV_OW] = tessel_stage_ndim(tessel_op_output_at(op, 0)) == 4 ? out_dim(op, 3) : 1;
+	for (int i = 0; i < 2; i++) {
+		int64_t extent = p->dims[CONV_H + i] + 2 * p->padding[i] - kernel[i];
+		if (p->stride[i] < 1 || kernel[i] < 1 || extent < 0 ||
+		    extent / p->stride[i] + 1 != p->dims[CONV_OH + i]) {
+			snprintf(p->why, sizeof(p->why), "these kernel/stride/padding");
+			return;
+		}
+	}
+	p->pool = p->op[0] == 'm' ? POOL_MAX :
+		attr_bool(set, "count_include_pad", true) ? POOL_AVG_WITH_PADDING :
+		POOL_AVG_WITHOUT_PADDING;
+	p->kind = VENDOR_POOL2D;
+}
+
 /* Set "p"'s ndim and shape to those of the first input of "op". */
 static void input_shape(vendor_problem *p, const tessel_op *op)
 {
@@ -212,4 +249,7 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 		transpose_problem(p, op, set);
 	else if (strcmp(p->op, "softmax") == 0 || strcmp(p->op, "log_softmax") == 0)
 		softmax_problem(p, op, set, p->op[0] == 'l');
+	else if (strcmp(p->op, "max_pool2d") == 0 || strcmp(p->op, "avg_pool2d") == 0 ||
+		 strcmp(p->op, "global_avg_pool") == 0)
+		pool_problem(p, op, set);
 }

@@ -18,8 +18,16 @@ typedef enum vendor_kind {
 	VENDOR_GEMM,   /* batch x (op(A) * op(B) (+ bias)), row-major */
 	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW (or NHWC x HWIO), grouped */
 	VENDOR_TRANSPOSE, /* Y = X with its axes permuted */
-	VENDOR_SOFTMAX /* softmax or log_softmax along one axis */
+	VENDOR_SOFTMAX, /* softmax or log_softmax along one axis */
+	VENDOR_POOL2D  /* max or average over windows, NCHW */
 } vendor_kind;
+
+/* POOL2D: what a window computes. */
+typedef enum vendor_pool {
+	POOL_MAX,
+	POOL_AVG_WITH_PADDING,    /* divided by the window's size */
+	POOL_AVG_WITHOUT_PADDING  /* divided by its elements inside the input */
+} vendor_pool;
 
 /* A workload in the terms vendor libraries take, f32 throughout.
  * GEMM: for each of "batch" entries, C[M, N] = A[M, K] * B[K, N], A stored
@@ -34,7 +42,10 @@ typedef enum vendor_kind {
  * TRANSPOSE: X of
  * "ndim" dims "shape", C-ordered, into Y whose axis d is X's axis
  * "perm"[d], C-ordered.  SOFTMAX: X and Y of "ndim" dims "shape",
- * C-ordered, normalized along "axis" ("log": log_softmax). */
+ * C-ordered, normalized along "axis" ("log": log_softmax).  POOL2D:
+ * X[n, c, h, w] -> Y[n, c, oh, ow] ("dims" n c h w, r s the window's
+ * extents, oh ow; "stride" and "padding" as for CONV2D; windows end
+ * inside the padded input) computing "pool". */
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
@@ -50,6 +61,7 @@ typedef struct vendor_problem {
 	int perm[TESSEL_MAX_DIMS];   /* TRANSPOSE */
 	int axis;                    /* SOFTMAX */
 	bool log;
+	vendor_pool pool;            /* POOL2D */
 } vendor_problem;
 
 enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };

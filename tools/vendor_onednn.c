@@ -1,7 +1,9 @@
 /* oneDNN, loaded with dlopen: forward convolution (direct algorithm) for
  * CONV2D problems, the matmul primitive for GEMM problems, a reorder
- * (the source described by permuted strides) for TRANSPOSE ones and the
- * softmax and logsoftmax primitives for SOFTMAX ones, f32.  The
+ * (the source described by permuted strides) for TRANSPOSE ones, the
+ * softmax and logsoftmax primitives for SOFTMAX ones and pooling on the
+ * plain NCHW data (oneDNN takes the source's layout as given) for POOL2D
+ * ones, f32.  The
  * convolution runs on the layouts oneDNN picks itself (format_tag::any):
  * the inputs are reordered into them once when prepared, and the output
  * back to NCHW after a run for checking; neither reorder is timed.  The
@@ -28,6 +30,7 @@
 	X(dnnl_memory_get_memory_desc) X(dnnl_dilated_convolution_forward_desc_init) \
 	X(dnnl_matmul_desc_init) X(dnnl_reorder_primitive_desc_create) \
 	X(dnnl_softmax_forward_desc_init) X(dnnl_logsoftmax_forward_desc_init) \
+	X(dnnl_pooling_forward_desc_init) \
 	X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_destroy) \
 	X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_query_md) \
 	X(dnnl_primitive_create) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)
@@ -66,7 +69,7 @@ typedef struct dnnl_job {
 
 static bool onednn_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D ||
+	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D || p->kind == VENDOR_POOL2D ||
 	       ((p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX) &&
 		p->ndim <= DNNL_MAX_NDIMS);
 }
@@ -340,6 +343,33 @@ static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const
 		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &md, out, false) ? -1 : 0;
 }
 
+/* Set up a pooling of "p" in "j" on the NCHW data; the right and bottom
+ * padding are what the last window reaches past the input. */
+static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	static const dnnl_alg_kind_t alg[] = { dnnl_pooling_max,
+		dnnl_pooling_avg_include_padding, dnnl_pooling_avg_exclude_padding };
+	const int64_t *d = p->dims;
+	dnnl_dims_t xd = { d[CONV_N], d[CONV_C], d[CONV_H], d[CONV_W] };
+	dnnl_dims_t yd = { d[CONV_N], d[CONV_C], d[CONV_OH], d[CONV_OW] };
+	dnnl_dims_t stride = { p->stride[0], p->stride[1] };
+	dnnl_dims_t kernel = { d[CONV_R], d[CONV_S] };
+	dnnl_dims_t pad_l = { p->padding[0], p->padding[1] }, pad_r;
+	for (int i = 0; i < 2; i++)
+		pad_r[i] = (d[CONV_OH + i] - 1) * stride[i] + kernel[i] - d[CONV_H + i] - pad_l[i];
+	dnnl_memory_desc_t mx, my;
+	dn.dnnl_memory_desc_init_by_tag(&mx, 4, xd, dnnl_f32, dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&my, 4, yd, dnnl_f32, dnnl_nchw);
+	dnnl_pooling_desc_t pd;
+	if (check(j, dn.dnnl_pooling_forward_desc_init(&pd, dnnl_forward_inference,
+			alg[p->pool], &mx, &my, stride, kernel, pad_l, pad_r), "pooling desc") ||
+	    create_primitive(j, &pd))
+		return -1;
+	return add_arg(j, 0, DNNL_ARG_SRC, dnnl_query_src_md, 0, &mx, in[0], true) ||
+		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &my, out, false) ? -1 : 0;
+}
+
 /* Set up the primitive of "p" in "j"; return 0 or -1 (why in j->err). */
 static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
 	float *out)
@@ -348,6 +378,7 @@ static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in
 	case VENDOR_CONV2D: return conv_init(j, p, in, out);
 	case VENDOR_TRANSPOSE: return transpose_init(j, p, in, out);
 	case VENDOR_SOFTMAX: return softmax_init(j, p, in, out);
+	case VENDOR_POOL2D: return pool_init(j, p, in, out);
 	default: return matmul_init(j, p, in, out);
 	}
 }
@@ -359,6 +390,7 @@ static const char *primitive_name(const vendor_problem *p)
 	case VENDOR_CONV2D: return "convolution";
 	case VENDOR_TRANSPOSE: return "reorder";
 	case VENDOR_SOFTMAX: return p->log ? "logsoftmax" : "softmax";
+	case VENDOR_POOL2D: return "pooling";
 	default: return "matmul";
 	}
 }

@@ -299,6 +299,12 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*reorder.* ok' -- bench transpose --set 'shape=[3,5,4],perm=[2,0,-2]' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*reorder.* ok' -- bench transpose --set 'shape=[6,10]' --compare onednn "${quick[@]}"
 	expect 0 'median ms +round medians ms +GB/s' -- bench transpose --set 'shape=[6,10]' --compare onednn "${quick[@]}"
+	# pooling: max, average with and without the padding counted (uneven
+	# windows, strides and a last window short of the right padding), global
+	expect 0 'oneDNN .*pooling.* ok' -- bench max_pool2d --set 'N=1,C=3,H=9,W=8,kernel=3,stride=2,padding=1' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*pooling.* ok' -- bench avg_pool2d --set 'N=2,C=3,H=15,W=16,kernel=[3,2],stride=[2,3],padding=1' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*pooling.* ok' -- bench avg_pool2d --set 'N=2,C=3,H=15,W=16,kernel=[3,2],stride=[2,3],padding=1,count_include_pad=0' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*pooling.* ok' -- bench global_avg_pool --set 'N=2,C=5,H=7,W=7,keepdims=0' --compare onednn "${quick[@]}"
 fi
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
