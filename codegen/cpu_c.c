@@ -18,7 +18,8 @@
  * Vector loops (LOOP_VECTORIZED, constant extent, no loop inside): the
  * body is printed once on vectors of "lanes" elements when every access
  * is contiguous in the loop's variable (coefficient 1 in the flat
- * offset) or invariant in it, every value it varies is a float (f16 and
+ * offset) or invariant in it, or is a load of every other element
+ * (coefficient 2: two vector loads and a shuffle), every value it varies is a float (f16 and
  * bf16 computed in float), and no select, && or || that varies with it
  * has a load in a branch it may skip.  Invariant subexpressions are
  * computed as scalars and broadcast; intrinsics without a vector form run
