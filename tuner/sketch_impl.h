@@ -42,7 +42,7 @@ typedef struct stage_info {
 	                           * vector lanes, the innermost spatial axis
 	                           * whose extent is (the output channels of an
 	                           * NCHW conv over 7x7 pixels), else -1 */
-	const char *lane_axis_name;
+	const char *lane_axis_name;  /* its name, or NULL */
 	const char *lane_pack_input; /* an input that axis reads across its
 	                           * rows, or NULL */
 	int lane_pack_dim;        /* the dimension of it that axis indexes */
