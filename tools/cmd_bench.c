@@ -51,7 +51,7 @@ static const char bench_help[] =
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
 	"untimed: conv2d NCHW or NHWC, grouped or not; matmul primitive: matmul,\n"
 	"batch_matmul, dense; reorder: transpose; softmax, log_softmax; pooling on\n"
-	"NCHW: max_pool2d, avg_pool2d, global_avg_pool), f32.\n"
+	"NCHW: max_pool2d, avg_pool2d, global_avg_pool; layer_norm, batch_norm), f32.\n"
 	"They are loaded at run time (libopenblas.so.0, libdnnl.so.2); one that\n"
 	"is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"

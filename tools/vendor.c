@@ -228,6 +228,26 @@ static void softmax_problem(vendor_problem *p, const tessel_op *op,
 	p->kind = VENDOR_SOFTMAX;
 }
 
+/* layer_norm (attributes axis, negative from the end, and eps; Gamma
+ * and Beta when the op has three inputs) and batch_norm (eps; rank 2 to
+ * 5, as oneDNN takes it). */
+static void norm_problem(vendor_problem *p, const tessel_op *op,
+	const cli_set *set, bool layer)
+{
+	input_shape(p, op);
+	p->eps = strtod(attr_text(set, "eps", "1e-5"), NULL);
+	if (layer) {
+		long a = strtol(attr_text(set, "axis", "-1"), NULL, 10);
+		p->axis = (int)(a < 0 ? a + p->ndim : a);
+		p->affine = tessel_op_num_inputs(op) == 3;
+		p->kind = VENDOR_LAYER_NORM;
+	} else if (p->ndim < 2 || p->ndim > 5) {
+		snprintf(p->why, sizeof(p->why), "rank %d; oneDNN takes 2 to 5", p->ndim);
+	} else {
+		p->kind = VENDOR_BATCH_NORM;
+	}
+}
+
 void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	const cli_set *set, bool builtin)
 {
@@ -252,4 +272,6 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	else if (strcmp(p->op, "max_pool2d") == 0 || strcmp(p->op, "avg_pool2d") == 0 ||
 		 strcmp(p->op, "global_avg_pool") == 0)
 		pool_problem(p, op, set);
+	else if (strcmp(p->op, "layer_norm") == 0 || strcmp(p->op, "batch_norm") == 0)
+		norm_problem(p, op, set, p->op[0] == 'l');
 }

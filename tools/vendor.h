@@ -19,7 +19,9 @@ typedef enum vendor_kind {
 	VENDOR_CONV2D, /* NCHW x OIHW -> NCHW (or NHWC x HWIO), grouped */
 	VENDOR_TRANSPOSE, /* Y = X with its axes permuted */
 	VENDOR_SOFTMAX, /* softmax or log_softmax along one axis */
-	VENDOR_POOL2D  /* max or average over windows, NCHW */
+	VENDOR_POOL2D, /* max or average over windows, NCHW */
+	VENDOR_LAYER_NORM, /* normalized over the trailing axes */
+	VENDOR_BATCH_NORM  /* inference: given statistics per channel */
 } vendor_kind;
 
 /* POOL2D: what a window computes. */
@@ -45,7 +47,14 @@ typedef enum vendor_pool {
  * C-ordered, normalized along "axis" ("log": log_softmax).  POOL2D:
  * X[n, c, h, w] -> Y[n, c, oh, ow] ("dims" n c h w, r s the window's
  * extents, oh ow; "stride" and "padding" as for CONV2D; windows end
- * inside the padded input) computing "pool". */
+ * inside the padded input) computing "pool".  LAYER_NORM: X of "ndim"
+ * dims "shape", C-ordered, normalized over its axes "axis".. (mean and
+ * biased variance), "eps" added to the variance; with "affine", scaled
+ * by Gamma and shifted by Beta, each of the normalized axes' shape;
+ * inputs X (Gamma, Beta).  BATCH_NORM: X of "ndim" (2 to 5) dims
+ * "shape", channels on axis 1, (X - Mean[c]) / sqrt(Var[c] + "eps") *
+ * Gamma[c] + Beta[c]; inputs X, Mean, Var, Gamma, Beta.  Both output Y
+ * of X's shape. */
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
@@ -62,6 +71,8 @@ typedef struct vendor_problem {
 	int axis;                    /* SOFTMAX */
 	bool log;
 	vendor_pool pool;            /* POOL2D */
+	double eps;                  /* LAYER_NORM, BATCH_NORM */
+	bool affine;                 /* LAYER_NORM */
 } vendor_problem;
 
 enum { CONV_N, CONV_C, CONV_H, CONV_W, CONV_F, CONV_R, CONV_S, CONV_OH, CONV_OW };

@@ -1,9 +1,9 @@
 /* oneDNN, loaded with dlopen: forward convolution (direct algorithm) for
  * CONV2D problems, the matmul primitive for GEMM problems, a reorder
  * (the source described by permuted strides) for TRANSPOSE ones, the
- * softmax and logsoftmax primitives for SOFTMAX ones and pooling on the
- * plain NCHW data (oneDNN takes the source's layout as given) for POOL2D
- * ones, f32.  The
+ * softmax and logsoftmax primitives for SOFTMAX ones, and pooling
+ * (POOL2D), layer and batch normalization (LAYER_NORM, BATCH_NORM) on
+ * the plain data (oneDNN takes the source's layout as given), f32.  The
  * convolution runs on the layouts oneDNN picks itself (format_tag::any):
  * the inputs are reordered into them once when prepared, and the output
  * back to NCHW after a run for checking; neither reorder is timed.  The
@@ -30,7 +30,8 @@
 	X(dnnl_memory_get_memory_desc) X(dnnl_dilated_convolution_forward_desc_init) \
 	X(dnnl_matmul_desc_init) X(dnnl_reorder_primitive_desc_create) \
 	X(dnnl_softmax_forward_desc_init) X(dnnl_logsoftmax_forward_desc_init) \
-	X(dnnl_pooling_forward_desc_init) \
+	X(dnnl_pooling_forward_desc_init) X(dnnl_layer_normalization_forward_desc_init) \
+	X(dnnl_batch_normalization_forward_desc_init) \
 	X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_destroy) \
 	X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_query_md) \
 	X(dnnl_primitive_create) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)
@@ -55,22 +56,25 @@ static const struct dnnl_symbol {
 /* A oneDNN primitive with its memories: "user" on the caller's data (the
  * last one the output), "mem" what the primitive takes (the same memory
  * where the layouts agree). */
+#define DNNL_JOB_ARGS 6
+
 typedef struct dnnl_job {
 	dnnl_engine_t engine;
 	dnnl_stream_t stream;
 	dnnl_primitive_desc_t pd;
 	dnnl_primitive_t prim;
 	int nargs;
-	dnnl_memory_t user[4];
-	dnnl_memory_t mem[4];
-	dnnl_exec_arg_t args[4];
+	dnnl_memory_t user[DNNL_JOB_ARGS];
+	dnnl_memory_t mem[DNNL_JOB_ARGS];
+	dnnl_exec_arg_t args[DNNL_JOB_ARGS];
 	char err[256];
 } dnnl_job;
 
 static bool onednn_supports(const vendor_problem *p)
 {
 	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D || p->kind == VENDOR_POOL2D ||
-	       ((p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX) &&
+	       ((p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX ||
+		 p->kind == VENDOR_LAYER_NORM || p->kind == VENDOR_BATCH_NORM) &&
 		p->ndim <= DNNL_MAX_NDIMS);
 }
 
@@ -182,6 +186,20 @@ static int create_primitive(dnnl_job *j, const_dnnl_op_desc_t desc)
 		check(j, dn.dnnl_primitive_create(&j->prim, j->pd), "primitive") ? -1 : 0;
 }
 
+/* Make argument "i" of "j" (exec argument "arg") on the caller's "data"
+ * laid out as "md", which the primitive takes as it is. */
+static int add_plain_arg(dnnl_job *j, int i, int arg, const dnnl_memory_desc_t *md,
+	const float *data)
+{
+	if (check(j, dn.dnnl_memory_create(&j->user[i], md, j->engine, (void *)data),
+			"memory"))
+		return -1;
+	j->mem[i] = j->user[i];
+	j->args[i] = (dnnl_exec_arg_t){ arg, j->user[i] };
+	j->nargs = i + 1;
+	return 0;
+}
+
 /* Make argument "i" of "j" (exec argument "arg", queried as "which"
  * number "index") on the caller's "data" laid out as "md": the user
  * memory, and the primitive's own where it wants another layout (inputs
@@ -191,12 +209,8 @@ static int add_arg(dnnl_job *j, int i, int arg, dnnl_query_t which, int index,
 {
 	const dnnl_memory_desc_t *want = dn.dnnl_primitive_desc_query_md(j->pd, which,
 		index);
-	if (check(j, dn.dnnl_memory_create(&j->user[i], md, j->engine, (void *)data),
-			"memory"))
+	if (add_plain_arg(j, i, arg, md, data))
 		return -1;
-	j->mem[i] = j->user[i];
-	j->args[i] = (dnnl_exec_arg_t){ arg, j->user[i] };
-	j->nargs = i + 1;
 	if (dn.dnnl_memory_desc_equal(want, md))
 		return 0;
 	if (check(j, dn.dnnl_memory_create(&j->mem[i], want, j->engine,
@@ -370,6 +384,57 @@ static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &my, out, false) ? -1 : 0;
 }
 
+/* Describe in "md" the C-ordered array of the "n" dims "dims". */
+static void c_order_desc(dnnl_memory_desc_t *md, int n, const int64_t *dims)
+{
+	dnnl_dims_t d, strides;
+	memcpy(d, dims, (size_t)n * sizeof(d[0]));
+	c_order_strides(n, d, strides);
+	dn.dnnl_memory_desc_init_by_strides(md, n, d, dnnl_f32, strides);
+}
+
+/* Set up a layer or batch normalization of "p" in "j": a layer's data
+ * seen as [rows, the normalized elements of a row], the statistics,
+ * scales and shifts one dimension each. */
+static int norm_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
+	float *out)
+{
+	bool layer = p->kind == VENDOR_LAYER_NORM;
+	int64_t rows = 1, cols = 1, channels = p->shape[1];
+	for (int d = 0; d < p->ndim; d++)
+		*(d < p->axis ? &rows : &cols) *= p->shape[d];
+	int64_t data[2] = { rows, cols };
+	dnnl_memory_desc_t x, c;
+	if (layer)
+		c_order_desc(&x, 2, data);
+	else
+		c_order_desc(&x, p->ndim, p->shape);
+	c_order_desc(&c, 1, layer ? &cols : &channels);
+	unsigned flags = !layer ? dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift :
+		p->affine ? dnnl_use_scale | dnnl_use_shift : 0;
+	dnnl_layer_normalization_desc_t ld;
+	dnnl_batch_normalization_desc_t bd;
+	dnnl_status_t st = layer ?
+		dn.dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &x,
+			NULL, (float)p->eps, flags) :
+		dn.dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &x,
+			(float)p->eps, flags);
+	if (check(j, st, "normalization desc") ||
+	    create_primitive(j, layer ? (const_dnnl_op_desc_t)&ld : (const_dnnl_op_desc_t)&bd))
+		return -1;
+	int i = 0;
+	if (add_plain_arg(j, i++, DNNL_ARG_SRC, &x, in[0]))
+		return -1;
+	if (!layer && (add_plain_arg(j, i++, DNNL_ARG_MEAN, &c, in[1]) ||
+		       add_plain_arg(j, i++, DNNL_ARG_VARIANCE, &c, in[2])))
+		return -1;
+	if ((flags & dnnl_use_scale) &&
+	    (add_plain_arg(j, i++, DNNL_ARG_SCALE, &c, in[layer ? 1 : 3]) ||
+	     add_plain_arg(j, i++, DNNL_ARG_SHIFT, &c, in[layer ? 2 : 4])))
+		return -1;
+	return add_plain_arg(j, i, DNNL_ARG_DST, &x, out);
+}
+
 /* Set up the primitive of "p" in "j"; return 0 or -1 (why in j->err). */
 static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
 	float *out)
@@ -379,6 +444,8 @@ static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in
 	case VENDOR_TRANSPOSE: return transpose_init(j, p, in, out);
 	case VENDOR_SOFTMAX: return softmax_init(j, p, in, out);
 	case VENDOR_POOL2D: return pool_init(j, p, in, out);
+	case VENDOR_LAYER_NORM:
+	case VENDOR_BATCH_NORM: return norm_init(j, p, in, out);
 	default: return matmul_init(j, p, in, out);
 	}
 }
@@ -391,6 +458,8 @@ static const char *primitive_name(const vendor_problem *p)
 	case VENDOR_TRANSPOSE: return "reorder";
 	case VENDOR_SOFTMAX: return p->log ? "logsoftmax" : "softmax";
 	case VENDOR_POOL2D: return "pooling";
+	case VENDOR_LAYER_NORM: return "layer_normalization";
+	case VENDOR_BATCH_NORM: return "batch_normalization";
 	default: return "matmul";
 	}
 }

@@ -8,7 +8,8 @@ static bool onednn_supports(const vendor_problem *p)
 {
 	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D ||
 	       p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX ||
-	       p->kind == VENDOR_POOL2D;
+	       p->kind == VENDOR_POOL2D || p->kind == VENDOR_LAYER_NORM ||
+	       p->kind == VENDOR_BATCH_NORM;
 }
 
 static int onednn_load(const vendor_env *env, char *err, size_t errlen)

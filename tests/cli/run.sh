@@ -305,6 +305,13 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*pooling.* ok' -- bench avg_pool2d --set 'N=2,C=3,H=15,W=16,kernel=[3,2],stride=[2,3],padding=1' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*pooling.* ok' -- bench avg_pool2d --set 'N=2,C=3,H=15,W=16,kernel=[3,2],stride=[2,3],padding=1,count_include_pad=0' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*pooling.* ok' -- bench global_avg_pool --set 'N=2,C=5,H=7,W=7,keepdims=0' --compare onednn "${quick[@]}"
+	# layer normalization over the last axis and the last two, without the
+	# affine part; batch normalization of NCHW data and of [N, C]
+	expect 0 'oneDNN .*layer_normalization.* ok' -- bench layer_norm --set 'shape=[6,40]' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*layer_normalization.* ok' -- bench layer_norm --set 'shape=[3,4,10],axis=-2,eps=0.01' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*layer_normalization.* ok' -- bench layer_norm --set 'shape=[5,24],affine=0' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*batch_normalization.* ok' -- bench batch_norm --set 'shape=[2,5,6,7]' --compare onednn "${quick[@]}"
+	expect 0 'oneDNN .*batch_normalization.* ok' -- bench batch_norm --set 'shape=[8,12],eps=0.1' --compare onednn "${quick[@]}"
 fi
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
