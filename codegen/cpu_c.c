@@ -1420,6 +1420,54 @@ static void need_vload_every_other(cg_printer *pr, const char *name, vclass c)
 	te_sb_free(&t);
 }
 
+/* The conversions of vectors of f16 to float and back by F16C's
+ * instructions (round to nearest even, as tsl_f32_to_f16; a NaN stays a
+ * NaN, its payload as the hardware keeps it), by lane count: the body of
+ * a load from "p" and of a store of "v" to "p". */
+static const char *const f16_load_asm[] = {
+	[16] = "#if defined(__AVX512F__)\n\t__m256i h;\n\tmemcpy(&h, p, 32);\n"
+	       "\treturn ($0)_mm512_cvtph_ps(h);\n",
+	[8] = "#if defined(__F16C__)\n\t__m128i h;\n\tmemcpy(&h, p, 16);\n"
+	      "\treturn ($0)_mm256_cvtph_ps(h);\n",
+	[4] = "#if defined(__F16C__)\n\t__m128i h = _mm_setzero_si128();\n"
+	      "\tmemcpy(&h, p, 8);\n\treturn ($0)_mm_cvtph_ps(h);\n",
+};
+static const char *const f16_store_asm[] = {
+	[16] = "#if defined(__AVX512F__)\n\t__m256i h = _mm512_cvtps_ph((__m512)v, "
+	       "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 32);\n",
+	[8] = "#if defined(__F16C__)\n\t__m128i h = _mm256_cvtps_ph((__m256)v, "
+	      "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 16);\n",
+	[4] = "#if defined(__F16C__)\n\t__m128i h = _mm_cvtps_ph((__m128)v, "
+	      "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 8);\n",
+};
+
+/* Write into "t" the helper "$5" converting a vector of halves ("load":
+ * from "p"; else to "p", from "v") lane by lane with the scalar
+ * conversion "convert", or, for f16 where the target has them, by
+ * f16_load_asm or f16_store_asm. */
+static void half_helper(cg_printer *pr, te_strbuf *t, bool load, bool f16,
+	const char *convert)
+{
+	const char *const *fast = load ? f16_load_asm : f16_store_asm;
+	const char *asm_body = f16 && pr->lanes <= 16 ? fast[pr->lanes] : NULL;
+	if (asm_body)
+		te_sb_puts(t, "#if defined(__F16C__) || defined(__AVX512F__)\n"
+			"#include <immintrin.h>\n#endif\n");
+	te_sb_puts(t, load ? "$4 $0 $5(const uint16_t *p)\n{\n" :
+		"$4 void $5(uint16_t *p, $0 v)\n{\n");
+	if (asm_body)
+		te_sb_printf(t, "%s#else\n", asm_body);
+	if (load)
+		te_sb_printf(t, "\t$0 r = { 0 };\n\tfor (int l = 0; l < $3; l++)\n"
+			"\t\tr[l] = %s(p[l]);\n\treturn r;\n", convert);
+	else
+		te_sb_printf(t, "\tfor (int l = 0; l < $3; l++)\n\t\tp[l] = %s(v[l]);\n",
+			convert);
+	if (asm_body)
+		te_sb_puts(t, "#endif\n");
+	te_sb_puts(t, "}\n");
+}
+
 /* Print the load "e", contiguous or of every other element, as a vector. */
 static void print_vload(cg_printer *pr, const loop_expr *e)
 {
@@ -1440,12 +1488,11 @@ static void print_vload(cg_printer *pr, const loop_expr *e)
 		b->dtype == TESSEL_BF16 ? "_bf16" : "");
 	vector_helper_name(pr, op, c, name, sizeof(name));
 	if (half) {
-		char tmpl[300];
+		te_strbuf t = { 0 };
 		cg_need_scalar_helper(pr, convert);
-		snprintf(tmpl, sizeof(tmpl), "$4 $0 $5(const uint16_t *p)\n{\n"
-			"\t$0 r = { 0 };\n\tfor (int l = 0; l < $3; l++)\n"
-			"\t\tr[l] = %s(p[l]);\n\treturn r;\n}\n", convert);
-		need_vector_helper(pr, name, c, tmpl);
+		half_helper(pr, &t, true, b->dtype == TESSEL_F16, convert);
+		need_vector_helper(pr, name, c, te_sb_str(&t));
+		te_sb_free(&t);
 	} else {
 		need_vector_helper(pr, name, c, load_tmpl);
 	}
@@ -1658,21 +1705,20 @@ static void print_vstore(cg_printer *pr, const loop_stmt *s)
 		b->dtype == TESSEL_BF16 ? "_bf16" : "");
 	vector_helper_name(pr, op, c, name, sizeof(name));
 	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
-	char tmpl[300];
+	te_strbuf t = { 0 };
 	if (half) {
 		const char *convert = b->dtype == TESSEL_F16 ? "tsl_f32_to_f16" :
 			"tsl_f32_to_bf16";
 		cg_need_scalar_helper(pr, convert);
-		snprintf(tmpl, sizeof(tmpl), "$4 void $5(uint16_t *p, $0 v)\n{\n"
-			"\tfor (int l = 0; l < $3; l++)\n\t\tp[l] = %s(v[l]);\n}\n",
-			convert);
+		half_helper(pr, &t, false, b->dtype == TESSEL_F16, convert);
 	}
 	cg_line(pr, "%s(&%s[", name, buffer_name(pr, b));
 	cg_print_offset(pr, b, s->u.store.n, s->u.store.index);
 	cg_put(pr, "], ");
 	print_vexpr(pr, s->u.store.value, c, CG_PREC_NONE);
 	cg_put(pr, ");\n");
-	need_vector_helper(pr, name, c, half ? tmpl : store_tmpl);
+	need_vector_helper(pr, name, c, half ? te_sb_str(&t) : store_tmpl);
+	te_sb_free(&t);
 }
 
 /* Print the statement "s" of a vector loop body (vector_stmt_ok holds). */

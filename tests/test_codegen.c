@@ -517,7 +517,72 @@ Test(codegen, f16_and_bf16)
 	src = check_program(p, 64, 1, NULL);
 	expect_text(src, "tsl_vload_f16_f32x16(&H[i])", true);
 	expect_text(src, "tsl_vstore_bf16_f32x16(&O[i]", true);
+	expect_text(src, "_mm512_cvtph_ps(h)", true);
+	expect_text(src, "_mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT", true);
 	free(src);
+	src = check_program(p, 32, 1, NULL);
+	expect_text(src, "_mm256_cvtph_ps(h)", true);
+	free(src);
+	loop_prog_free(p);
+}
+
+/* Vector conversions of f16 (F16C's where the target has them) agree
+ * bit for bit with tessel/dtype.h's: every f16 value widened, and the f32
+ * halfway points between neighbouring f16 values (ties to even), and
+ * points just off them, narrowed; a NaN stays a NaN. */
+Test(codegen, f16_vector_conversions_exact)
+{
+	enum { N = 65536 };
+	loop_prog *p = loop_prog_new("f16_exact");
+	loop_buffer *H = add_arg(p, "H", TESSEL_F16, 1, SHAPE(N), false);
+	loop_buffer *S = add_arg(p, "S", TESSEL_F32, 1, SHAPE(3 * N), false);
+	loop_buffer *W = add_arg(p, "W", TESSEL_F32, 1, SHAPE(N), true);
+	loop_buffer *F = add_arg(p, "F", TESSEL_F16, 1, SHAPE(3 * N), true);
+	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
+	p->body = seq(p, 2,
+		loop(p, i, N, LOOP_VECTORIZED, store(p, W,
+			lx_cast(p, TESSEL_F32, load(p, H, var(p, i))), var(p, i))),
+		loop(p, j, 3 * N, LOOP_VECTORIZED, store(p, F,
+			lx_cast(p, TESSEL_F16, load(p, S, var(p, j))), var(p, j))));
+	uint16_t *h = malloc(N * sizeof(*h)), *f = malloc(3 * N * sizeof(*f));
+	float *sv = malloc(3 * N * sizeof(*sv)), *w = malloc(N * sizeof(*w));
+	cr_assert(h && f && sv && w);
+	for (int k = 0; k < N; k++) {
+		h[k] = (uint16_t)k;
+		float a = tessel_f16_to_f32((uint16_t)k);
+		float b = tessel_f16_to_f32((uint16_t)(k + 1 < N ? k + 1 : k));
+		float mid = isfinite(a) && isfinite(b) ? (float)(((double)a + b) / 2) : a;
+		sv[3 * k] = mid;
+		sv[3 * k + 1] = nextafterf(mid, INFINITY);
+		sv[3 * k + 2] = nextafterf(mid, -INFINITY);
+	}
+	for (int vb = 64; vb >= 32; vb /= 2) {
+		kernel k;
+		build_with(p, vb, NULL, &k);
+		void *data[] = { h, sv, w, f };
+		tessel_kernel_env env;
+		rt_pool_env(NULL, &env);
+		cr_assert_eq(k.fn(data, &env), 0);
+		for (int x = 0; x < N; x++) {
+			float want = tessel_f16_to_f32(h[x]);
+			cr_assert(isnan(want) ? isnan(w[x]) : memcmp(&want, &w[x], 4) == 0,
+				"f16 %#06x widened to %a, not %a (%d-byte vectors)", x, w[x],
+				want, vb);
+		}
+		for (int x = 0; x < 3 * N; x++) {
+			uint16_t want = tessel_f32_to_f16(sv[x]);
+			bool nan = (want & 0x7c00) == 0x7c00 && (want & 0x3ff);
+			bool got_nan = (f[x] & 0x7c00) == 0x7c00 && (f[x] & 0x3ff);
+			cr_assert(nan ? got_nan : f[x] == want, "%a narrowed to %#06x, not "
+				"%#06x (%d-byte vectors)", sv[x], f[x], want, vb);
+		}
+		free(k.source);
+		rt_module_close(k.module);
+	}
+	free(h);
+	free(f);
+	free(sv);
+	free(w);
 	loop_prog_free(p);
 }
 
