@@ -18,9 +18,9 @@
  * Vector loops (LOOP_VECTORIZED, constant extent, no loop inside): the
  * body is printed once on vectors of "lanes" elements when every access
  * is contiguous in the loop's variable (coefficient 1 in the flat
- * offset) or invariant in it, or is a load of every other element
- * (coefficient 2: two vector loads and a shuffle), every value it varies is a float (f16 and
- * bf16 computed in float), and no select, && or || that varies with it
+ * offset), invariant in it, or a load of every other element
+ * (coefficient 2: two vector loads and a shuffle), every value it varies
+ * is a float (f16 and bf16 computed in float), and no select, && or || that varies with it
  * has a load in a branch it may skip.  Invariant subexpressions are
  * computed as scalars and broadcast; intrinsics without a vector form run
  * lane by lane in small helpers; a remainder runs as scalar code.  Any
@@ -1420,50 +1420,52 @@ static void need_vload_every_other(cg_printer *pr, const char *name, vclass c)
 	te_sb_free(&t);
 }
 
-/* The conversions of vectors of f16 to float and back by F16C's
- * instructions (round to nearest even, as tsl_f32_to_f16; a NaN stays a
- * NaN, its payload as the hardware keeps it), by lane count: the body of
- * a load from "p" and of a store of "v" to "p". */
-static const char *const f16_load_asm[] = {
-	[16] = "#if defined(__AVX512F__)\n\t__m256i h;\n\tmemcpy(&h, p, 32);\n"
-	       "\treturn ($0)_mm512_cvtph_ps(h);\n",
-	[8] = "#if defined(__F16C__)\n\t__m128i h;\n\tmemcpy(&h, p, 16);\n"
-	      "\treturn ($0)_mm256_cvtph_ps(h);\n",
-	[4] = "#if defined(__F16C__)\n\t__m128i h = _mm_setzero_si128();\n"
-	      "\tmemcpy(&h, p, 8);\n\treturn ($0)_mm_cvtph_ps(h);\n",
-};
-static const char *const f16_store_asm[] = {
-	[16] = "#if defined(__AVX512F__)\n\t__m256i h = _mm512_cvtps_ph((__m512)v, "
-	       "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 32);\n",
-	[8] = "#if defined(__F16C__)\n\t__m128i h = _mm256_cvtps_ph((__m256)v, "
-	      "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 16);\n",
-	[4] = "#if defined(__F16C__)\n\t__m128i h = _mm_cvtps_ph((__m128)v, "
-	      "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n\tmemcpy(p, &h, 8);\n",
+/* F16C's conversions of a vector of f16 to float and back (round to
+ * nearest even, as tsl_f32_to_f16; a NaN stays a NaN, its payload as
+ * the hardware keeps it), by lane count: the macro that says the target
+ * has them, the integer register of the halves and its zero, the
+ * intrinsics' prefix and float register, and the bytes of the halves. */
+typedef struct f16_isa {
+	const char *guard, *halves, *zero, *prefix, *floats;
+	int bytes;
+} f16_isa;
+
+static const f16_isa f16_isas[] = {
+	[16] = { "__AVX512F__", "__m256i", "_mm256_setzero_si256", "_mm512", "__m512", 32 },
+	[8] = { "__F16C__", "__m128i", "_mm_setzero_si128", "_mm256", "__m256", 16 },
+	[4] = { "__F16C__", "__m128i", "_mm_setzero_si128", "_mm", "__m128", 8 },
 };
 
 /* Write into "t" the helper "$5" converting a vector of halves ("load":
  * from "p"; else to "p", from "v") lane by lane with the scalar
  * conversion "convert", or, for f16 where the target has them, by
- * f16_load_asm or f16_store_asm. */
+ * F16C's instructions (f16_isas). */
 static void half_helper(cg_printer *pr, te_strbuf *t, bool load, bool f16,
 	const char *convert)
 {
-	const char *const *fast = load ? f16_load_asm : f16_store_asm;
-	const char *asm_body = f16 && pr->lanes <= 16 ? fast[pr->lanes] : NULL;
-	if (asm_body)
+	const f16_isa *isa = f16 && pr->lanes <= 16 && f16_isas[pr->lanes].guard ?
+		&f16_isas[pr->lanes] : NULL;
+	if (isa)
 		te_sb_puts(t, "#if defined(__F16C__) || defined(__AVX512F__)\n"
 			"#include <immintrin.h>\n#endif\n");
 	te_sb_puts(t, load ? "$4 $0 $5(const uint16_t *p)\n{\n" :
 		"$4 void $5(uint16_t *p, $0 v)\n{\n");
-	if (asm_body)
-		te_sb_printf(t, "%s#else\n", asm_body);
+	if (isa && load)
+		te_sb_printf(t, "#if defined(%s)\n\t%s h = %s();\n\tmemcpy(&h, p, %d);\n"
+			"\treturn ($0)%s_cvtph_ps(h);\n#else\n", isa->guard, isa->halves,
+			isa->zero, isa->bytes, isa->prefix);
+	else if (isa)
+		te_sb_printf(t, "#if defined(%s)\n\t%s h = %s_cvtps_ph((%s)v, "
+			"_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n"
+			"\tmemcpy(p, &h, %d);\n#else\n", isa->guard, isa->halves, isa->prefix,
+			isa->floats, isa->bytes);
 	if (load)
 		te_sb_printf(t, "\t$0 r = { 0 };\n\tfor (int l = 0; l < $3; l++)\n"
 			"\t\tr[l] = %s(p[l]);\n\treturn r;\n", convert);
 	else
 		te_sb_printf(t, "\tfor (int l = 0; l < $3; l++)\n\t\tp[l] = %s(v[l]);\n",
 			convert);
-	if (asm_body)
+	if (isa)
 		te_sb_puts(t, "#endif\n");
 	te_sb_puts(t, "}\n");
 }

@@ -171,8 +171,9 @@ static void pool_problem(vendor_problem *p, const tessel_op *op,
 	}
 	p->dims[CONV_R] = kernel[0];
 	p->dims[CONV_S] = kernel[1];
-	p->dims[CONV_OH] = tessel_stage_ndim(tessel_op_output_at(op, 0)) == 4 ? out_dim(op, 2) : 1;
-	p->dims[CONV_OW] = tessel_stage_ndim(tessel_op_output_at(op, 0)) == 4 ? out_dim(op, 3) : 1;
+	bool rows = tessel_stage_ndim(tessel_op_output_at(op, 0)) == 4;
+	p->dims[CONV_OH] = rows ? out_dim(op, 2) : 1;
+	p->dims[CONV_OW] = rows ? out_dim(op, 3) : 1;
 	for (int i = 0; i < 2; i++) {
 		int64_t extent = p->dims[CONV_H + i] + 2 * p->padding[i] - kernel[i];
 		if (p->stride[i] < 1 || kernel[i] < 1 || extent < 0 ||

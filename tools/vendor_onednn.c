@@ -304,6 +304,15 @@ static void c_order_strides(int n, const int64_t *dims, dnnl_dims_t strides)
 		strides[d] = d == n - 1 ? 1 : strides[d + 1] * dims[d + 1];
 }
 
+/* Describe in "md" the C-ordered array of the "n" dims "dims". */
+static void c_order_desc(dnnl_memory_desc_t *md, int n, const int64_t *dims)
+{
+	dnnl_dims_t d, strides;
+	memcpy(d, dims, (size_t)n * sizeof(d[0]));
+	c_order_strides(n, d, strides);
+	dn.dnnl_memory_desc_init_by_strides(md, n, d, dnnl_f32, strides);
+}
+
 /* Set up a reorder of "p" in "j": X read in Y's dims through strides
  * permuted from its own, written to the C-ordered Y. */
 static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
@@ -342,11 +351,8 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
 	float *out)
 {
-	dnnl_dims_t dims, strides;
-	memcpy(dims, p->shape, (size_t)p->ndim * sizeof(dims[0]));
-	c_order_strides(p->ndim, dims, strides);
 	dnnl_memory_desc_t md;
-	dn.dnnl_memory_desc_init_by_strides(&md, p->ndim, dims, dnnl_f32, strides);
+	c_order_desc(&md, p->ndim, p->shape);
 	dnnl_softmax_desc_t sd;
 	dnnl_status_t st = p->log ?
 		dn.dnnl_logsoftmax_forward_desc_init(&sd, dnnl_forward_inference, &md, p->axis) :
@@ -382,15 +388,6 @@ static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 		return -1;
 	return add_arg(j, 0, DNNL_ARG_SRC, dnnl_query_src_md, 0, &mx, in[0], true) ||
 		add_arg(j, 1, DNNL_ARG_DST, dnnl_query_dst_md, 0, &my, out, false) ? -1 : 0;
-}
-
-/* Describe in "md" the C-ordered array of the "n" dims "dims". */
-static void c_order_desc(dnnl_memory_desc_t *md, int n, const int64_t *dims)
-{
-	dnnl_dims_t d, strides;
-	memcpy(d, dims, (size_t)n * sizeof(d[0]));
-	c_order_strides(n, d, strides);
-	dn.dnnl_memory_desc_init_by_strides(md, n, d, dnnl_f32, strides);
 }
 
 /* Set up a layer or batch normalization of "p" in "j": a layer's data
