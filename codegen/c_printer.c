@@ -518,6 +518,40 @@ static const scalar_helper scalar_helpers[] = {
 
 /* Emit the scalar helper "name" of scalar_helpers into "pr", after the
  * helpers it calls; unknown names emit nothing. */
+/* The scalar helpers that F16C's instructions compute where the dialect
+ * allows them (cg_dialect.f16c): the statement that does. */
+static const struct {
+	const char *name, *stmt;
+} f16c_helpers[] = {
+	{ "tsl_f32_to_f16", "\treturn (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | "
+	  "_MM_FROUND_NO_EXC);\n" },
+	{ "tsl_f16_to_f32", "\treturn _cvtsh_ss(h);\n" },
+};
+
+/* Return the F16C statement of the helper "name" for the dialect of
+ * "pr", or NULL. */
+static const char *f16c_statement(const cg_printer *pr, const char *name)
+{
+	for (size_t i = 0; pr->d->f16c && i < sizeof(f16c_helpers) / sizeof(*f16c_helpers); i++)
+		if (strcmp(f16c_helpers[i].name, name) == 0)
+			return f16c_helpers[i].stmt;
+	return NULL;
+}
+
+/* Make the body of the helper in "sb" compute by "stmt" where the
+ * target has F16C, keeping the portable body for the others. */
+static void splice_f16c(te_strbuf *sb, const char *stmt)
+{
+	const char *text = te_sb_str(sb);
+	const char *open = strstr(text, "\n{\n");
+	size_t head = (size_t)(open - text) + 3, len = strlen(text);
+	te_strbuf out = { 0 };
+	te_sb_printf(&out, "%.*s#if defined(__F16C__)\n%s#else\n%.*s#endif\n}\n",
+		(int)head, text, stmt, (int)(len - head - 2), text + head);
+	te_sb_free(sb);
+	*sb = out;
+}
+
 void cg_need_scalar_helper(cg_printer *pr, const char *name)
 {
 	for (size_t i = 0; i < sizeof(scalar_helpers) / sizeof(*scalar_helpers); i++) {
@@ -529,8 +563,13 @@ void cg_need_scalar_helper(cg_printer *pr, const char *name)
 		te_strbuf sb = { 0 };
 		const char *floor_fn =
 			pr->d->unary_fn[strstr(name, "f64") != NULL][TESSEL_FLOOR];
+		const char *f16c = f16c_statement(pr, name);
+		if (f16c)
+			te_sb_puts(&sb, "#if defined(__F16C__)\n#include <immintrin.h>\n#endif\n");
 		te_sb_printf(&sb, "%s ", pr->d->helper_qualifier);
 		cg_template(&sb, h->text, 1, &floor_fn);
+		if (f16c)
+			splice_f16c(&sb, f16c);
 		cg_need_helper(pr, name, te_sb_str(&sb));
 		te_sb_free(&sb);
 		return;

@@ -159,6 +159,10 @@ typedef struct cg_dialect {
 	const char *kernel_qualifier;
 	/* Storage class of the helper functions ("static inline"). */
 	const char *helper_qualifier;
+	/* Whether the scalar f16 conversions may use F16C's instructions
+	 * where the compiler targets them (C for x86 hosts; not OpenCL C or
+	 * CUDA C, whose compilers may define __F16C__ without the header). */
+	bool f16c;
 	/* The index a loop of each kind is bound to ("blockIdx.x"), NULL for
 	 * kinds that are loops in this dialect or cannot run on it. */
 	const char *loop_index[LOOP_KIND_COUNT];

@@ -120,6 +120,7 @@ const cg_dialect cg_dialect_cpu_c = {
 	.scope_qualifier = { "", "", "" },
 	.restrict_kw = "restrict",
 	.helper_qualifier = "static inline",
+	.f16c = true,
 	.barrier = NULL,
 	.unroll_pragma = "#pragma GCC unroll %d",
 	.vector_type_format = "tsl_%sx%d",

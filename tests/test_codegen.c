@@ -526,24 +526,31 @@ Test(codegen, f16_and_bf16)
 	loop_prog_free(p);
 }
 
-/* Vector conversions of f16 (F16C's where the target has them) agree
- * bit for bit with tessel/dtype.h's: every f16 value widened, and the f32
- * halfway points between neighbouring f16 values (ties to even), and
- * points just off them, narrowed; a NaN stays a NaN. */
-Test(codegen, f16_vector_conversions_exact)
+/* W = f32(H), F = f16(S) over "n" values, in loops of "kind". */
+static loop_prog *f16_conversions(int n, loop_kind kind)
 {
-	enum { N = 65536 };
 	loop_prog *p = loop_prog_new("f16_exact");
-	loop_buffer *H = add_arg(p, "H", TESSEL_F16, 1, SHAPE(N), false);
-	loop_buffer *S = add_arg(p, "S", TESSEL_F32, 1, SHAPE(3 * N), false);
-	loop_buffer *W = add_arg(p, "W", TESSEL_F32, 1, SHAPE(N), true);
-	loop_buffer *F = add_arg(p, "F", TESSEL_F16, 1, SHAPE(3 * N), true);
+	loop_buffer *H = add_arg(p, "H", TESSEL_F16, 1, SHAPE(n), false);
+	loop_buffer *S = add_arg(p, "S", TESSEL_F32, 1, SHAPE(3 * n), false);
+	loop_buffer *W = add_arg(p, "W", TESSEL_F32, 1, SHAPE(n), true);
+	loop_buffer *F = add_arg(p, "F", TESSEL_F16, 1, SHAPE(3 * n), true);
 	loop_var *i = loop_var_new(p, "i"), *j = loop_var_new(p, "j");
 	p->body = seq(p, 2,
-		loop(p, i, N, LOOP_VECTORIZED, store(p, W,
+		loop(p, i, n, kind, store(p, W,
 			lx_cast(p, TESSEL_F32, load(p, H, var(p, i))), var(p, i))),
-		loop(p, j, 3 * N, LOOP_VECTORIZED, store(p, F,
+		loop(p, j, 3 * n, kind, store(p, F,
 			lx_cast(p, TESSEL_F16, load(p, S, var(p, j))), var(p, j))));
+	return p;
+}
+
+/* Conversions of f16 (F16C's where the target has them, in vectors and
+ * in scalars) agree bit for bit with tessel/dtype.h's: every f16 value
+ * widened, and the f32 halfway points between neighbouring f16 values
+ * (ties to even), and points just off them, narrowed; a NaN stays a
+ * NaN. */
+Test(codegen, f16_conversions_exact)
+{
+	enum { N = 65536 };
 	uint16_t *h = malloc(N * sizeof(*h)), *f = malloc(3 * N * sizeof(*f));
 	float *sv = malloc(3 * N * sizeof(*sv)), *w = malloc(N * sizeof(*w));
 	cr_assert(h && f && sv && w);
@@ -556,9 +563,21 @@ Test(codegen, f16_vector_conversions_exact)
 		sv[3 * k + 1] = nextafterf(mid, INFINITY);
 		sv[3 * k + 2] = nextafterf(mid, -INFINITY);
 	}
-	for (int vb = 64; vb >= 32; vb /= 2) {
+	static const struct {
+		loop_kind kind;
+		int vector_bytes;
+		const char *f16c;  /* the conversion's F16C code */
+	} cases[] = {
+		{ LOOP_VECTORIZED, 64, "_mm512_cvtph_ps(h)" },
+		{ LOOP_VECTORIZED, 32, "_mm256_cvtph_ps(h)" },
+		{ LOOP_SERIAL, 64, "return _cvtsh_ss(h);" },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		loop_prog *p = f16_conversions(N, cases[c].kind);
+		int vb = cases[c].vector_bytes;
 		kernel k;
 		build_with(p, vb, NULL, &k);
+		expect_text(k.source, cases[c].f16c, true);
 		void *data[] = { h, sv, w, f };
 		tessel_kernel_env env;
 		rt_pool_env(NULL, &env);
@@ -566,24 +585,23 @@ Test(codegen, f16_vector_conversions_exact)
 		for (int x = 0; x < N; x++) {
 			float want = tessel_f16_to_f32(h[x]);
 			cr_assert(isnan(want) ? isnan(w[x]) : memcmp(&want, &w[x], 4) == 0,
-				"f16 %#06x widened to %a, not %a (%d-byte vectors)", x, w[x],
-				want, vb);
+				"f16 %#06x widened to %a, not %a (case %zu)", x, w[x], want, c);
 		}
 		for (int x = 0; x < 3 * N; x++) {
 			uint16_t want = tessel_f32_to_f16(sv[x]);
 			bool nan = (want & 0x7c00) == 0x7c00 && (want & 0x3ff);
 			bool got_nan = (f[x] & 0x7c00) == 0x7c00 && (f[x] & 0x3ff);
 			cr_assert(nan ? got_nan : f[x] == want, "%a narrowed to %#06x, not "
-				"%#06x (%d-byte vectors)", sv[x], f[x], want, vb);
+				"%#06x (case %zu)", sv[x], f[x], want, c);
 		}
 		free(k.source);
 		rt_module_close(k.module);
+		loop_prog_free(p);
 	}
 	free(h);
 	free(f);
 	free(sv);
 	free(w);
-	loop_prog_free(p);
 }
 
 /* The kernel ABI in the source is tessel/kernel.h's, verbatim. */
@@ -1494,8 +1512,14 @@ static const char golden_scalar[] =
 	"\treturn (a > b || b != b) ? a : b;\n"
 	"}\n"
 	"\n"
+	"#if defined(__F16C__)\n"
+	"#include <immintrin.h>\n"
+	"#endif\n"
 	"static inline float tsl_f16_to_f32(uint16_t h)\n"
 	"{\n"
+	"#if defined(__F16C__)\n"
+	"\treturn _cvtsh_ss(h);\n"
+	"#else\n"
 	"\tuint32_t sign = ((uint32_t)h & 0x8000u) << 16;\n"
 	"\tuint32_t exp = (h >> 10) & 0x1fu;\n"
 	"\tuint32_t mant = h & 0x3ffu;\n"
@@ -1520,6 +1544,7 @@ static const char golden_scalar[] =
 	"\tfloat f;\n"
 	"\tmemcpy(&f, &x, 4);\n"
 	"\treturn f;\n"
+	"#endif\n"
 	"}\n"
 	"\n"
 	"static inline int64_t tsl_floordiv(int64_t a, int64_t b)\n"
