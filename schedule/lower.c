@@ -289,9 +289,9 @@ static void store_index(lowering *L, int si, const var_env *env, loop_expr **idx
 					 : env->vals[d];
 }
 
-static loop_expr *identity(lowering *L, const tessel_stage *t)
+/* Return the identity of the reduction of "t" in dtype "dt". */
+static loop_expr *identity(lowering *L, const tessel_stage *t, tessel_dtype dt)
 {
-	tessel_dtype dt = t->dtype;
 	bool is_max = t->reduce == TESSEL_RMAX;
 	if (t->reduce == TESSEL_SUM || t->reduce == TESSEL_PROD) {
 		int one = t->reduce == TESSEL_PROD;
@@ -307,14 +307,14 @@ static loop_expr *identity(lowering *L, const tessel_stage *t)
 	return as_type(L, lx_int(L->p, is_max ? lo : hi), dt);
 }
 
-/* Return "a" combined with "b" by the reduction of "t". */
+/* Return "a" combined with "b" by the reduction of "t", in dtype "dt". */
 static loop_expr *reduce_op(lowering *L, const tessel_stage *t, loop_expr *a,
-	loop_expr *b)
+	loop_expr *b, tessel_dtype dt)
 {
 	static const tessel_binary combine[] = {
 		TESSEL_ADD, TESSEL_ADD, TESSEL_MUL, TESSEL_MAX, TESSEL_MIN
 	};
-	return lx_binary(L->p, combine[t->reduce], a, b, t->dtype);
+	return lx_binary(L->p, combine[t->reduce], a, b, dt);
 }
 
 static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
@@ -331,11 +331,11 @@ static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 		b = L->acc;
 		idx[0] = lx_int(L->p, 0);
 		loop_stmt *s = ls_store(L->p, b, 1, idx, reduce_op(L, t, lx_load(L->p, b, 1,
-			idx), value), t->name);
+			idx), as_type(L, value, b->dtype), b->dtype), t->name);
 		return guarded(L, guards(L, si, leaf, false), s);
 	}
 	if (t->reduce != TESSEL_REDUCE_NONE)
-		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx), value);
+		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx), value, t->dtype);
 	loop_stmt *s = ls_store(L->p, b, t->ndim, idx, value, t->name);
 	return guarded(L, guards(L, si, leaf, false), s);
 }
@@ -387,7 +387,7 @@ static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
 	store_index(L, si, env, idx);
 	free(env);
 	loop_stmt *body = ls_store(L->p, L->buf[s->te->index], s->te->ndim, idx,
-		identity(L, s->te), s->te->name);
+		identity(L, s->te, s->te->dtype), s->te->name);
 	body = guarded(L, guards(L, si, init_leaf, true), body);
 	for (int p = s->nleaves - 1; p >= pos; p--)
 		if (vars[p])
@@ -714,6 +714,63 @@ static loop_stmt *emit_loop(lowering *L, int si, int pos, loop_expr **leaf)
 	return f;
 }
 
+/* Return whether stage "si" sums f16 or bf16 values in a scalar
+ * accumulator of f32 from nest position "pos" (its init position) on:
+ * only reduction loops, none bound to threads, lie inside it, so that
+ * each element is reduced whole before the next.  Elsewhere its partial
+ * results stay in its buffer and round to its dtype at every step
+ * (cache_write gives such a stage an f32 cache). */
+static bool half_scalar_accumulator(const lowering *L, int si, int pos)
+{
+	const sch_stage *s = &L->eff[si];
+	if (s->te->dtype != TESSEL_F16 && s->te->dtype != TESSEL_BF16)
+		return false;
+	for (int p = pos; p < s->nleaves; p++) {
+		const sch_iter *t = &s->iters[s->leaves[p]];
+		if (!t->reduce || sch_kind_is_thread(t->kind))
+			return false;
+	}
+	return true;
+}
+
+/* Emit the loops of stage "si" from nest position "pos", its init
+ * position, reducing each element of the half dtype into a scalar f32
+ * accumulator stored, rounded, after them. */
+static loop_stmt *emit_half_reduction(lowering *L, int si, int pos, loop_expr **leaf)
+{
+	const sch_stage *s = &L->eff[si];
+	const tessel_stage *te = s->te;
+	loop_prog *p = L->p;
+	char name[SCH_NAME_MAX + 16];
+	snprintf(name, sizeof(name), "%s_acc", te->name);
+	loop_buffer *acc = loop_buffer_new(p, name, TESSEL_F32, 1, (int64_t[]){ 1 },
+		LOOP_LOCAL);
+	loop_expr *zero = lx_int(p, 0);
+	loop_stmt *body = ls_seq(p, 0, NULL);
+	ls_seq_append(p, body, ls_store(p, acc, 1, &zero, identity(L, te, TESSEL_F32),
+		te->name));
+	loop_buffer *outer_acc = L->acc;
+	int outer_stage = L->acc_stage;
+	L->acc = acc;
+	L->acc_stage = si;
+	ls_seq_append(p, body, emit_loop(L, si, pos, leaf));
+	L->acc = outer_acc;
+	L->acc_stage = outer_stage;
+	loop_expr *out_leaf[64];
+	memcpy(out_leaf, leaf, sizeof(loop_expr *) * (size_t)s->nleaves);
+	for (int q = pos; q < s->nleaves; q++)
+		out_leaf[q] = NULL;
+	var_env *env = calloc(1, sizeof(*env));
+	axis_values(L, si, out_leaf, env);
+	loop_expr *idx[TESSEL_MAX_DIMS];
+	store_index(L, si, env, idx);
+	free(env);
+	ls_seq_append(p, body, guarded(L, guards(L, si, out_leaf, true),
+		ls_store(p, L->buf[te->index], te->ndim, idx,
+			as_type(L, lx_load(p, acc, 1, &zero), te->dtype), te->name)));
+	return ls_alloc(p, acc, body);
+}
+
 static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 {
 	const sch_stage *s = &L->eff[si];
@@ -722,6 +779,8 @@ static loop_stmt *emit_level(lowering *L, int si, int pos, loop_expr **leaf)
 	const sch_iter *t = &s->iters[s->leaves[pos]];
 	if (t->reduce && sch_kind_is_thread(t->kind))
 		return emit_cross_thread(L, si, pos, leaf);
+	if (pos == init_position(s) && half_scalar_accumulator(L, si, pos))
+		return emit_half_reduction(L, si, pos, leaf);
 	loop_stmt *loop = emit_loop(L, si, pos, leaf);
 	if (pos != init_position(s))
 		return loop;
@@ -773,7 +832,8 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 	loop_stmt *partial = thread_loop(L, t->name, n, t->kind, &v);
 	leaf[pos] = lx_var(p, v);
 	loop_stmt *inner = ls_seq(p, 0, NULL);
-	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te), te->name));
+	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te, te->dtype),
+		te->name));
 	L->acc = acc;
 	L->acc_stage = si;
 	ls_seq_append(p, inner, emit_inside(L, si, pos, leaf));
@@ -791,7 +851,8 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 		loop_expr *c = lx_and(p, lx_cmp(p, TESSEL_LT, lx_var(p, v), lx_int(p, h)),
 			lx_cmp(p, TESSEL_LT, y, lx_int(p, n)));
 		step->u.for_.body = ls_if(p, c, ls_store(p, red, 1, &x, reduce_op(L, te,
-			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y)), te->name), NULL);
+			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y), te->dtype), te->name),
+			NULL);
 		ls_seq_append(p, body, step);
 		ls_seq_append(p, body, ls_barrier(p));
 	}
