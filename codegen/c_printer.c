@@ -1663,9 +1663,19 @@ void cg_print_expr(cg_printer *pr, const loop_expr *e, int prec)
 
 /* ---- statements ---------------------------------------------------------- */
 
+const loop_expr *cg_stored_value(const loop_expr *value, tessel_dtype dt)
+{
+	bool half = dt == TESSEL_F16 || dt == TESSEL_BF16;
+	if (half && value->kind == LX_CAST && value->u.cast.to == dt &&
+	    is_float(value->u.cast.a->dtype) && value->u.cast.a->dtype != TESSEL_F64)
+		return value->u.cast.a;
+	return value;
+}
+
 void cg_print_stored_value(cg_printer *pr, const loop_expr *value,
 	tessel_dtype dt)
 {
+	value = cg_stored_value(value, dt);
 	if (dt == TESSEL_F16 || dt == TESSEL_BF16) {
 		call_helper(pr, dt == TESSEL_F16 ? "tsl_f32_to_f16" : "tsl_f32_to_bf16");
 		cg_print_as(pr, value, TESSEL_F32, CG_PREC_NONE);

@@ -329,6 +329,11 @@ void cg_print_expr(cg_printer *pr, const loop_expr *e, int prec);
 void cg_print_as(cg_printer *pr, const loop_expr *e, tessel_dtype dt, int prec);
 /* Print the C literal of the float "v" in the value type of "dt". */
 void cg_print_float(cg_printer *pr, double v, tessel_dtype dt, int prec);
+/* Return the value a store of "value" into a buffer of the half dtype
+ * "dt" converts: without a cast of a float to "dt" at its top, which the
+ * store's own narrowing makes (rounding twice gives what rounding once
+ * does); "value" itself for other dtypes. */
+const loop_expr *cg_stored_value(const loop_expr *value, tessel_dtype dt);
 /* Print the value "value" of a store, converted for a buffer of "dt". */
 void cg_print_stored_value(cg_printer *pr, const loop_expr *value,
 	tessel_dtype dt);

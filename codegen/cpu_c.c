@@ -1718,7 +1718,7 @@ static void print_vstore(cg_printer *pr, const loop_stmt *s)
 	cg_line(pr, "%s(&%s[", name, buffer_name(pr, b));
 	cg_print_offset(pr, b, s->u.store.n, s->u.store.index);
 	cg_put(pr, "], ");
-	print_vexpr(pr, s->u.store.value, c, CG_PREC_NONE);
+	print_vexpr(pr, cg_stored_value(s->u.store.value, b->dtype), c, CG_PREC_NONE);
 	cg_put(pr, ");\n");
 	need_vector_helper(pr, name, c, half ? te_sb_str(&t) : store_tmpl);
 	te_sb_free(&t);
