@@ -516,8 +516,6 @@ static const scalar_helper scalar_helpers[] = {
 	  "\treturn (a < b || b != b) ? a : b;\n}\n" },
 };
 
-/* Emit the scalar helper "name" of scalar_helpers into "pr", after the
- * helpers it calls; unknown names emit nothing. */
 /* The scalar helpers that F16C's instructions compute where the dialect
  * allows them (cg_dialect.f16c): the statement that does. */
 static const struct {
@@ -552,6 +550,8 @@ static void splice_f16c(te_strbuf *sb, const char *stmt)
 	*sb = out;
 }
 
+/* Emit the scalar helper "name" of scalar_helpers into "pr", after the
+ * helpers it calls; unknown names emit nothing. */
 void cg_need_scalar_helper(cg_printer *pr, const char *name)
 {
 	for (size_t i = 0; i < sizeof(scalar_helpers) / sizeof(*scalar_helpers); i++) {
