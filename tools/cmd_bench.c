@@ -51,7 +51,10 @@ static const char bench_help[] =
 	"and onednn (direct convolution on its own layouts, inputs reordered once and\n"
 	"untimed: conv2d NCHW or NHWC, grouped or not; matmul primitive: matmul,\n"
 	"batch_matmul, dense; reorder: transpose; softmax, log_softmax; pooling on\n"
-	"NCHW: max_pool2d, avg_pool2d, global_avg_pool; layer_norm, batch_norm), f32.\n"
+	"NCHW: max_pool2d, avg_pool2d, global_avg_pool; layer_norm, batch_norm): f32,\n"
+	"and bf16 or f16 (every input and the output of one dtype) where this CPU\n"
+	"has oneDNN kernels for them, but for the normalizations (OpenBLAS, cuBLAS\n"
+	"and cuDNN: f32 only).\n"
 	"They are loaded at run time (libopenblas.so.0, libdnnl.so.2); one that\n"
 	"is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"
@@ -294,7 +297,7 @@ skip(bench *b, const vendor *v, const char *fmt, ...)
 static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in,
 	const tessel_tensor *like)
 {
-	const float *data[64];
+	const void *data[64];
 	for (int i = 0; i < tessel_op_num_inputs(b->op); i++)
 		data[i] = in[i]->data;
 	for (int i = 0; i < b->a->nvendors; i++) {
@@ -302,8 +305,12 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 		char err[512] = "";
 		bench_impl *im = &b->impls[b->nimpls];
 		if (!v->supports(prob)) {
-			skip(b, v, "no equivalent of %s%s%s%s", prob->op, prob->why[0] ? " (" : "",
-				prob->why, prob->why[0] ? ")" : "");
+			if (!prob->why[0] && prob->kind != VENDOR_NONE && prob->dtype != TESSEL_F32)
+				skip(b, v, "no equivalent of %s in %s", prob->op,
+					tessel_dtype_name(prob->dtype));
+			else
+				skip(b, v, "no equivalent of %s%s%s%s", prob->op,
+					prob->why[0] ? " (" : "", prob->why, prob->why[0] ? ")" : "");
 		} else if (v->load(&b->env, err, sizeof(err))) {
 			skip(b, v, "not available (%s)", err);
 		} else if (!(im->out = tensor_like(like))) {
@@ -428,10 +435,11 @@ static double median_of(const double *v, int n, double *lo, double *hi)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* Return true when vendor output "im" agrees with tessel's. */
+/* Return true when vendor output "im" agrees with tessel's within the
+ * tolerance of its dtype. */
 static bool agrees(const bench_impl *im)
 {
-	return im->error <= te_tolerance(TESSEL_F32);
+	return im->error <= te_tolerance(im->out->dtype);
 }
 
 /* Return the bytes of every input and output of "op": what a run moves

@@ -74,16 +74,25 @@ static int64_t out_dim(const tessel_op *op, int i)
 	return tessel_stage_dim(tessel_op_output_at(op, 0), i);
 }
 
-/* Return true when every input and output of "op" is f32. */
-static bool all_f32(const tessel_op *op)
+/* Set p->dtype to that of every input and output of "op" when they
+ * share one float dtype of f32, f16 or bf16; else say why in p->why and
+ * return false. */
+static bool common_dtype(vendor_problem *p, const tessel_op *op)
 {
-	for (int i = 0; i < tessel_op_num_inputs(op); i++)
-		if (tessel_stage_dtype(tessel_op_input_at(op, i)) != TESSEL_F32)
+	int nin = tessel_op_num_inputs(op), n = nin + tessel_op_num_outputs(op);
+	p->dtype = tessel_stage_dtype(tessel_op_output_at(op, 0));
+	for (int i = 0; i < n; i++) {
+		const tessel_stage *s = i < nin ? tessel_op_input_at(op, i) :
+			tessel_op_output_at(op, i - nin);
+		if (tessel_stage_dtype(s) != p->dtype) {
+			snprintf(p->why, sizeof(p->why), "inputs and outputs of several dtypes");
 			return false;
-	for (int i = 0; i < tessel_op_num_outputs(op); i++)
-		if (tessel_stage_dtype(tessel_op_output_at(op, i)) != TESSEL_F32)
-			return false;
-	return true;
+		}
+	}
+	if (p->dtype == TESSEL_F32 || p->dtype == TESSEL_F16 || p->dtype == TESSEL_BF16)
+		return true;
+	snprintf(p->why, sizeof(p->why), "dtype %s", tessel_dtype_name(p->dtype));
+	return false;
 }
 
 /* matmul and batch_matmul: C[(B,) M, N] = op(A) * op(B). */
@@ -256,8 +265,8 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	p->op = tessel_op_name(op);
 	if (!builtin)
 		snprintf(p->why, sizeof(p->why), "an op from a .te file");
-	else if (!all_f32(op))
-		snprintf(p->why, sizeof(p->why), "a dtype other than f32");
+	else if (!common_dtype(p, op))
+		;
 	else if (strcmp(p->op, "matmul") == 0)
 		gemm_problem(p, op, set, 0);
 	else if (strcmp(p->op, "batch_matmul") == 0)

@@ -31,7 +31,8 @@ typedef enum vendor_pool {
 	POOL_AVG_WITHOUT_PADDING  /* divided by its elements inside the input */
 } vendor_pool;
 
-/* A workload in the terms vendor libraries take, f32 throughout.
+/* A workload in the terms vendor libraries take, every input and the
+ * output of "dtype" (f32, f16 or bf16; the data as tessel stores it).
  * GEMM: for each of "batch" entries, C[M, N] = A[M, K] * B[K, N], A stored
  * [K, M] when "trans_a", B stored [N, K] when "trans_b", plus Bias[N] on
  * every row when "bias"; inputs A, B (Bias), output C, batches
@@ -58,6 +59,7 @@ typedef enum vendor_pool {
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
+	tessel_dtype dtype;
 	char why[128];               /* VENDOR_NONE: what has no equivalent */
 	int64_t batch, m, n, k;
 	bool trans_a, trans_b, bias;
@@ -109,9 +111,10 @@ typedef struct vendor {
 	 * in "err" of size "errlen". */
 	int (*load)(const vendor_env *env, char *err, size_t errlen);
 	/* Set "r" to compute "p" in "env" from the C-ordered inputs "in" (in
-	 * the op's order) into "out".  Return 0, or -1 with why in "err". */
+	 * the op's order, of p->dtype) into "out".  Return 0, or -1 with why
+	 * in "err". */
 	int (*prepare)(const vendor_env *env, const vendor_problem *p,
-		const float *const *in, float *out, vendor_run *r, char *err,
+		const void *const *in, void *out, vendor_run *r, char *err,
 		size_t errlen);
 	/* Load the library (once) and resolve what it is called through, no
 	 * device needed, and write what it is (library, version) into

@@ -51,7 +51,7 @@ typedef struct gemm_job {
 
 static bool cublas_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM && p->m <= INT_MAX && p->n <= INT_MAX &&
+	return p->kind == VENDOR_GEMM && p->dtype == TESSEL_F32 && p->m <= INT_MAX && p->n <= INT_MAX &&
 		p->k <= INT_MAX && p->batch <= INT_MAX;
 }
 
@@ -174,7 +174,7 @@ static rt_cuda_buffer *bias_rows(gemm_job *j, const float *bias, char *err,
 }
 
 /* Upload the operands of "p" and make the handle. */
-static int set_up(gemm_job *j, const vendor_problem *p, const float *const *in,
+static int set_up(gemm_job *j, const vendor_problem *p, const void *const *in,
 	char *err, size_t len)
 {
 	size_t e = sizeof(float) * (size_t)p->batch;
@@ -193,7 +193,7 @@ static int set_up(gemm_job *j, const vendor_problem *p, const float *const *in,
 }
 
 static int cublas_prepare(const vendor_env *env, const vendor_problem *p,
-	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
+	const void *const *in, void *out, vendor_run *r, char *err, size_t errlen)
 {
 	gemm_job *j = calloc(1, sizeof(*j));
 	if (!j) {

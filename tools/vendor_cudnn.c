@@ -88,7 +88,7 @@ typedef struct conv_job {
 
 static bool cudnn_supports(const vendor_problem *p)
 {
-	if (p->kind != VENDOR_CONV2D || p->groups != 1)
+	if (p->kind != VENDOR_CONV2D || p->dtype != TESSEL_F32 || p->groups != 1)
 		return false;
 	for (int i = 0; i < 9; i++)
 		if (p->dims[i] > INT_MAX)
@@ -284,7 +284,7 @@ static int choose_algorithm(conv_job *j, char *err, size_t len)
 }
 
 static int cudnn_prepare(const vendor_env *env, const vendor_problem *p,
-	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
+	const void *const *in, void *out, vendor_run *r, char *err, size_t errlen)
 {
 	conv_job *j = calloc(1, sizeof(*j));
 	if (!j) {

@@ -3,7 +3,9 @@
  * (the source described by permuted strides) for TRANSPOSE ones, the
  * softmax and logsoftmax primitives for SOFTMAX ones, and pooling
  * (POOL2D), layer and batch normalization (LAYER_NORM, BATCH_NORM) on
- * the plain data (oneDNN takes the source's layout as given), f32.  The
+ * the plain data (oneDNN takes the source's layout as given): f32, and
+ * bf16 and f16 but for the normalizations (whose statistics and scales
+ * oneDNN takes in f32), where the CPU has an implementation.  The
  * convolution runs on the layouts oneDNN picks itself (format_tag::any):
  * the inputs are reordered into them once when prepared, and the output
  * back to NCHW after a run for checking; neither reorder is timed.  The
@@ -70,8 +72,18 @@ typedef struct dnnl_job {
 	char err[256];
 } dnnl_job;
 
+/* The oneDNN data type of the problem's data. */
+static dnnl_data_type_t data_type(const vendor_problem *p)
+{
+	return p->dtype == TESSEL_BF16 ? dnnl_bf16 : p->dtype == TESSEL_F16 ? dnnl_f16 :
+		dnnl_f32;
+}
+
 static bool onednn_supports(const vendor_problem *p)
 {
+	if (p->dtype != TESSEL_F32 &&
+	    (p->kind == VENDOR_LAYER_NORM || p->kind == VENDOR_BATCH_NORM))
+		return false;
 	return p->kind == VENDOR_GEMM || p->kind == VENDOR_CONV2D || p->kind == VENDOR_POOL2D ||
 	       ((p->kind == VENDOR_TRANSPOSE || p->kind == VENDOR_SOFTMAX ||
 		 p->kind == VENDOR_LAYER_NORM || p->kind == VENDOR_BATCH_NORM) &&
@@ -149,7 +161,12 @@ static int check(dnnl_job *j, dnnl_status_t s, const char *what)
 {
 	if (s == dnnl_success)
 		return 0;
-	snprintf(j->err, sizeof(j->err), "oneDNN: %s failed (status %d)", what, (int)s);
+	if (s == dnnl_unimplemented)
+		snprintf(j->err, sizeof(j->err), "oneDNN: %s: no implementation on this "
+			"CPU", what);
+	else
+		snprintf(j->err, sizeof(j->err), "oneDNN: %s failed (status %d)", what,
+			(int)s);
 	return -1;
 }
 
@@ -189,7 +206,7 @@ static int create_primitive(dnnl_job *j, const_dnnl_op_desc_t desc)
 /* Make argument "i" of "j" (exec argument "arg") on the caller's "data"
  * laid out as "md", which the primitive takes as it is. */
 static int add_plain_arg(dnnl_job *j, int i, int arg, const dnnl_memory_desc_t *md,
-	const float *data)
+	const void *data)
 {
 	if (check(j, dn.dnnl_memory_create(&j->user[i], md, j->engine, (void *)data),
 			"memory"))
@@ -205,7 +222,7 @@ static int add_plain_arg(dnnl_job *j, int i, int arg, const dnnl_memory_desc_t *
  * memory, and the primitive's own where it wants another layout (inputs
  * reordered into it now). */
 static int add_arg(dnnl_job *j, int i, int arg, dnnl_query_t which, int index,
-	const dnnl_memory_desc_t *md, const float *data, bool input)
+	const dnnl_memory_desc_t *md, const void *data, bool input)
 {
 	const dnnl_memory_desc_t *want = dn.dnnl_primitive_desc_query_md(j->pd, which,
 		index);
@@ -223,8 +240,8 @@ static int add_arg(dnnl_job *j, int i, int arg, dnnl_query_t which, int index,
 /* Set up a convolution forward (direct) of "p" in "j", oneDNN choosing the
  * layouts; grouped, its weights are 5-D (groups first), the caller's
  * described by their strides. */
-static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int conv_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	const int64_t *d = p->dims;
 	dnnl_dims_t xd = { d[CONV_N], d[CONV_C], d[CONV_H], d[CONV_W] };
@@ -235,21 +252,22 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 	dnnl_dims_t pad = { p->padding[0], p->padding[1] };
 	dnnl_memory_desc_t ux, uw, uy, cx, cw, cy;
 	bool cl = p->channels_last;
-	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dnnl_f32, cl ? dnnl_nhwc : dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dnnl_f32, dnnl_format_tag_any);
-	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dnnl_f32, dnnl_format_tag_any);
+	dnnl_data_type_t dt = data_type(p);
+	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dt, cl ? dnnl_nhwc : dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dt, cl ? dnnl_nhwc : dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dt, dnnl_format_tag_any);
+	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dt, dnnl_format_tag_any);
 	if (p->groups > 1) {
 		int64_t g = p->groups, fg = d[CONV_F] / g, cg = d[CONV_C] / g;
 		int64_t r = d[CONV_R], s = d[CONV_S], f = d[CONV_F];
 		dnnl_dims_t gd = { g, fg, cg, r, s };
 		dnnl_dims_t oihw = { fg * cg * r * s, cg * r * s, r * s, s, 1 };
 		dnnl_dims_t hwio = { fg, 1, f, s * cg * f, cg * f };
-		dn.dnnl_memory_desc_init_by_strides(&uw, 5, gd, dnnl_f32, cl ? hwio : oihw);
-		dn.dnnl_memory_desc_init_by_tag(&cw, 5, gd, dnnl_f32, dnnl_format_tag_any);
+		dn.dnnl_memory_desc_init_by_strides(&uw, 5, gd, dt, cl ? hwio : oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 5, gd, dt, dnnl_format_tag_any);
 	} else {
-		dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, cl ? dnnl_hwio : dnnl_oihw);
-		dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dnnl_f32, dnnl_format_tag_any);
+		dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dt, cl ? dnnl_hwio : dnnl_oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dt, dnnl_format_tag_any);
 	}
 	dnnl_convolution_desc_t cd;
 	if (check(j, dn.dnnl_dilated_convolution_forward_desc_init(&cd,
@@ -262,27 +280,27 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 		add_arg(j, 2, DNNL_ARG_DST, dnnl_query_dst_md, 0, &uy, out, false) ? -1 : 0;
 }
 
-/* Describe the row-major [B,] rows x cols matrix in "md" ("transposed":
- * stored cols x rows); "nd" is 2 or 3 (batched). */
-static void matrix_desc(dnnl_memory_desc_t *md, int nd, int64_t batch,
-	int64_t rows, int64_t cols, bool transposed)
+/* Describe the row-major [B,] rows x cols matrix of "dt" in "md"
+ * ("transposed": stored cols x rows); "nd" is 2 or 3 (batched). */
+static void matrix_desc(dnnl_memory_desc_t *md, dnnl_data_type_t dt, int nd,
+	int64_t batch, int64_t rows, int64_t cols, bool transposed)
 {
 	dnnl_dims_t dims = { batch, rows, cols };
 	dnnl_dims_t strides = { rows * cols, transposed ? 1 : cols, transposed ? rows : 1 };
-	dn.dnnl_memory_desc_init_by_strides(md, nd, dims + 3 - nd, dnnl_f32,
-		strides + 3 - nd);
+	dn.dnnl_memory_desc_init_by_strides(md, nd, dims + 3 - nd, dt, strides + 3 - nd);
 }
 
 /* Set up a matmul of "p" in "j" on the plain data. */
-static int matmul_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int matmul_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	int nd = p->batch > 1 ? 3 : 2;
 	dnnl_memory_desc_t a, b, bias, c;
-	matrix_desc(&a, nd, p->batch, p->m, p->k, p->trans_a);
-	matrix_desc(&b, nd, p->batch, p->k, p->n, p->trans_b);
-	matrix_desc(&bias, nd, 1, 1, p->n, false);
-	matrix_desc(&c, nd, p->batch, p->m, p->n, false);
+	dnnl_data_type_t dt = data_type(p);
+	matrix_desc(&a, dt, nd, p->batch, p->m, p->k, p->trans_a);
+	matrix_desc(&b, dt, nd, p->batch, p->k, p->n, p->trans_b);
+	matrix_desc(&bias, dt, nd, 1, 1, p->n, false);
+	matrix_desc(&c, dt, nd, p->batch, p->m, p->n, false);
 	dnnl_matmul_desc_t md;
 	if (check(j, dn.dnnl_matmul_desc_init(&md, &a, &b, p->bias ? &bias : NULL, &c),
 			"matmul desc") ||
@@ -304,19 +322,20 @@ static void c_order_strides(int n, const int64_t *dims, dnnl_dims_t strides)
 		strides[d] = d == n - 1 ? 1 : strides[d + 1] * dims[d + 1];
 }
 
-/* Describe in "md" the C-ordered array of the "n" dims "dims". */
-static void c_order_desc(dnnl_memory_desc_t *md, int n, const int64_t *dims)
+/* Describe in "md" the C-ordered array of "dt" of the "n" dims "dims". */
+static void c_order_desc(dnnl_memory_desc_t *md, dnnl_data_type_t dt, int n,
+	const int64_t *dims)
 {
 	dnnl_dims_t d, strides;
 	memcpy(d, dims, (size_t)n * sizeof(d[0]));
 	c_order_strides(n, d, strides);
-	dn.dnnl_memory_desc_init_by_strides(md, n, d, dnnl_f32, strides);
+	dn.dnnl_memory_desc_init_by_strides(md, n, d, dt, strides);
 }
 
 /* Set up a reorder of "p" in "j": X read in Y's dims through strides
  * permuted from its own, written to the C-ordered Y. */
-static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int transpose_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	int n = p->ndim;
 	dnnl_dims_t xstride, dims, from, to;
@@ -327,8 +346,8 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 	}
 	c_order_strides(n, dims, to);
 	dnnl_memory_desc_t x, y;
-	dn.dnnl_memory_desc_init_by_strides(&x, n, dims, dnnl_f32, from);
-	dn.dnnl_memory_desc_init_by_strides(&y, n, dims, dnnl_f32, to);
+	dn.dnnl_memory_desc_init_by_strides(&x, n, dims, data_type(p), from);
+	dn.dnnl_memory_desc_init_by_strides(&y, n, dims, data_type(p), to);
 	if (check(j, dn.dnnl_engine_create(&j->engine, dnnl_cpu, 0), "engine") ||
 	    check(j, dn.dnnl_stream_create(&j->stream, j->engine,
 			dnnl_stream_default_flags), "stream") ||
@@ -348,11 +367,11 @@ static int transpose_init(dnnl_job *j, const vendor_problem *p, const float *con
 }
 
 /* Set up a softmax (or log_softmax) of "p" in "j" on the C-ordered data. */
-static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int softmax_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	dnnl_memory_desc_t md;
-	c_order_desc(&md, p->ndim, p->shape);
+	c_order_desc(&md, data_type(p), p->ndim, p->shape);
 	dnnl_softmax_desc_t sd;
 	dnnl_status_t st = p->log ?
 		dn.dnnl_logsoftmax_forward_desc_init(&sd, dnnl_forward_inference, &md, p->axis) :
@@ -365,8 +384,8 @@ static int softmax_init(dnnl_job *j, const vendor_problem *p, const float *const
 
 /* Set up a pooling of "p" in "j" on the NCHW data; the right and bottom
  * padding are what the last window reaches past the input. */
-static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int pool_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	static const dnnl_alg_kind_t alg[] = { dnnl_pooling_max,
 		dnnl_pooling_avg_include_padding, dnnl_pooling_avg_exclude_padding };
@@ -379,8 +398,8 @@ static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 	for (int i = 0; i < 2; i++)
 		pad_r[i] = (d[CONV_OH + i] - 1) * stride[i] + kernel[i] - d[CONV_H + i] - pad_l[i];
 	dnnl_memory_desc_t mx, my;
-	dn.dnnl_memory_desc_init_by_tag(&mx, 4, xd, dnnl_f32, dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&my, 4, yd, dnnl_f32, dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&mx, 4, xd, data_type(p), dnnl_nchw);
+	dn.dnnl_memory_desc_init_by_tag(&my, 4, yd, data_type(p), dnnl_nchw);
 	dnnl_pooling_desc_t pd;
 	if (check(j, dn.dnnl_pooling_forward_desc_init(&pd, dnnl_forward_inference,
 			alg[p->pool], &mx, &my, stride, kernel, pad_l, pad_r), "pooling desc") ||
@@ -393,8 +412,8 @@ static int pool_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 /* Set up a layer or batch normalization of "p" in "j": a layer's data
  * seen as [rows, the normalized elements of a row], the statistics,
  * scales and shifts one dimension each. */
-static int norm_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int norm_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	bool layer = p->kind == VENDOR_LAYER_NORM;
 	int64_t rows = 1, cols = 1, channels = p->shape[1];
@@ -403,10 +422,10 @@ static int norm_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 	int64_t data[2] = { rows, cols };
 	dnnl_memory_desc_t x, c;
 	if (layer)
-		c_order_desc(&x, 2, data);
+		c_order_desc(&x, dnnl_f32, 2, data);
 	else
-		c_order_desc(&x, p->ndim, p->shape);
-	c_order_desc(&c, 1, layer ? &cols : &channels);
+		c_order_desc(&x, dnnl_f32, p->ndim, p->shape);
+	c_order_desc(&c, dnnl_f32, 1, layer ? &cols : &channels);
 	unsigned flags = !layer ? dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift :
 		p->affine ? dnnl_use_scale | dnnl_use_shift : 0;
 	dnnl_layer_normalization_desc_t ld;
@@ -433,8 +452,8 @@ static int norm_init(dnnl_job *j, const vendor_problem *p, const float *const *i
 }
 
 /* Set up the primitive of "p" in "j"; return 0 or -1 (why in j->err). */
-static int job_init(dnnl_job *j, const vendor_problem *p, const float *const *in,
-	float *out)
+static int job_init(dnnl_job *j, const vendor_problem *p, const void *const *in,
+	void *out)
 {
 	switch (p->kind) {
 	case VENDOR_CONV2D: return conv_init(j, p, in, out);
@@ -509,7 +528,7 @@ static int onednn_probe(char *what, size_t len)
 }
 
 static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
-	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
+	const void *const *in, void *out, vendor_run *r, char *err, size_t errlen)
 {
 	(void)env;
 	dnnl_job *j = calloc(1, sizeof(*j));

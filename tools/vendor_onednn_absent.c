@@ -26,7 +26,7 @@ static int onednn_probe(char *what, size_t len)
 }
 
 static int onednn_prepare(const vendor_env *env, const vendor_problem *p,
-	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
+	const void *const *in, void *out, vendor_run *r, char *err, size_t errlen)
 {
 	(void)env;
 	(void)p, (void)in, (void)out, (void)r;

@@ -41,7 +41,7 @@ typedef struct sgemm_job {
 
 static bool openblas_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM && p->m <= INT_MAX && p->n <= INT_MAX &&
+	return p->kind == VENDOR_GEMM && p->dtype == TESSEL_F32 && p->m <= INT_MAX && p->n <= INT_MAX &&
 		p->k <= INT_MAX && p->batch <= INT_MAX;
 }
 
@@ -135,7 +135,7 @@ static void library_version(char *buf, size_t len)
 }
 
 static int openblas_prepare(const vendor_env *env, const vendor_problem *p,
-	const float *const *in, float *out, vendor_run *r, char *err, size_t errlen)
+	const void *const *in, void *out, vendor_run *r, char *err, size_t errlen)
 {
 	(void)env;
 	sgemm_job *j = calloc(1, sizeof(*j));

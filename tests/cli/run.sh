@@ -312,7 +312,21 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	expect 0 'oneDNN .*layer_normalization.* ok' -- bench layer_norm --set 'shape=[5,24],affine=0' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*batch_normalization.* ok' -- bench batch_norm --set 'shape=[2,5,6,7]' --compare onednn "${quick[@]}"
 	expect 0 'oneDNN .*batch_normalization.* ok' -- bench batch_norm --set 'shape=[8,12],eps=0.1' --compare onednn "${quick[@]}"
+	# bf16 data (oneDNN's bf16 kernels need AVX-512BW), checked to bf16's
+	# tolerance; no bf16 normalization (oneDNN wants their scales in f32)
+	if grep -qw avx512bw /proc/cpuinfo; then
+		expect 0 'oneDNN .*matmul.* ok' -- bench matmul --set M=24,N=40,K=33,transpose_b=1,dtype=bf16 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*matmul.* ok' -- bench dense --set batch=5,in_features=48,out_features=20,dtype=bf16 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=4,H=8,W=8,F=6,R=3,S=3,padding=1,dtype=bf16 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .* softmax .* ok' -- bench softmax --set 'shape=[6,33],dtype=bf16' --compare onednn "${quick[@]}"
+	fi
+	if ! grep -qw avx512_fp16 /proc/cpuinfo; then
+		expect 1 'onednn: cannot set up matmul \(oneDNN: primitive desc: no implementation on this CPU\)' -- bench matmul --set M=8,N=8,K=8,dtype=f16 --compare onednn "${quick[@]}"
+	fi
+	expect 1 'onednn: no equivalent of layer_norm in bf16' -- bench layer_norm --set 'shape=[6,40],dtype=bf16' --compare onednn "${quick[@]}"
+	expect 1 'onednn: no equivalent of transpose \(dtype i32\)' -- bench transpose --set 'shape=[6,10],dtype=i32' --compare onednn "${quick[@]}"
 fi
+expect 1 'openblas: no equivalent of matmul in bf16' -- bench matmul --set M=8,N=8,K=8,dtype=bf16 --compare openblas "${quick[@]}"
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
 expect 1 'bench: openblas runs on the CPU, not on --target cuda \(for it: cublas,cudnn\)' -- bench matmul --set M=8,N=8,K=8 --target cuda --compare openblas
