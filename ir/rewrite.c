@@ -9,12 +9,12 @@
 #include "ir/copy.h"
 #include "ir/rewrite.h"
 
-/* Add to "dst" the compute stage "name" of "dtype" that copies "t"
- * element by element (the shape "extent"), with index variables named
- * after "like"'s when it has them. */
+/* Add to "dst" the compute stage "name" that copies "t" element by element
+ * (its dtype, the shape "extent"), with index variables named after
+ * "like"'s when it has them. */
 static tessel_stage *add_copy_stage(tessel_op *dst, const char *name,
-	tessel_dtype dtype, tessel_stage *t, const int64_t *extent,
-	const tessel_stage *like, tessel_loc loc)
+	tessel_stage *t, const int64_t *extent, const tessel_stage *like,
+	tessel_loc loc)
 {
 	char names[TESSEL_MAX_DIMS][32];
 	const char *axis_names[TESSEL_MAX_DIMS];
@@ -34,7 +34,7 @@ static tessel_stage *add_copy_stage(tessel_op *dst, const char *name,
 		index[d] = tessel_var_ref(dst, s->axes[d]);
 		dims[d] = tessel_int(dst, extent[d]);
 	}
-	if (tessel_stage_set_shape(s, dtype, dims) ||
+	if (tessel_stage_set_shape(s, t->dtype, dims) ||
 	    tessel_stage_set_body(s, TESSEL_REDUCE_NONE,
 		    tessel_access(dst, t, t->ndim, index)))
 		return NULL;
@@ -53,14 +53,6 @@ static tessel_op *finish_copy(te_copier *c, tessel_op *dst, bool ok)
 		return NULL;
 	}
 	return dst;
-}
-
-/* The dtype a cache of a stage of "dtype" computes in: f32 for the
- * halves, whose every partial sum would otherwise round (the
- * interpreter rounds a stage once, when it is written), else "dtype". */
-static tessel_dtype accumulator_dtype(tessel_dtype dtype)
-{
-	return dtype == TESSEL_F16 || dtype == TESSEL_BF16 ? TESSEL_F32 : dtype;
 }
 
 tessel_op *te_op_cache_write(const tessel_op *op, const tessel_stage *s,
@@ -82,9 +74,7 @@ tessel_op *te_op_cache_write(const tessel_op *op, const tessel_stage *s,
 		t->name = te_arena_strdup(&dst->arena, name);
 		t->is_output = false;
 		t->explicit_shape = true;
-		t->dtype = accumulator_dtype(s->dtype);
-		tessel_stage *w = add_copy_stage(dst, s->name, s->dtype, t, s->extent,
-			s, s->loc);
+		tessel_stage *w = add_copy_stage(dst, s->name, t, s->extent, s, s->loc);
 		ok = w != NULL;
 		if (ok) {
 			w->is_output = s->is_output;
@@ -111,8 +101,7 @@ tessel_op *te_op_cache_read(const tessel_op *op, const tessel_stage *t,
 		tessel_stage *copied = te_copy_stage(&c, op->stages[i]);
 		if (op->stages[i] != t)
 			continue;
-		c.redirect_to = add_copy_stage(dst, name, copied->dtype, copied,
-			t->extent, NULL, t->loc);
+		c.redirect_to = add_copy_stage(dst, name, copied, t->extent, NULL, t->loc);
 		ok = c.redirect_to != NULL;
 	}
 	return finish_copy(&c, dst, ok);

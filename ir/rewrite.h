@@ -6,8 +6,7 @@
 
 /* Return a copy of the bound "op" in which the computation of stage "s"
  * moves into a new stage "name" placed before it (with its reduction),
- * and "s" copies that stage element by element.  The new stage of an f16
- * or bf16 stage is f32, so that a sum rounds once, when copied out. */
+ * and "s" copies that stage element by element. */
 tessel_op *te_op_cache_write(const tessel_op *op, const tessel_stage *s,
 	const char *name);
 /* Return a copy of the bound "op" with a new stage "name" that copies the

@@ -4,10 +4,9 @@
  *   stage computed inside it; scope "local" or "global" ("shared" is
  *   accepted for GPU schedules)
  * guarantees: a new stage STAGE_SCOPE computes what the stage computed
- *   (with its reduction; in f32 for an f16 or bf16 stage) and the stage
- *   copies it element by element; the new stage is usually computed at a
- *   loop of the copy next, so that its accumulators stay in a small
- *   buffer (registers, on the CPU) */
+ *   (with its reduction) and the stage copies it element by element; the
+ *   new stage is usually computed at a loop of the copy next, so that its
+ *   accumulators stay in a small buffer (registers, on the CPU) */
 #include <stdio.h>
 #include <string.h>
 

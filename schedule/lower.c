@@ -289,6 +289,22 @@ static void store_index(lowering *L, int si, const var_env *env, loop_expr **idx
 					 : env->vals[d];
 }
 
+/* Return whether "t" sums (or reduces otherwise) into f16 or bf16. */
+static bool reduces_halves(const tessel_stage *t)
+{
+	return t->reduce != TESSEL_REDUCE_NONE &&
+	       (t->dtype == TESSEL_F16 || t->dtype == TESSEL_BF16);
+}
+
+/* Return the dtype of the buffer of the computed stage "t" when it is no
+ * argument of the kernel: f32 for a reduction into halves, whose partial
+ * results would otherwise round at every step (the interpreter rounds a
+ * stage once, when it is written), else the stage's own. */
+static tessel_dtype buffer_dtype(const tessel_stage *t)
+{
+	return reduces_halves(t) ? TESSEL_F32 : t->dtype;
+}
+
 /* Return the identity of the reduction of "t" in dtype "dt". */
 static loop_expr *identity(lowering *L, const tessel_stage *t, tessel_dtype dt)
 {
@@ -335,7 +351,8 @@ static loop_stmt *emit_update(lowering *L, int si, loop_expr **leaf)
 		return guarded(L, guards(L, si, leaf, false), s);
 	}
 	if (t->reduce != TESSEL_REDUCE_NONE)
-		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx), value, t->dtype);
+		value = reduce_op(L, t, lx_load(L->p, b, t->ndim, idx),
+			as_type(L, value, b->dtype), b->dtype);
 	loop_stmt *s = ls_store(L->p, b, t->ndim, idx, value, t->name);
 	return guarded(L, guards(L, si, leaf, false), s);
 }
@@ -386,8 +403,9 @@ static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
 	loop_expr *idx[TESSEL_MAX_DIMS];
 	store_index(L, si, env, idx);
 	free(env);
+	const loop_buffer *b = L->buf[s->te->index];
 	loop_stmt *body = ls_store(L->p, L->buf[s->te->index], s->te->ndim, idx,
-		identity(L, s->te, s->te->dtype), s->te->name);
+		identity(L, s->te, b->dtype), s->te->name);
 	body = guarded(L, guards(L, si, init_leaf, true), body);
 	for (int p = s->nleaves - 1; p >= pos; p--)
 		if (vars[p])
@@ -535,7 +553,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	L->region[pi].nonempty = r.nonempty;
 	memcpy(L->region[pi].full, r.full, sizeof(r.full));
 	loop_scope scope = L->st->stages[pi].scope;
-	loop_buffer *b = loop_buffer_new(L->p, t->name, t->dtype, t->ndim, r.shape,
+	loop_buffer *b = loop_buffer_new(L->p, t->name, buffer_dtype(t), t->ndim, r.shape,
 		scope == LOOP_GLOBAL ? LOOP_LOCAL : scope);
 	sch_buffer_strides(&L->st->stages[pi], r.shape, b->strides);
 	L->buf[t->index] = b;
@@ -714,16 +732,17 @@ static loop_stmt *emit_loop(lowering *L, int si, int pos, loop_expr **leaf)
 	return f;
 }
 
-/* Return whether stage "si" sums f16 or bf16 values in a scalar
- * accumulator of f32 from nest position "pos" (its init position) on:
- * only reduction loops, none bound to threads, lie inside it, so that
- * each element is reduced whole before the next.  Elsewhere its partial
- * results stay in its buffer and round to its dtype at every step
- * (cache_write gives such a stage an f32 cache). */
+/* Return whether stage "si", an output that reduces into f16 or bf16,
+ * reduces in a scalar accumulator of f32 from nest position "pos" (its
+ * init position) on: only reduction loops, none bound to threads, lie
+ * inside it, so that each element is reduced whole before the next.
+ * Elsewhere such an output's partial results stay in its buffer and
+ * round to its dtype at every step (a stage that is no output reduces in
+ * an f32 buffer: buffer_dtype; cache_write makes one). */
 static bool half_scalar_accumulator(const lowering *L, int si, int pos)
 {
 	const sch_stage *s = &L->eff[si];
-	if (s->te->dtype != TESSEL_F16 && s->te->dtype != TESSEL_BF16)
+	if (!reduces_halves(s->te) || L->buf[s->te->index]->dtype == TESSEL_F32)
 		return false;
 	for (int p = pos; p < s->nleaves; p++) {
 		const sch_iter *t = &s->iters[s->leaves[p]];
@@ -822,17 +841,18 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 		half *= 2;
 	char name[SCH_NAME_MAX + 16];
 	snprintf(name, sizeof(name), "%s_red", te->name);
-	loop_buffer *red = loop_buffer_new(p, name, te->dtype, 1, &n, LOOP_SHARED);
+	tessel_dtype dt = reduces_halves(te) ? TESSEL_F32 : te->dtype;
+	loop_buffer *red = loop_buffer_new(p, name, dt, 1, &n, LOOP_SHARED);
 	red->fenced = true;
 	snprintf(name, sizeof(name), "%s_acc", te->name);
-	loop_buffer *acc = loop_buffer_new(p, name, te->dtype, 1, (int64_t[]){ 1 },
+	loop_buffer *acc = loop_buffer_new(p, name, dt, 1, (int64_t[]){ 1 },
 		LOOP_LOCAL);
 	loop_expr *zero = lx_int(p, 0);
 	loop_var *v;
 	loop_stmt *partial = thread_loop(L, t->name, n, t->kind, &v);
 	leaf[pos] = lx_var(p, v);
 	loop_stmt *inner = ls_seq(p, 0, NULL);
-	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te, te->dtype),
+	ls_seq_append(p, inner, ls_store(p, acc, 1, &zero, identity(L, te, dt),
 		te->name));
 	L->acc = acc;
 	L->acc_stage = si;
@@ -851,7 +871,7 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 		loop_expr *c = lx_and(p, lx_cmp(p, TESSEL_LT, lx_var(p, v), lx_int(p, h)),
 			lx_cmp(p, TESSEL_LT, y, lx_int(p, n)));
 		step->u.for_.body = ls_if(p, c, ls_store(p, red, 1, &x, reduce_op(L, te,
-			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y), te->dtype), te->name),
+			lx_load(p, red, 1, &x), lx_load(p, red, 1, &y), dt), te->name),
 			NULL);
 		ls_seq_append(p, body, step);
 		ls_seq_append(p, body, ls_barrier(p));
@@ -864,7 +884,8 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 	store_index(L, si, env, idx);
 	free(env);
 	loop_stmt *out = guarded(L, guards(L, si, leaf, true), ls_store(p,
-		L->buf[te->index], te->ndim, idx, lx_load(p, red, 1, &zero), te->name));
+		L->buf[te->index], te->ndim, idx, as_type(L, lx_load(p, red, 1, &zero),
+			L->buf[te->index]->dtype), te->name));
 	last->u.for_.body = ls_if(p, lx_cmp(p, TESSEL_EQ, lx_var(p, v), zero), out, NULL);
 	ls_seq_append(p, body, last);
 	return ls_alloc(p, red, body);
@@ -974,8 +995,8 @@ loop_prog *sch_lower(sch_state *st)
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
 		if (!L.buf[t->index]) {
-			L.buf[t->index] = loop_buffer_new(L.p, t->name, t->dtype, t->ndim,
-				t->extent, LOOP_GLOBAL);
+			L.buf[t->index] = loop_buffer_new(L.p, t->name, buffer_dtype(t),
+				t->ndim, t->extent, LOOP_GLOBAL);
 			sch_buffer_strides(&st->stages[i], t->extent, L.buf[t->index]->strides);
 		}
 	}

@@ -1555,10 +1555,11 @@ static double f16_sum_error(const char *k, const char *text, const char *line)
 }
 
 /* An f16 sum accumulates in f32 and rounds once, as the interpreter
- * does, where its elements are reduced one after the other (the default
- * schedule: a scalar accumulator) or through a cache (cache_write);
- * over 4096 terms the stage's own f16 buffer, where a loop over the
- * elements runs inside the reduction, is off by about 1e-2. */
+ * does: an output whose elements are reduced one after the other (the
+ * default schedule) in a scalar accumulator, a stage that is no output
+ * (a cache) in an f32 buffer.  Over 4096 terms an output whose element
+ * loop runs inside the reduction, summed in its own f16 buffer, is off
+ * by about 1e-2. */
 Test(codegen, f16_sums_accumulate_in_f32)
 {
 	double scalar = f16_sum_error("4096", "", "alloc C_acc: f32[1] local");
