@@ -110,6 +110,7 @@ static const char *const cpu_reserved[] = {
 static int cpu_print_file(cg_printer *pr);
 static void cpu_print_loop(cg_printer *pr, const loop_stmt *s);
 static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s);
+static bool cpu_print_dot_pairs(cg_printer *pr, const loop_stmt *s);
 
 const cg_dialect cg_dialect_cpu_c = {
 	.name = "C",
@@ -140,6 +141,7 @@ const cg_dialect cg_dialect_cpu_c = {
 	.print_file = cpu_print_file,
 	.print_loop = cpu_print_loop,
 	.print_alloc = cpu_print_alloc,
+	.print_dot_pairs = cpu_print_dot_pairs,
 };
 
 /* ---- buffers -------------------------------------------------------------- */
@@ -1952,6 +1954,141 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, whole, NULL, extent, 1);
 	cg_print_block_body(pr, s->u.for_.body);
 	cg_line(pr, "}\n");
+}
+
+/* ---- sums of bf16 pairs ---------------------------------------------------- */
+
+/* A loop of two iterations annotated dot_pairs that AVX512 BF16 sums in
+ * pairs: its body the vectorized loop "vec" of whole vectors of 16 lanes,
+ * whose body updates the f32 element "store" (contiguous along it, the
+ * same in both iterations) by adding the product of the bf16 loads
+ * "lanes" (contiguous along it) and "bcast" (invariant in it). */
+typedef struct dot_pairs {
+	const loop_stmt *vec, *store;
+	const loop_expr *lanes, *bcast;
+} dot_pairs;
+
+/* Return "e" without the conversions to f32 around it (exact for the
+ * bf16 values and their products that dot_pairs takes). */
+static const loop_expr *uncast_f32(const loop_expr *e)
+{
+	while (e->kind == LX_CAST && e->u.cast.to == TESSEL_F32)
+		e = e->u.cast.a;
+	return e;
+}
+
+static const loop_stmt *only_stmt(const loop_stmt *s)
+{
+	while (s->kind == LS_SEQ && s->u.seq.n == 1)
+		s = s->u.seq.items[0];
+	return s;
+}
+
+static bool is_bf16_load(const loop_expr *e)
+{
+	return e->kind == LX_LOAD && e->u.load.buf->dtype == TESSEL_BF16;
+}
+
+/* Return whether the loop "s" has the form of dot_pairs, described in
+ * "d", on a target with vectors of 64 bytes. */
+static bool match_dot_pairs(cg_printer *pr, const loop_stmt *s, dot_pairs *d)
+{
+	const loop_stmt *v = only_stmt(s->u.for_.body);
+	if (pr->target.vector_bytes < 64 || s->u.for_.extent->kind != LX_INT ||
+	    s->u.for_.extent->u.ival != 2 || v->kind != LS_FOR ||
+	    v->u.for_.kind != LOOP_VECTORIZED || v->u.for_.extent->kind != LX_INT ||
+	    v->u.for_.extent->u.ival % 16)
+		return false;
+	const loop_stmt *st = only_stmt(v->u.for_.body);
+	if (st->kind != LS_STORE || st->u.store.buf->dtype != TESSEL_F32)
+		return false;
+	for (int i = 0; i < st->u.store.n; i++)
+		if (cg_expr_uses_var(st->u.store.index[i], s->u.for_.var))
+			return false;
+	const loop_expr *sum = st->u.store.value;
+	if (sum->kind != LX_BINARY || sum->u.bin.op != TESSEL_ADD)
+		return false;
+	const loop_expr *prod = is_stored_element(sum->u.bin.a, st) ? sum->u.bin.b :
+		is_stored_element(sum->u.bin.b, st) ? sum->u.bin.a : NULL;
+	prod = prod ? uncast_f32(prod) : NULL;
+	if (!prod || prod->kind != LX_BINARY || prod->u.bin.op != TESSEL_MUL)
+		return false;
+	const loop_expr *x = uncast_f32(prod->u.bin.a), *y = uncast_f32(prod->u.bin.b);
+	if (!is_bf16_load(x) || !is_bf16_load(y))
+		return false;
+	const loop_var *lane = v->u.for_.var;
+	pr->vector_var = lane;
+	bool ok = contiguous(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
+	bool x_lanes = contiguous(pr, x->u.load.buf, x->u.load.n, x->u.load.index);
+	bool y_lanes = contiguous(pr, y->u.load.buf, y->u.load.n, y->u.load.index);
+	pr->vector_var = NULL;
+	const loop_expr *lanes = x_lanes ? x : y_lanes ? y : NULL;
+	const loop_expr *bcast = lanes == x ? y : x;
+	if (!ok || !lanes || cg_expr_uses_var(bcast, lane))
+		return false;
+	*d = (dot_pairs){ v, st, lanes, bcast };
+	return true;
+}
+
+/* Print "name[offset of the access of e]" for the load or store "e". */
+static void print_element(cg_printer *pr, const loop_buffer *b, int n,
+	loop_expr *const *index)
+{
+	cg_put(pr, "%s[", buffer_name(pr, b));
+	cg_print_offset(pr, b, n, index);
+	cg_put(pr, "]");
+}
+
+/* Print the loop "s" annotated dot_pairs, where it has the form, as
+ * vdpbf16ps: per vector, the two iterations' 16 halves of "lanes"
+ * interleaved and their two halves of "bcast" broadcast as pairs, the
+ * first iteration in the odd half, which the instruction adds first, so
+ * that the sum runs in the loop's order. */
+static bool cpu_print_dot_pairs(cg_printer *pr, const loop_stmt *s)
+{
+	dot_pairs d;
+	if (!match_dot_pairs(pr, s, &d))
+		return false;
+	cg_need_helper(pr, "tsl_dot_pairs_include",
+		"#if defined(__AVX512BF16__)\n#include <immintrin.h>\n#endif\n");
+	const loop_expr *l = d.lanes, *b = d.bcast;
+	const loop_stmt *st = d.store;
+	cg_line(pr, "#if defined(__AVX512BF16__)\n");
+	cg_bind_loop_range(pr, s);
+	cg_bind_loop_range(pr, d.vec);
+	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, d.vec->u.for_.extent,
+		0, 16);
+	pr->depth++;
+	cg_line(pr, "__m256i tsl_lanes[2];\n");
+	cg_line(pr, "uint32_t tsl_pair[2];\n");
+	for (int k = 0; k < 2; k++) {
+		cg_line(pr, "{\n");
+		pr->depth++;
+		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), k);
+		cg_line(pr, "memcpy(&tsl_lanes[%d], &", k);
+		print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
+		cg_put(pr, ", 32);\n");
+		cg_line(pr, "tsl_pair[%d] = ", k);
+		print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
+		cg_put(pr, ";\n");
+		pr->depth--;
+		cg_line(pr, "}\n");
+	}
+	cg_line(pr, "__m512 tsl_acc;\n");
+	cg_line(pr, "memcpy(&tsl_acc, &");
+	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
+	cg_put(pr, ", 64);\n");
+	cg_line(pr, "tsl_acc = _mm512_dpbf16_ps(tsl_acc, "
+		"(__m512bh)_mm512_set1_epi32((int)(tsl_pair[0] << 16 | tsl_pair[1])), "
+		"(__m512bh)_mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32("
+		"tsl_lanes[0]), 16), _mm512_cvtepu16_epi32(tsl_lanes[1])));\n");
+	cg_line(pr, "memcpy(&");
+	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
+	cg_put(pr, ", &tsl_acc, 64);\n");
+	pr->depth--;
+	cg_line(pr, "}\n");
+	cg_line(pr, "#else\n");
+	return true;
 }
 
 /* Print the parallel or vectorized loop "s"; loops bound to GPU indices

@@ -107,6 +107,12 @@ struct loop_stmt {
 			 * var + prefetch_distance reads of this buffer; or NULL */
 			loop_buffer *prefetch;
 			int prefetch_distance;
+			/* annotate dot_pairs (schedule/annotate.c): a reduction
+			 * loop of two iterations whose products the code
+			 * generator may sum in one instruction of pairs (AVX512
+			 * BF16's vdpbf16ps); a hint, the loop's meaning is
+			 * unchanged */
+			bool dot_pairs;
 			loop_stmt *body;
 		} for_;
 		struct {

@@ -129,11 +129,11 @@ static void put_loops(te_strbuf *sb, const sch_stage *s)
 		te_sb_printf(sb, " %d", s->leaves[p]);
 	for (int i = 0; i < s->niters; i++) {
 		const sch_iter *t = &s->iters[i];
-		te_sb_printf(sb, "; %s %lld %d%d %d %d %d %d %d %d %d %lld %d %d %d %s %d", t->name,
-			(long long)t->extent, t->reduce, t->leaf, (int)t->origin, t->axis, t->parent,
-			t->split_outer, t->split_inner, t->outer, t->inner, (long long)t->factor,
-			t->fused_into, (int)t->kind, t->unroll_limit, t->prefetch,
-			t->prefetch_distance);
+		te_sb_printf(sb, "; %s %lld %d%d %d %d %d %d %d %d %d %lld %d %d %d %d %s %d",
+			t->name, (long long)t->extent, t->reduce, t->leaf, (int)t->origin, t->axis,
+			t->parent, t->split_outer, t->split_inner, t->outer, t->inner,
+			(long long)t->factor, t->fused_into, (int)t->kind, t->unroll_limit,
+			t->dot_pairs, t->prefetch, t->prefetch_distance);
 	}
 }
 

@@ -1574,6 +1574,97 @@ Test(codegen, f16_sums_accumulate_in_f32)
 	cr_expect_gt(own, 3 * fmax(scalar, cached), "error %g in the f16 output", own);
 }
 
+/* The relative error against the interpreter of bf16 matmul "spec"
+ * compiled under the schedule "text" with "flags" (NULL: the defaults,
+ * this machine's); expect its source to hold "needle" or not. */
+static double bf16_matmul_error(const char *const *kv, const char *text,
+	const char *const *flags, const char *needle, bool present)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 6,
+		(const char *[]){ kv[0], kv[2], kv[4], kv[6], kv[8], kv[10] },
+		(const char *[]){ kv[1], kv[3], kv[5], kv[7], kv[9], kv[11] });
+	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
+	sch_state *st = sch_state_new(ctx, op);
+	sch_trace *t = sch_trace_parse(ctx, "t.trace", text);
+	cr_assert(t && sch_replay(st, t, "t.trace") == 0, "%s",
+		tessel_ctx_error(ctx)->message);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	tessel_tensor *args[3], *want[1];
+	void *data[3];
+	for (int i = 0; i < 3; i++) {
+		const loop_buffer *b = p->args[i];
+		args[i] = tessel_tensor_new(b->dtype, b->ndim, b->shape, NULL, 0);
+		cr_assert(args[i]);
+		tessel_tensor_fill_random(args[i], 500 + (uint64_t)i);
+		data[i] = args[i]->data;
+	}
+	want[0] = tessel_tensor_new(TESSEL_BF16, 2, p->args[2]->shape, NULL, 0);
+	cr_assert(want[0] && tessel_interp(op, args, want) == 0);
+	kernel kern;
+	build_with(p, 64, flags, &kern);
+	expect_text(kern.source, needle, present);
+	tessel_kernel_env env;
+	rt_pool_env(NULL, &env);
+	cr_assert_eq(kern.fn(data, &env), 0);
+	double err = test_outputs_error(args + 2, want, 1);
+	free(kern.source);
+	rt_module_close(kern.module);
+	for (int i = 0; i < 3; i++)
+		tessel_tensor_free(args[i]);
+	tessel_tensor_free(want[0]);
+	loop_prog_free(p);
+	sch_trace_free(t);
+	sch_state_free(st);
+	tessel_op_release(op);
+	tessel_ctx_free(ctx);
+	return err;
+}
+
+/* A loop of two reduction iterations annotated dot_pairs around a
+ * vector loop of bf16 products sums them with vdpbf16ps, in the loop's
+ * order (the results are the plain loop's, bit for bit: a product of two
+ * bf16 values is exact in f32), the broadcast pair adjacent in A or a
+ * row apart (A transposed); compiled for a target without AVX512 BF16 it
+ * runs the plain loop.  A vector loop of 24 lanes (no whole vectors of
+ * 16), or lanes that read B across its rows (B transposed), stay plain. */
+Test(codegen, bf16_dot_pairs)
+{
+	static const char *const trace =
+		"cache_write C local -> C_local\n"
+		"split C.i 6 -> C.io C.ii\n"
+		"split C.j %d -> C.jo C.ji\n"
+		"reorder C.io C.jo C.ii C.ji\n"
+		"compute_at C_local C.jo\n"
+		"split C_local.k 2 -> C_local.ko C_local.kk\n"
+		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+		"unroll C_local.i\n"
+		"vectorize C_local.j\n"
+		"annotate C_local.kk dot_pairs 1\n";
+	char t32[1024], t24[1024];
+	snprintf(t32, sizeof(t32), trace, 32);
+	snprintf(t24, sizeof(t24), trace, 24);
+	const char *plain[] = { "M", "30", "N", "64", "K", "40", "transpose_a", "0",
+		"transpose_b", "0", "dtype", "bf16" };
+	const char *n48[] = { "M", "30", "N", "48", "K", "40", "transpose_a", "0",
+		"transpose_b", "0", "dtype", "bf16" };
+	const char *at[] = { "M", "30", "N", "64", "K", "40", "transpose_a", "1",
+		"transpose_b", "0", "dtype", "bf16" };
+	const char *bt[] = { "M", "30", "N", "64", "K", "40", "transpose_a", "0",
+		"transpose_b", "1", "dtype", "bf16" };
+	const char *no_bf16[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	double e1 = bf16_matmul_error(plain, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e2 = bf16_matmul_error(at, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e3 = bf16_matmul_error(plain, t32, no_bf16, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e4 = bf16_matmul_error(n48, t24, NULL, "_mm512_dpbf16_ps", false);
+	double e5 = bf16_matmul_error(bt, t32, NULL, "_mm512_dpbf16_ps", false);
+	cr_expect(e1 < 1e-2 && e2 < 1e-2 && e3 < 1e-2 && e4 < 1e-2 && e5 < 1e-2,
+		"errors %g %g %g %g %g", e1, e2, e3, e4, e5);
+	cr_expect_eq(e1, e3, "paired %g, plain %g", e1, e3);
+}
+
 /* ---- golden text ---------------------------------------------------------------- */
 
 static const char golden_scalar[] =
