@@ -28,11 +28,14 @@ typedef struct fixture {
 	tessel_tensor *expected[16];
 } fixture;
 
-static void fixture_start(fixture *f)
+/* The target of the fixtures, unless a test names another. */
+#define TARGET "cpu -isa=avx512 -cores=2"
+
+static void fixture_start(fixture *f, const char *target)
 {
 	char err[512];
-	cr_assert_eq(tune_task_init(&f->task, f->ctx, f->op, "cpu -isa=avx512 -cores=2",
-		err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tune_task_init(&f->task, f->ctx, f->op, target, err, sizeof(err)), 0,
+		"%s", err);
 	f->space = tune_space_new(&f->task);
 	cr_assert(f->space);
 	f->nin = tessel_op_num_inputs(f->op);
@@ -48,7 +51,10 @@ static void fixture_start(fixture *f)
 	cr_assert_eq(tessel_interp(f->op, f->args, f->expected), 0);
 }
 
-static void fixture_lib(fixture *f, const char *name, int n, const char **kv)
+/* The built-in op "name" with the "n" attributes "kv" (name, value), on
+ * "target". */
+static void fixture_lib_on(fixture *f, const char *name, int n, const char **kv,
+	const char *target)
 {
 	memset(f, 0, sizeof(*f));
 	f->ctx = tessel_ctx_new();
@@ -59,7 +65,12 @@ static void fixture_lib(fixture *f, const char *name, int n, const char **kv)
 	}
 	f->op = tessel_ops_instantiate(f->ctx, name, n, keys, values);
 	cr_assert(f->op, "instantiating %s", name);
-	fixture_start(f);
+	fixture_start(f, target);
+}
+
+static void fixture_lib(fixture *f, const char *name, int n, const char **kv)
+{
+	fixture_lib_on(f, name, n, kv, TARGET);
 }
 
 /* conv2d_relu of examples/ops.te: a reduction with an elementwise
@@ -77,7 +88,7 @@ static void fixture_conv_relu(fixture *f)
 	f->op = tessel_op_bind(generic, 9, names, values);
 	tessel_module_free(m);
 	cr_assert(f->op);
-	fixture_start(f);
+	fixture_start(f, TARGET);
 }
 
 static void fixture_fini(fixture *f)
@@ -438,7 +449,7 @@ Test(sketch, a_transposition_inlined_into_its_reader_is_blocked)
 	f.op = tessel_op_bind(tessel_module_find(f.ctx, m, NULL), 2, names, values);
 	tessel_module_free(m);
 	cr_assert(f.op);
-	fixture_start(&f);
+	fixture_start(&f, TARGET);
 	int k = sketch_named(&f, "Y: blocked");
 	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
 	int blocked = sample_all(&f, 8, 13, "reorder Y.");
@@ -479,6 +490,38 @@ Test(sketch, lanes_along_another_axis_where_rows_are_short)
 	const char *fused[] = { "reorder_storage Z.n Z.y Z.x Z.f\n", "compute_at Z Y.", NULL };
 	cr_expect_gt(samples_holding(&f, k, 20, 4, fused), 0, "no sample fused Y and "
 		"stored Z with its channels last");
+	fixture_fini(&f);
+}
+
+/* The x86-64-v4 features, with AVX512 BF16 or without. */
+#define V4_FEATURES "sse2,sse3,ssse3,sse4.1,sse4.2,popcnt,avx,f16c,fma,bmi1,bmi2," \
+	"avx2,avx512f,avx512cd,avx512bw,avx512dq,avx512vl"
+
+/* C = A * B in bf16 on a target with AVX512 BF16: the "bf16 pairs"
+ * sketch splits the innermost reduction loop of the tile by 2 and
+ * annotates the pair dot_pairs just outside the vectorized loop; every
+ * sample and mutation computes the op.  Without the feature, or in f32,
+ * there is no such sketch. */
+Test(sketch, bf16_products_summed_in_pairs)
+{
+	const char *mm[] = { "M", "48", "N", "64", "K", "24", "dtype", "bf16" };
+	fixture f;
+	fixture_lib_on(&f, "matmul", 4, mm, "cpu -features=" V4_FEATURES ",avx512_bf16 "
+		"-cores=2");
+	int k = sketch_named(&f, "bf16 pairs");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	const char *pairs[] = { "cache_write C local -> C_local\n", " dot_pairs 1\n", NULL };
+	int paired = samples_holding(&f, k, 20, 8, pairs);
+	cr_expect_geq(paired, 15, "%d of 20 samples summed pairs", paired);
+	cr_expect_gt(sample_all(&f, 6, 21, "dot_pairs"), 0);
+	fixture_fini(&f);
+
+	fixture_lib_on(&f, "matmul", 4, mm, "cpu -features=" V4_FEATURES " -cores=2");
+	cr_expect_eq(sketch_named(&f, "bf16 pairs"), -1, "no AVX512 BF16");
+	fixture_fini(&f);
+	fixture_lib_on(&f, "matmul", 3, mm, "cpu -features=" V4_FEATURES ",avx512_bf16 "
+		"-cores=2");
+	cr_expect_eq(sketch_named(&f, "bf16 pairs"), -1, "f32 data");
 	fixture_fini(&f);
 }
 

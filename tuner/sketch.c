@@ -495,6 +495,28 @@ static void analyse_stage(const sch_state *st, int i, int vector_bytes, stage_in
 	info->reduce_across_rows = reduces_across_rows(t);
 }
 
+/* Return "e" without the conversions to f32 around it. */
+static const tessel_expr *uncast_f32(const tessel_expr *e)
+{
+	while (e->kind == TE_CAST && e->u.cast.to == TESSEL_F32)
+		e = e->u.cast.a;
+	return e;
+}
+
+static bool is_bf16_access(const tessel_expr *e)
+{
+	e = uncast_f32(e);
+	return e->kind == TE_ACCESS && e->u.access.tensor->dtype == TESSEL_BF16;
+}
+
+/* Return whether "t" sums products of two bf16 tensors' elements. */
+static bool sums_bf16_products(const tessel_stage *t)
+{
+	const tessel_expr *e = t->reduce == TESSEL_SUM ? uncast_f32(t->body) : NULL;
+	return e && e->kind == TE_BINARY && e->u.bin.op == TESSEL_MUL &&
+	       is_bf16_access(e->u.bin.a) && is_bf16_access(e->u.bin.b);
+}
+
 /* Return whether a reduction of "info" has too little spatial work or
  * too long a reduction for plain loops, so that rfactor pays. */
 static bool rfactor_pays(const tune_space *sp, const stage_info *info)
@@ -557,6 +579,9 @@ static void add_sketch(tune_space *sp, sketch k)
 		if (k.panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", %s panel", in->panel_input);
+		if (k.dot_pairs && in->dot_pairs && len < sizeof(k.name))
+			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
+				", bf16 pairs");
 	}
 	sp->sketches[sp->nsketches++] = k;
 }
@@ -576,9 +601,13 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
 	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false,
-	     any_block = false, any_lanes = false;
+	     any_block = false, any_lanes = false, any_pairs = false;
+	bool bf16_pairs = sp->vector_bytes >= 64 && rt_cpu_has(&task->cpu, RT_CPU_AVX512_BF16);
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, sp->vector_bytes, &sp->info[i]);
+		sp->info[i].dot_pairs = bf16_pairs && sp->info[i].role == ROLE_TILE &&
+			sums_bf16_products(st->stages[i].te);
+		any_pairs |= sp->info[i].dot_pairs;
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
@@ -606,6 +635,8 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
 	if (any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
+	if (any_pairs)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_pairs = true });
 	if (any_rfactor)
 		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
 	if (any_block)
@@ -1043,8 +1074,43 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 /* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "name";
  * "consumer" is its fusable consumer or NULL; "lane_axis" >= 0 runs the
  * vector lanes along that axis. */
+/* Sum the bf16 products of the tile of stage "name" in pairs (annotate
+ * dot_pairs; codegen/cpu_c.c): its innermost reduction loop split by 2,
+ * the loop of the pair moved to just outside the vectorized innermost
+ * loop.  -1 where the tile has no such loops or an odd reduction. */
+static int pair_products(sch_state *st, const char *name)
+{
+	int s = sk_stage_named(st, name);
+	const sch_stage *ss = s >= 0 ? &st->stages[s] : NULL;
+	int last = ss ? ss->nleaves - 1 : -1, red = -1;
+	if (last < 1 || ss->iters[ss->leaves[last]].kind != LOOP_VECTORIZED)
+		return -1;
+	for (int p = 0; p < last; p++)
+		if (ss->iters[ss->leaves[p]].reduce)
+			red = p;
+	if (red < 0 || ss->iters[ss->leaves[red]].extent % 2)
+		return -1;
+	int pair = ss->leaves[red], outer;
+	if (ss->iters[pair].extent > 2 && sk_split_iter(st, s, pair, 2, &outer, &pair))
+		return -1;
+	ss = &st->stages[s];
+	int from = sch_leaf_pos(ss, pair), order[4 * MAX_AXES], k = 0;
+	if (ss->nleaves - from > 4 * MAX_AXES)
+		return -1;
+	for (int p = from + 1; p < ss->nleaves - 1; p++)
+		order[k++] = ss->leaves[p];
+	order[k++] = pair;
+	order[k++] = ss->leaves[ss->nleaves - 1];
+	if (k > 2 && sk_reorder_iters(st, s, order, k))
+		return -1;
+	char q[QNAME];
+	sk_qname(st, s, pair, q);
+	return sch_annotate(st, q, "dot_pairs", 1);
+}
+
 static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
-	const char *consumer, const stage_info *panel, int lane_axis, uint64_t *rng)
+	const char *consumer, const stage_info *panel, int lane_axis, bool pairs,
+	uint64_t *rng)
 {
 	char inner[SCH_NAME_MAX];
 	const char *outer = consumer ? consumer : name;
@@ -1058,7 +1124,9 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	if (lane_axis >= 0 && store_axis_last(st, inner, lane_axis))
 		return -1;
 	int o = sk_stage_named(st, outer), i = sk_stage_named(st, inner);
-	return o < 0 || i < 0 ? -1 : tile_two_stages(sp, st, o, i, panel, lane_axis, rng);
+	if (o < 0 || i < 0 || tile_two_stages(sp, st, o, i, panel, lane_axis, rng))
+		return -1;
+	return pairs ? pair_products(st, inner) : 0;
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
@@ -1521,7 +1589,8 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 			r = tile_cached(sp, st, in->name,
 				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
 				k->panel && in->panel_input ? in : NULL,
-				moves_lanes(k, in) ? in->lane_axis : -1, rng);
+				moves_lanes(k, in) ? in->lane_axis : -1,
+				k->dot_pairs && in->dot_pairs, rng);
 			if (r == 0 && copy[0])
 				r = schedule_pack(sp, st, copy, rng);
 		}
