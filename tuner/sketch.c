@@ -1075,9 +1075,10 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
  * "consumer" is its fusable consumer or NULL; "lane_axis" >= 0 runs the
  * vector lanes along that axis. */
 /* Sum the bf16 products of the tile of stage "name" in pairs (annotate
- * dot_pairs; codegen/cpu_c.c): its innermost reduction loop split by 2,
- * the loop of the pair moved to just outside the vectorized innermost
- * loop.  -1 where the tile has no such loops or an odd reduction. */
+ * dot_pairs; codegen/cpu_c.c): its innermost reduction loop of an even
+ * extent (a convolution's channels, not its window of 3) split by 2, the
+ * loop of the pair moved to just outside the vectorized innermost loop.
+ * -1 where the tile has no such loops. */
 static int pair_products(sch_state *st, const char *name)
 {
 	int s = sk_stage_named(st, name);
@@ -1085,10 +1086,10 @@ static int pair_products(sch_state *st, const char *name)
 	int last = ss ? ss->nleaves - 1 : -1, red = -1;
 	if (last < 1 || ss->iters[ss->leaves[last]].kind != LOOP_VECTORIZED)
 		return -1;
-	for (int p = 0; p < last; p++)
-		if (ss->iters[ss->leaves[p]].reduce)
+	for (int p = last - 1; p >= 0 && red < 0; p--)
+		if (ss->iters[ss->leaves[p]].reduce && ss->iters[ss->leaves[p]].extent % 2 == 0)
 			red = p;
-	if (red < 0 || ss->iters[ss->leaves[red]].extent % 2)
+	if (red < 0)
 		return -1;
 	int pair = ss->leaves[red], outer;
 	if (ss->iters[pair].extent > 2 && sk_split_iter(st, s, pair, 2, &outer, &pair))
