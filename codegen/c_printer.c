@@ -1832,8 +1832,8 @@ void cg_print_serial_loop(cg_printer *pr, const loop_stmt *s)
 	int64_t outer_limit = pr->auto_unroll;
 	if (s->u.for_.unroll_limit > 0)
 		pr->auto_unroll = s->u.for_.unroll_limit;
-	bool paired = s->u.for_.dot_pairs && pr->d->print_dot_pairs &&
-		pr->d->print_dot_pairs(pr, s);
+	bool paired = s->u.for_.dot_group && pr->d->print_dot_group &&
+		pr->d->print_dot_group(pr, s);
 	cg_bind_loop_range(pr, s);
 	print_unroll(pr, s);
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, s->u.for_.extent, 0, 1);

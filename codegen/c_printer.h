@@ -193,11 +193,11 @@ typedef struct cg_dialect {
 	void (*print_loop)(cg_printer *pr, const loop_stmt *s);
 	/* Print the allocation "s" and its body. */
 	void (*print_alloc)(cg_printer *pr, const loop_stmt *s);
-	/* Where the serial loop "s" annotated dot_pairs has the form the
-	 * dialect sums in pairs, print "#if TARGET", that code and "#else",
-	 * and return true (the caller prints the plain loop and "#endif");
-	 * else print nothing and return false.  NULL: no such form. */
-	bool (*print_dot_pairs)(cg_printer *pr, const loop_stmt *s);
+	/* Where the serial loop "s" annotated dot_pairs or dot_quads has a
+	 * form the dialect sums in groups, print "#if TARGET", that code and
+	 * "#else", and return true (the caller prints the plain loop and
+	 * "#endif"); else print nothing and return false.  NULL: none. */
+	bool (*print_dot_group)(cg_printer *pr, const loop_stmt *s);
 } cg_dialect;
 
 extern const cg_dialect cg_dialect_cpu_c;

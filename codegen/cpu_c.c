@@ -110,7 +110,7 @@ static const char *const cpu_reserved[] = {
 static int cpu_print_file(cg_printer *pr);
 static void cpu_print_loop(cg_printer *pr, const loop_stmt *s);
 static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s);
-static bool cpu_print_dot_pairs(cg_printer *pr, const loop_stmt *s);
+static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s);
 
 const cg_dialect cg_dialect_cpu_c = {
 	.name = "C",
@@ -141,7 +141,7 @@ const cg_dialect cg_dialect_cpu_c = {
 	.print_file = cpu_print_file,
 	.print_loop = cpu_print_loop,
 	.print_alloc = cpu_print_alloc,
-	.print_dot_pairs = cpu_print_dot_pairs,
+	.print_dot_group = cpu_print_dot_group,
 };
 
 /* ---- buffers -------------------------------------------------------------- */
@@ -1956,23 +1956,39 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 	cg_line(pr, "}\n");
 }
 
-/* ---- sums of bf16 pairs ---------------------------------------------------- */
+/* ---- sums of products in groups ------------------------------------------ */
 
-/* A loop of two iterations annotated dot_pairs that AVX512 BF16 sums in
- * pairs: its body the vectorized loop "vec" of whole vectors of 16 lanes,
- * whose body updates the f32 element "store" (contiguous along it, the
- * same in both iterations) by adding the product of the bf16 loads
- * "lanes" (contiguous along it) and "bcast" (invariant in it). */
-typedef struct dot_pairs {
+/* What a loop annotated dot_pairs or dot_quads sums in groups: the
+ * accumulator's and the operands' dtypes, the macro of the instruction's
+ * extension, and the bytes of one vector of operands per iteration. */
+typedef struct dot_kind {
+	int group;
+	tessel_dtype acc, operand;
+	const char *guard;
+	int lane_bytes;
+} dot_kind;
+
+static const dot_kind dot_kinds[] = {
+	{ 2, TESSEL_F32, TESSEL_BF16, "__AVX512BF16__", 32 },
+	{ 4, TESSEL_I32, TESSEL_I8, "__AVX512VNNI__", 16 },
+};
+
+/* A loop of "kind->group" iterations whose body is the vectorized loop
+ * "vec" of whole vectors of 16 lanes, whose body updates the element
+ * "store" of kind->acc (contiguous along it, the same in every
+ * iteration) by adding the product of the loads of kind->operand "lanes"
+ * (contiguous along it) and "bcast" (invariant in it). */
+typedef struct dot_group {
+	const dot_kind *kind;
 	const loop_stmt *vec, *store;
 	const loop_expr *lanes, *bcast;
-} dot_pairs;
+} dot_group;
 
-/* Return "e" without the conversions to f32 around it (exact for the
- * bf16 values and their products that dot_pairs takes). */
-static const loop_expr *uncast_f32(const loop_expr *e)
+/* Return "e" without the conversions to "dt" around it (exact for the
+ * values and products a dot group takes). */
+static const loop_expr *uncast_to(const loop_expr *e, tessel_dtype dt)
 {
-	while (e->kind == LX_CAST && e->u.cast.to == TESSEL_F32)
+	while (e->kind == LX_CAST && e->u.cast.to == dt)
 		e = e->u.cast.a;
 	return e;
 }
@@ -1984,23 +2000,31 @@ static const loop_stmt *only_stmt(const loop_stmt *s)
 	return s;
 }
 
-static bool is_bf16_load(const loop_expr *e)
+/* Return the load of a "dt" buffer under conversions to "acc" at "e", or
+ * NULL. */
+static const loop_expr *operand_load(const loop_expr *e, tessel_dtype acc,
+	tessel_dtype dt)
 {
-	return e->kind == LX_LOAD && e->u.load.buf->dtype == TESSEL_BF16;
+	e = uncast_to(e, acc);
+	return e->kind == LX_LOAD && e->u.load.buf->dtype == dt ? e : NULL;
 }
 
-/* Return whether the loop "s" has the form of dot_pairs, described in
- * "d", on a target with vectors of 64 bytes. */
-static bool match_dot_pairs(cg_printer *pr, const loop_stmt *s, dot_pairs *d)
+/* Return whether the loop "s" annotated with a dot group has the form
+ * of its kind, described in "d", on a target with vectors of 64 bytes. */
+static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 {
+	const dot_kind *kind = NULL;
+	for (size_t i = 0; i < sizeof(dot_kinds) / sizeof(*dot_kinds); i++)
+		if (dot_kinds[i].group == s->u.for_.dot_group)
+			kind = &dot_kinds[i];
 	const loop_stmt *v = only_stmt(s->u.for_.body);
-	if (pr->target.vector_bytes < 64 || s->u.for_.extent->kind != LX_INT ||
-	    s->u.for_.extent->u.ival != 2 || v->kind != LS_FOR ||
+	if (!kind || pr->target.vector_bytes < 64 || s->u.for_.extent->kind != LX_INT ||
+	    s->u.for_.extent->u.ival != kind->group || v->kind != LS_FOR ||
 	    v->u.for_.kind != LOOP_VECTORIZED || v->u.for_.extent->kind != LX_INT ||
 	    v->u.for_.extent->u.ival % 16)
 		return false;
 	const loop_stmt *st = only_stmt(v->u.for_.body);
-	if (st->kind != LS_STORE || st->u.store.buf->dtype != TESSEL_F32)
+	if (st->kind != LS_STORE || st->u.store.buf->dtype != kind->acc)
 		return false;
 	for (int i = 0; i < st->u.store.n; i++)
 		if (cg_expr_uses_var(st->u.store.index[i], s->u.for_.var))
@@ -2010,11 +2034,12 @@ static bool match_dot_pairs(cg_printer *pr, const loop_stmt *s, dot_pairs *d)
 		return false;
 	const loop_expr *prod = is_stored_element(sum->u.bin.a, st) ? sum->u.bin.b :
 		is_stored_element(sum->u.bin.b, st) ? sum->u.bin.a : NULL;
-	prod = prod ? uncast_f32(prod) : NULL;
+	prod = prod ? uncast_to(prod, kind->acc) : NULL;
 	if (!prod || prod->kind != LX_BINARY || prod->u.bin.op != TESSEL_MUL)
 		return false;
-	const loop_expr *x = uncast_f32(prod->u.bin.a), *y = uncast_f32(prod->u.bin.b);
-	if (!is_bf16_load(x) || !is_bf16_load(y))
+	const loop_expr *x = operand_load(prod->u.bin.a, kind->acc, kind->operand);
+	const loop_expr *y = operand_load(prod->u.bin.b, kind->acc, kind->operand);
+	if (!x || !y)
 		return false;
 	const loop_var *lane = v->u.for_.var;
 	pr->vector_var = lane;
@@ -2026,11 +2051,11 @@ static bool match_dot_pairs(cg_printer *pr, const loop_stmt *s, dot_pairs *d)
 	const loop_expr *bcast = lanes == x ? y : x;
 	if (!ok || !lanes || cg_expr_uses_var(bcast, lane))
 		return false;
-	*d = (dot_pairs){ v, st, lanes, bcast };
+	*d = (dot_group){ kind, v, st, lanes, bcast };
 	return true;
 }
 
-/* Print "name[offset of the access of e]" for the load or store "e". */
+/* Print "name[offset]" of the access "index" of "b". */
 static void print_element(cg_printer *pr, const loop_buffer *b, int n,
 	loop_expr *const *index)
 {
@@ -2039,49 +2064,81 @@ static void print_element(cg_printer *pr, const loop_buffer *b, int n,
 	cg_put(pr, "]");
 }
 
-/* Print the loop "s" annotated dot_pairs, where it has the form, as
- * vdpbf16ps: per vector, the two iterations' 16 halves of "lanes"
- * interleaved and their two halves of "bcast" broadcast as pairs, the
- * first iteration in the odd half, which the instruction adds first, so
- * that the sum runs in the loop's order. */
-static bool cpu_print_dot_pairs(cg_printer *pr, const loop_stmt *s)
+/* Print the statements that sum the groups of "d" into tsl_acc from
+ * tsl_lanes[k] and tsl_elem[k], k < group. */
+static void print_dot_sum(cg_printer *pr, const dot_group *d)
 {
-	dot_pairs d;
-	if (!match_dot_pairs(pr, s, &d))
+	if (d->kind->group == 2) {
+		cg_line(pr, "tsl_acc = _mm512_dpbf16_ps(tsl_acc, "
+			"(__m512bh)_mm512_set1_epi32((int)(tsl_elem[0] << 16 | tsl_elem[1])), "
+			"(__m512bh)_mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32("
+			"tsl_lanes[0]), 16), _mm512_cvtepu16_epi32(tsl_lanes[1])));\n");
+		return;
+	}
+	cg_line(pr, "__m512i tsl_quads = _mm512_or_si512(_mm512_or_si512("
+		"_mm512_cvtepu8_epi32(tsl_lanes[0]), _mm512_slli_epi32(_mm512_cvtepu8_epi32("
+		"tsl_lanes[1]), 8)), _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu8_epi32("
+		"tsl_lanes[2]), 16), _mm512_slli_epi32(_mm512_cvtepu8_epi32(tsl_lanes[3]), "
+		"24)));\n");
+	cg_line(pr, "__m512i tsl_bias = _mm512_set1_epi32((int)0x80808080u);\n");
+	cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)((tsl_elem[0] | "
+		"tsl_elem[1] << 8 | tsl_elem[2] << 16 | tsl_elem[3] << 24) ^ 0x80808080u));\n");
+	cg_line(pr, "tsl_acc = _mm512_sub_epi32(_mm512_dpbusd_epi32(tsl_acc, tsl_quad, "
+		"tsl_quads), _mm512_dpbusd_epi32(_mm512_setzero_si512(), tsl_bias, "
+		"tsl_quads));\n");
+}
+
+/* Print the loop "s" annotated with a dot group, where it has the form of
+ * its kind, as one instruction per vector: AVX512 BF16's vdpbf16ps for
+ * pairs of bf16, the first iteration in the odd half, which it adds
+ * first, so that the sums are the plain loop's bit for bit (a product of
+ * two bf16 values is exact in f32); AVX512 VNNI's vpdpbusd for quads of
+ * i8, which multiplies unsigned by signed bytes: the invariant operand
+ * offset by 128, and 128 times the sum of the other taken off after,
+ * exact in i32's wrapping arithmetic.  Per vector, the iterations' bytes
+ * of the contiguous operand are interleaved and the invariant operand's
+ * group broadcast. */
+static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
+{
+	dot_group d;
+	if (!match_dot_group(pr, s, &d))
 		return false;
-	cg_need_helper(pr, "tsl_dot_pairs_include",
-		"#if defined(__AVX512BF16__)\n#include <immintrin.h>\n#endif\n");
+	const dot_kind *k = d.kind;
+	char include[160];
+	snprintf(include, sizeof(include), "#if defined(%s)\n#include <immintrin.h>\n"
+		"#endif\n", k->guard);
+	cg_need_helper(pr, k->group == 2 ? "tsl_dot_pairs_include" : "tsl_dot_quads_include",
+		include);
 	const loop_expr *l = d.lanes, *b = d.bcast;
 	const loop_stmt *st = d.store;
-	cg_line(pr, "#if defined(__AVX512BF16__)\n");
+	const char *acc_type = k->group == 2 ? "__m512" : "__m512i";
+	cg_line(pr, "#if defined(%s)\n", k->guard);
 	cg_bind_loop_range(pr, s);
 	cg_bind_loop_range(pr, d.vec);
 	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, d.vec->u.for_.extent,
 		0, 16);
 	pr->depth++;
-	cg_line(pr, "__m256i tsl_lanes[2];\n");
-	cg_line(pr, "uint32_t tsl_pair[2];\n");
-	for (int k = 0; k < 2; k++) {
+	cg_line(pr, "%s tsl_lanes[%d];\n", k->lane_bytes == 32 ? "__m256i" : "__m128i",
+		k->group);
+	cg_line(pr, "uint32_t tsl_elem[%d];\n", k->group);
+	for (int g = 0; g < k->group; g++) {
 		cg_line(pr, "{\n");
 		pr->depth++;
-		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), k);
-		cg_line(pr, "memcpy(&tsl_lanes[%d], &", k);
+		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), g);
+		cg_line(pr, "memcpy(&tsl_lanes[%d], &", g);
 		print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
-		cg_put(pr, ", 32);\n");
-		cg_line(pr, "tsl_pair[%d] = ", k);
+		cg_put(pr, ", %d);\n", k->lane_bytes);
+		cg_line(pr, "tsl_elem[%d] = %s", g, k->group == 2 ? "" : "(uint8_t)");
 		print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
 		cg_put(pr, ";\n");
 		pr->depth--;
 		cg_line(pr, "}\n");
 	}
-	cg_line(pr, "__m512 tsl_acc;\n");
+	cg_line(pr, "%s tsl_acc;\n", acc_type);
 	cg_line(pr, "memcpy(&tsl_acc, &");
 	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
 	cg_put(pr, ", 64);\n");
-	cg_line(pr, "tsl_acc = _mm512_dpbf16_ps(tsl_acc, "
-		"(__m512bh)_mm512_set1_epi32((int)(tsl_pair[0] << 16 | tsl_pair[1])), "
-		"(__m512bh)_mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32("
-		"tsl_lanes[0]), 16), _mm512_cvtepu16_epi32(tsl_lanes[1])));\n");
+	print_dot_sum(pr, &d);
 	cg_line(pr, "memcpy(&");
 	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
 	cg_put(pr, ", &tsl_acc, 64);\n");

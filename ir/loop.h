@@ -107,12 +107,13 @@ struct loop_stmt {
 			 * var + prefetch_distance reads of this buffer; or NULL */
 			loop_buffer *prefetch;
 			int prefetch_distance;
-			/* annotate dot_pairs (schedule/annotate.c): a reduction
-			 * loop of two iterations whose products the code
-			 * generator may sum in one instruction of pairs (AVX512
-			 * BF16's vdpbf16ps); a hint, the loop's meaning is
-			 * unchanged */
-			bool dot_pairs;
+			/* annotate dot_pairs or dot_quads (schedule/annotate.c):
+			 * a reduction loop of 2 or 4 iterations, its extent here,
+			 * whose products the code generator may sum in one
+			 * instruction of groups (AVX512 BF16's vdpbf16ps, AVX512
+			 * VNNI's vpdpbusd); 0 for none.  A hint: the loop's
+			 * meaning is unchanged */
+			int dot_group;
 			loop_stmt *body;
 		} for_;
 		struct {

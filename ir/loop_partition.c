@@ -501,7 +501,7 @@ static loop_stmt *copy_stmt(partitioner *P, loop_stmt *s, const analysis *A,
 		f->u.for_.min_blocks = s->u.for_.min_blocks;
 		f->u.for_.prefetch = s->u.for_.prefetch;
 		f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
-		f->u.for_.dot_pairs = s->u.for_.dot_pairs;
+		f->u.for_.dot_group = s->u.for_.dot_group;
 		return f;
 	}
 	case LS_SEQ: {
@@ -570,7 +570,7 @@ static loop_stmt *loop_over(partitioner *P, loop_stmt *s, loop_expr *min, loop_e
 	f->u.for_.min_blocks = s->u.for_.min_blocks;
 	f->u.for_.prefetch = s->u.for_.prefetch;
 	f->u.for_.prefetch_distance = s->u.for_.prefetch_distance;
-	f->u.for_.dot_pairs = s->u.for_.dot_pairs;
+	f->u.for_.dot_group = s->u.for_.dot_group;
 	return f;
 }
 

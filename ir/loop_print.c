@@ -201,8 +201,8 @@ static void print_for(te_strbuf *sb, const loop_stmt *s, int depth)
 		te_sb_printf(sb, " unroll_limit=%d", s->u.for_.unroll_limit);
 	if (s->u.for_.min_blocks)
 		te_sb_printf(sb, " min_blocks=%d", s->u.for_.min_blocks);
-	if (s->u.for_.dot_pairs)
-		te_sb_puts(sb, " dot_pairs");
+	if (s->u.for_.dot_group)
+		te_sb_puts(sb, s->u.for_.dot_group == 2 ? " dot_pairs" : " dot_quads");
 	if (s->u.for_.prefetch)
 		te_sb_printf(sb, " prefetch=%s+%d", s->u.for_.prefetch->name,
 			s->u.for_.prefetch_distance);

@@ -11,10 +11,11 @@
  *                         caps each thread's registers so that they do
  *                         (ptxas spills past the cap); OpenCL has no
  *                         such bound and ignores it;
- *   dot_pairs             1 on a reduction loop of two iterations: the
- *                         code generator may sum its two products in one
- *                         instruction of pairs (AVX512 BF16's vdpbf16ps,
- *                         for bf16 data; codegen/cpu_c.c), a hint that
+ *   dot_pairs, dot_quads  1 on a reduction loop of 2 (4) iterations:
+ *                         the code generator may sum its products in one
+ *                         instruction of pairs (quads): AVX512 BF16's
+ *                         vdpbf16ps for bf16 data, AVX512 VNNI's
+ *                         vpdpbusd for i8 (codegen/cpu_c.c); a hint that
  *                         changes no value; 0 turns it off.
  * requires: a live loop; a known key; a value in its range; for
  *   min_blocks_per_sm, the loop already bound to blockIdx */
@@ -51,17 +52,18 @@ int sch_annotate(sch_state *st, const char *loop, const char *key, int64_t value
 			return sch_refuse(st, "annotate %s: min_blocks_per_sm needs a loop "
 				"bound to blockIdx", loop);
 		t->min_blocks = (int)value;
-	} else if (strcmp(key, "dot_pairs") == 0) {
+	} else if (strcmp(key, "dot_pairs") == 0 || strcmp(key, "dot_quads") == 0) {
+		int group = key[4] == 'p' ? 2 : 4;
 		if (value < 0 || value > 1)
-			return sch_refuse(st, "annotate %s: dot_pairs must be 0 or 1, not %lld",
-				loop, (long long)value);
-		if (value && (!t->reduce || t->extent != 2))
-			return sch_refuse(st, "annotate %s: dot_pairs needs a reduction loop of "
-				"2 iterations", loop);
-		t->dot_pairs = value;
+			return sch_refuse(st, "annotate %s: %s must be 0 or 1, not %lld",
+				loop, key, (long long)value);
+		if (value && (!t->reduce || t->extent != group))
+			return sch_refuse(st, "annotate %s: %s needs a reduction loop of "
+				"%d iterations", loop, key, group);
+		t->dot_group = value ? group : 0;
 	} else {
 		return sch_refuse(st, "annotate %s: unknown annotation '%s' (known: "
-			"auto_unroll_max_step, min_blocks_per_sm, dot_pairs)", loop, key);
+			"auto_unroll_max_step, min_blocks_per_sm, dot_pairs, dot_quads)", loop, key);
 	}
 	sch_step step;
 	sch_step_init(&step, "annotate");

@@ -724,7 +724,7 @@ static loop_stmt *emit_loop(lowering *L, int si, int pos, loop_expr **leaf)
 	loop_stmt *f = ls_for(L->p, v, lx_int(L->p, 0), lx_int(L->p, t->extent), kind, body);
 	f->u.for_.unroll_limit = t->unroll_limit;
 	f->u.for_.min_blocks = t->min_blocks;
-	f->u.for_.dot_pairs = t->dot_pairs;
+	f->u.for_.dot_group = t->dot_group;
 	const tessel_stage *in = t->prefetch[0] ? te_op_find_stage(L->st->op, t->prefetch) : NULL;
 	if (in && L->buf[in->index]) {
 		f->u.for_.prefetch = L->buf[in->index];

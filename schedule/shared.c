@@ -133,7 +133,7 @@ static void put_loops(te_strbuf *sb, const sch_stage *s)
 			t->name, (long long)t->extent, t->reduce, t->leaf, (int)t->origin, t->axis,
 			t->parent, t->split_outer, t->split_inner, t->outer, t->inner,
 			(long long)t->factor, t->fused_into, (int)t->kind, t->unroll_limit,
-			t->dot_pairs, t->prefetch, t->prefetch_distance);
+			t->dot_group, t->prefetch, t->prefetch_distance);
 	}
 }
 

@@ -61,7 +61,7 @@ static int split_unchecked(sch_state *st, const char *loop, int64_t factor,
 	o.kind = i.kind = LOOP_SERIAL;
 	o.unroll_limit = i.unroll_limit = 0;
 	o.min_blocks = i.min_blocks = 0;
-	o.dot_pairs = i.dot_pairs = false;
+	o.dot_group = i.dot_group = 0;
 	o.prefetch[0] = i.prefetch[0] = '\0';
 	o.outer = o.inner = i.outer = i.inner = o.fused_into = i.fused_into = -1;
 	o.split_outer = o.split_inner = i.split_outer = i.split_inner = -1;

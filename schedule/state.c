@@ -79,7 +79,7 @@ bool sch_stage_is_default(const sch_stage *s)
 	for (int i = 0; i < naxes; i++)
 		if (s->leaves[i] != i || s->iters[i].kind != LOOP_SERIAL ||
 		    s->iters[i].unroll_limit || s->iters[i].min_blocks ||
-		    s->iters[i].dot_pairs || s->iters[i].prefetch[0])
+		    s->iters[i].dot_group || s->iters[i].prefetch[0])
 			return false;
 	return true;
 }

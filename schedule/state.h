@@ -44,7 +44,7 @@ typedef struct sch_iter {
 	loop_kind kind;
 	int unroll_limit;         /* annotate auto_unroll_max_step */
 	int min_blocks;           /* annotate min_blocks_per_sm */
-	bool dot_pairs;           /* annotate dot_pairs */
+	int dot_group;            /* annotate dot_pairs (2), dot_quads (4) */
 	char prefetch[SCH_NAME_MAX];  /* the input it prefetches, or "" */
 	int prefetch_distance;    /* iterations ahead (schedule/prefetch.c) */
 } sch_iter;

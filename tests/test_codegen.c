@@ -1574,17 +1574,13 @@ Test(codegen, f16_sums_accumulate_in_f32)
 	cr_expect_gt(own, 3 * fmax(scalar, cached), "error %g in the f16 output", own);
 }
 
-/* The relative error against the interpreter of bf16 matmul "spec"
- * compiled under the schedule "text" with "flags" (NULL: the defaults,
- * this machine's); expect its source to hold "needle" or not. */
-static double bf16_matmul_error(const char *const *kv, const char *text,
+/* The relative error against the interpreter of "op" (three
+ * arguments: two inputs, one output) compiled under the schedule "text"
+ * with "flags" (NULL: the defaults, this machine's); expect its source to
+ * hold "needle" or not.  Releases "op". */
+static double scheduled_error(tessel_ctx *ctx, tessel_op *op, const char *text,
 	const char *const *flags, const char *needle, bool present)
 {
-	tessel_ctx *ctx = tessel_ctx_new();
-	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 6,
-		(const char *[]){ kv[0], kv[2], kv[4], kv[6], kv[8], kv[10] },
-		(const char *[]){ kv[1], kv[3], kv[5], kv[7], kv[9], kv[11] });
-	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
 	sch_state *st = sch_state_new(ctx, op);
 	sch_trace *t = sch_trace_parse(ctx, "t.trace", text);
 	cr_assert(t && sch_replay(st, t, "t.trace") == 0, "%s",
@@ -1600,7 +1596,7 @@ static double bf16_matmul_error(const char *const *kv, const char *text,
 		tessel_tensor_fill_random(args[i], 500 + (uint64_t)i);
 		data[i] = args[i]->data;
 	}
-	want[0] = tessel_tensor_new(TESSEL_BF16, 2, p->args[2]->shape, NULL, 0);
+	want[0] = tessel_tensor_new(p->args[2]->dtype, 2, p->args[2]->shape, NULL, 0);
 	cr_assert(want[0] && tessel_interp(op, args, want) == 0);
 	kernel kern;
 	build_with(p, 64, flags, &kern);
@@ -1618,6 +1614,20 @@ static double bf16_matmul_error(const char *const *kv, const char *text,
 	sch_trace_free(t);
 	sch_state_free(st);
 	tessel_op_release(op);
+	return err;
+}
+
+/* scheduled_error of the built-in matmul with the six attributes "kv"
+ * (name, value). */
+static double matmul_error(const char *const *kv, const char *text,
+	const char *const *flags, const char *needle, bool present)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 6,
+		(const char *[]){ kv[0], kv[2], kv[4], kv[6], kv[8], kv[10] },
+		(const char *[]){ kv[1], kv[3], kv[5], kv[7], kv[9], kv[11] });
+	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
+	double err = scheduled_error(ctx, op, text, flags, needle, present);
 	tessel_ctx_free(ctx);
 	return err;
 }
@@ -1655,14 +1665,65 @@ Test(codegen, bf16_dot_pairs)
 		"transpose_b", "1", "dtype", "bf16" };
 	const char *no_bf16[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
 		"-std=gnu17", NULL };
-	double e1 = bf16_matmul_error(plain, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
-	double e2 = bf16_matmul_error(at, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
-	double e3 = bf16_matmul_error(plain, t32, no_bf16, "_mm512_dpbf16_ps(tsl_acc", true);
-	double e4 = bf16_matmul_error(n48, t24, NULL, "_mm512_dpbf16_ps", false);
-	double e5 = bf16_matmul_error(bt, t32, NULL, "_mm512_dpbf16_ps", false);
+	double e1 = matmul_error(plain, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e2 = matmul_error(at, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e3 = matmul_error(plain, t32, no_bf16, "_mm512_dpbf16_ps(tsl_acc", true);
+	double e4 = matmul_error(n48, t24, NULL, "_mm512_dpbf16_ps", false);
+	double e5 = matmul_error(bt, t32, NULL, "_mm512_dpbf16_ps", false);
 	cr_expect(e1 < 1e-2 && e2 < 1e-2 && e3 < 1e-2 && e4 < 1e-2 && e5 < 1e-2,
 		"errors %g %g %g %g %g", e1, e2, e3, e4, e5);
 	cr_expect_eq(e1, e3, "paired %g, plain %g", e1, e3);
+}
+
+/* scheduled_error of the op in the .te text "src" bound to M=30, N=64,
+ * K=40. */
+static double te_op_error(const char *src, const char *text,
+	const char *const *flags, const char *needle, bool present)
+{
+	tessel_ctx *ctx = tessel_ctx_new();
+	tessel_module *m = tessel_parse(ctx, "q.te", src, strlen(src));
+	cr_assert(m, "%s", tessel_ctx_error(ctx)->message);
+	tessel_op *op = tessel_op_bind(tessel_module_find(ctx, m, NULL), 3,
+		(const char *[]){ "M", "N", "K" }, (const int64_t[]){ 30, 64, 40 });
+	tessel_module_free(m);
+	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
+	double err = scheduled_error(ctx, op, text, flags, needle, present);
+	tessel_ctx_free(ctx);
+	return err;
+}
+
+/* A loop of four reduction iterations annotated dot_quads around a
+ * vector loop of products of i8 values summed into i32 runs on
+ * vpdpbusd (unsigned by signed bytes: one side offset by 128, the
+ * offset's products taken off), exactly, the quad of the invariant
+ * operand adjacent in A or a row apart; compiled for a target without
+ * AVX512 VNNI it runs the plain loop. */
+Test(codegen, i8_dot_quads)
+{
+	static const char *const src[] = {
+		"op q(A: i8[M, K], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: i8[K, M], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[k, i]) * i32(B[k, j])\n}\n",
+	};
+	static const char trace[] =
+		"cache_write C local -> C_local\n"
+		"split C.i 6 -> C.io C.ii\n"
+		"split C.j 32 -> C.jo C.ji\n"
+		"reorder C.io C.jo C.ii C.ji\n"
+		"compute_at C_local C.jo\n"
+		"split C_local.k 4 -> C_local.ko C_local.kk\n"
+		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+		"unroll C_local.i\n"
+		"vectorize C_local.j\n"
+		"annotate C_local.kk dot_quads 1\n";
+	const char *no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(te_op_error(src[i], trace, NULL, "_mm512_dpbusd_epi32(tsl_acc",
+			true), 0, "%s", src[i]);
+	cr_expect_eq(te_op_error(src[0], trace, no_vnni, "_mm512_dpbusd_epi32(tsl_acc",
+		true), 0);
 }
 
 /* ---- golden text ---------------------------------------------------------------- */
