@@ -497,12 +497,28 @@ Test(sketch, lanes_along_another_axis_where_rows_are_short)
 #define V4_FEATURES "sse2,sse3,ssse3,sse4.1,sse4.2,popcnt,avx,f16c,fma,bmi1,bmi2," \
 	"avx2,avx512f,avx512cd,avx512bw,avx512dq,avx512vl"
 
+/* The op of the .te text "src" bound to M=48, N=64, K=24, on "target". */
+static void fixture_te_on(fixture *f, const char *src, const char *target)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctx = tessel_ctx_new();
+	tessel_module *m = tessel_parse(f->ctx, "t.te", src, strlen(src));
+	cr_assert(m, "%s", tessel_ctx_error(f->ctx)->message);
+	f->op = tessel_op_bind(tessel_module_find(f->ctx, m, NULL), 3,
+		(const char *[]){ "M", "N", "K" }, (const int64_t[]){ 48, 64, 24 });
+	tessel_module_free(m);
+	cr_assert(f->op, "%s", tessel_ctx_error(f->ctx)->message);
+	fixture_start(f, target);
+}
+
 /* C = A * B in bf16 on a target with AVX512 BF16: the "bf16 pairs"
  * sketch splits the innermost reduction loop of the tile by 2 and
  * annotates the pair dot_pairs just outside the vectorized loop; every
  * sample and mutation computes the op.  Without the feature, or in f32,
- * there is no such sketch. */
-Test(sketch, bf16_products_summed_in_pairs)
+ * there is no such sketch.  A sum of i8 products into i32 on a target
+ * with AVX512 VNNI gets "i8 quads" (dot_quads, the reduction split by
+ * 4). */
+Test(sketch, products_summed_in_groups)
 {
 	const char *mm[] = { "M", "48", "N", "64", "K", "24", "dtype", "bf16" };
 	fixture f;
@@ -522,6 +538,17 @@ Test(sketch, bf16_products_summed_in_pairs)
 	fixture_lib_on(&f, "matmul", 3, mm, "cpu -features=" V4_FEATURES ",avx512_bf16 "
 		"-cores=2");
 	cr_expect_eq(sketch_named(&f, "bf16 pairs"), -1, "f32 data");
+	fixture_fini(&f);
+
+	static const char quads[] = "op q(A: i8[M, K], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n";
+	fixture_te_on(&f, quads, "cpu -features=" V4_FEATURES ",avx512_vnni -cores=2");
+	k = sketch_named(&f, "i8 quads");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	const char *grouped[] = { " dot_quads 1\n", NULL };
+	int in_quads = samples_holding(&f, k, 20, 8, grouped);
+	cr_expect_geq(in_quads, 15, "%d of 20 samples summed quads", in_quads);
+	cr_expect_gt(sample_all(&f, 4, 23, "dot_quads"), 0);
 	fixture_fini(&f);
 }
 

@@ -495,26 +495,44 @@ static void analyse_stage(const sch_state *st, int i, int vector_bytes, stage_in
 	info->reduce_across_rows = reduces_across_rows(t);
 }
 
-/* Return "e" without the conversions to f32 around it. */
-static const tessel_expr *uncast_f32(const tessel_expr *e)
+/* Return "e" without the conversions to "dt" around it. */
+static const tessel_expr *uncast_to(const tessel_expr *e, tessel_dtype dt)
 {
-	while (e->kind == TE_CAST && e->u.cast.to == TESSEL_F32)
+	while (e->kind == TE_CAST && e->u.cast.to == dt)
 		e = e->u.cast.a;
 	return e;
 }
 
-static bool is_bf16_access(const tessel_expr *e)
+/* Return whether "e" is an element of a "dt" tensor converted to "acc". */
+static bool is_access_of(const tessel_expr *e, tessel_dtype acc, tessel_dtype dt)
 {
-	e = uncast_f32(e);
-	return e->kind == TE_ACCESS && e->u.access.tensor->dtype == TESSEL_BF16;
+	e = uncast_to(e, acc);
+	return e->kind == TE_ACCESS && e->u.access.tensor->dtype == dt;
 }
 
-/* Return whether "t" sums products of two bf16 tensors' elements. */
-static bool sums_bf16_products(const tessel_stage *t)
+/* Return whether "t" sums products of the elements of two "dt"
+ * tensors, converted to "acc" or not. */
+static bool sums_products(const tessel_stage *t, tessel_dtype acc, tessel_dtype dt)
 {
-	const tessel_expr *e = t->reduce == TESSEL_SUM ? uncast_f32(t->body) : NULL;
+	const tessel_expr *e = t->reduce == TESSEL_SUM ? uncast_to(t->body, acc) : NULL;
 	return e && e->kind == TE_BINARY && e->u.bin.op == TESSEL_MUL &&
-	       is_bf16_access(e->u.bin.a) && is_bf16_access(e->u.bin.b);
+	       is_access_of(e->u.bin.a, acc, dt) && is_access_of(e->u.bin.b, acc, dt);
+}
+
+/* Return the dot group of the tiled stage "t" on the CPU "cpu" with
+ * vectors of "vector_bytes" (stage_info.dot_group). */
+static int dot_group_of(const tessel_stage *t, const rt_cpu_target *cpu, int vector_bytes)
+{
+	if (vector_bytes < 64)
+		return 0;
+	if (rt_cpu_has(cpu, RT_CPU_AVX512_BF16) &&
+	    (t->dtype == TESSEL_BF16 || t->dtype == TESSEL_F32) &&
+	    sums_products(t, TESSEL_F32, TESSEL_BF16))
+		return 2;
+	if (rt_cpu_has(cpu, RT_CPU_AVX512_VNNI) && t->dtype == TESSEL_I32 &&
+	    sums_products(t, TESSEL_I32, TESSEL_I8))
+		return 4;
+	return 0;
 }
 
 /* Return whether a reduction of "info" has too little spatial work or
@@ -579,9 +597,9 @@ static void add_sketch(tune_space *sp, sketch k)
 		if (k.panel && in->role == ROLE_TILE && in->panel_input && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", %s panel", in->panel_input);
-		if (k.dot_pairs && in->dot_pairs && len < sizeof(k.name))
+		if (k.dot_groups && in->dot_group && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
-				", bf16 pairs");
+				in->dot_group == 2 ? ", bf16 pairs" : ", i8 quads");
 	}
 	sp->sketches[sp->nsketches++] = k;
 }
@@ -601,13 +619,13 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
 	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false,
-	     any_block = false, any_lanes = false, any_pairs = false;
-	bool bf16_pairs = sp->vector_bytes >= 64 && rt_cpu_has(&task->cpu, RT_CPU_AVX512_BF16);
+	     any_block = false, any_lanes = false, any_groups = false;
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, sp->vector_bytes, &sp->info[i]);
-		sp->info[i].dot_pairs = bf16_pairs && sp->info[i].role == ROLE_TILE &&
-			sums_bf16_products(st->stages[i].te);
-		any_pairs |= sp->info[i].dot_pairs;
+		if (sp->info[i].role == ROLE_TILE && !tune_task_is_gpu(task))
+			sp->info[i].dot_group = dot_group_of(st->stages[i].te, &task->cpu,
+				sp->vector_bytes);
+		any_groups |= sp->info[i].dot_group > 0;
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
@@ -635,8 +653,8 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
 	if (any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
-	if (any_pairs)
-		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_pairs = true });
+	if (any_groups)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_groups = true });
 	if (any_rfactor)
 		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
 	if (any_block)
@@ -1074,12 +1092,13 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 /* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "name";
  * "consumer" is its fusable consumer or NULL; "lane_axis" >= 0 runs the
  * vector lanes along that axis. */
-/* Sum the bf16 products of the tile of stage "name" in pairs (annotate
- * dot_pairs; codegen/cpu_c.c): its innermost reduction loop of an even
- * extent (a convolution's channels, not its window of 3) split by 2, the
- * loop of the pair moved to just outside the vectorized innermost loop.
- * -1 where the tile has no such loops. */
-static int pair_products(sch_state *st, const char *name)
+/* Sum the products of the tile of stage "name" in groups of "group"
+ * (annotate dot_pairs or dot_quads; codegen/cpu_c.c): its innermost
+ * reduction loop whose extent "group" divides (a convolution's channels,
+ * not its window of 3) split by it, the loop of the group moved to just
+ * outside the vectorized innermost loop.  -1 where the tile has no such
+ * loops. */
+static int group_products(sch_state *st, const char *name, int group)
 {
 	int s = sk_stage_named(st, name);
 	const sch_stage *ss = s >= 0 ? &st->stages[s] : NULL;
@@ -1087,12 +1106,13 @@ static int pair_products(sch_state *st, const char *name)
 	if (last < 1 || ss->iters[ss->leaves[last]].kind != LOOP_VECTORIZED)
 		return -1;
 	for (int p = last - 1; p >= 0 && red < 0; p--)
-		if (ss->iters[ss->leaves[p]].reduce && ss->iters[ss->leaves[p]].extent % 2 == 0)
+		if (ss->iters[ss->leaves[p]].reduce &&
+		    ss->iters[ss->leaves[p]].extent % group == 0)
 			red = p;
 	if (red < 0)
 		return -1;
 	int pair = ss->leaves[red], outer;
-	if (ss->iters[pair].extent > 2 && sk_split_iter(st, s, pair, 2, &outer, &pair))
+	if (ss->iters[pair].extent > group && sk_split_iter(st, s, pair, group, &outer, &pair))
 		return -1;
 	ss = &st->stages[s];
 	int from = sch_leaf_pos(ss, pair), order[4 * MAX_AXES], k = 0;
@@ -1106,11 +1126,11 @@ static int pair_products(sch_state *st, const char *name)
 		return -1;
 	char q[QNAME];
 	sk_qname(st, s, pair, q);
-	return sch_annotate(st, q, "dot_pairs", 1);
+	return sch_annotate(st, q, group == 2 ? "dot_pairs" : "dot_quads", 1);
 }
 
 static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
-	const char *consumer, const stage_info *panel, int lane_axis, bool pairs,
+	const char *consumer, const stage_info *panel, int lane_axis, int group,
 	uint64_t *rng)
 {
 	char inner[SCH_NAME_MAX];
@@ -1127,7 +1147,7 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	int o = sk_stage_named(st, outer), i = sk_stage_named(st, inner);
 	if (o < 0 || i < 0 || tile_two_stages(sp, st, o, i, panel, lane_axis, rng))
 		return -1;
-	return pairs ? pair_products(st, inner) : 0;
+	return group ? group_products(st, inner, group) : 0;
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
@@ -1591,7 +1611,7 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
 				k->panel && in->panel_input ? in : NULL,
 				moves_lanes(k, in) ? in->lane_axis : -1,
-				k->dot_pairs && in->dot_pairs, rng);
+				k->dot_groups ? in->dot_group : 0, rng);
 			if (r == 0 && copy[0])
 				r = schedule_pack(sp, st, copy, rng);
 		}

@@ -52,9 +52,11 @@ typedef struct stage_info {
 	bool reduce_across_rows;  /* its innermost reduction axis indexes no
 	                           * access's contiguous last dimension (a
 	                           * sum over the rows of a matrix) */
-	bool dot_pairs;           /* ROLE_TILE: a sum of products of two bf16
-	                           * tensors, on a target whose vdpbf16ps sums
-	                           * such products in pairs */
+	int dot_group;            /* ROLE_TILE: 2 for a sum of products of two
+	                           * bf16 tensors on a target whose vdpbf16ps
+	                           * sums them in pairs, 4 for one of two i8
+	                           * tensors into i32 where vpdpbusd sums them
+	                           * in quads, else 0 */
 	int block_axis;           /* no reduction, and its innermost spatial
 	                           * axis reads an input across its rows (a
 	                           * transposition): the spatial axis that
@@ -86,8 +88,9 @@ typedef struct sketch {
 	bool lanes_moved;         /* CPU: the vector lanes of a tile run along
 	                           * its stage's lane_axis, its accumulator
 	                           * stored with that axis last */
-	bool dot_pairs;           /* CPU: the tiles of sums of bf16 products
-	                           * sum them in pairs (annotate dot_pairs) */
+	bool dot_groups;          /* CPU: the tiles of the stages with a
+	                           * dot_group sum their products in groups
+	                           * (annotate dot_pairs, dot_quads) */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];
