@@ -53,8 +53,9 @@ static const char bench_help[] =
 	"batch_matmul, dense; reorder: transpose; softmax, log_softmax; pooling on\n"
 	"NCHW: max_pool2d, avg_pool2d, global_avg_pool; layer_norm, batch_norm): f32,\n"
 	"and bf16 or f16 (every input and the output of one dtype) where this CPU\n"
-	"has oneDNN kernels for them, but for the normalizations (OpenBLAS, cuBLAS\n"
-	"and cuDNN: f32 only).\n"
+	"has oneDNN kernels for them, but for the normalizations; the matmuls also\n"
+	"from bf16 or f16 into f32 and from i8 into i32 (out_dtype). OpenBLAS,\n"
+	"cuBLAS and cuDNN: f32 only.\n"
 	"They are loaded at run time (libopenblas.so.0, libdnnl.so.2); one that\n"
 	"is missing or has no equivalent of the op gets a line saying so.\n"
 	"Every implementation runs on N threads (default: every CPU); OPENBLAS_CORETYPE\n"
@@ -305,9 +306,15 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 		char err[512] = "";
 		bench_impl *im = &b->impls[b->nimpls];
 		if (!v->supports(prob)) {
-			if (!prob->why[0] && prob->kind != VENDOR_NONE && prob->dtype != TESSEL_F32)
+			if (!prob->why[0] && prob->kind != VENDOR_NONE &&
+			    prob->dtype == prob->out_dtype && prob->dtype != TESSEL_F32)
 				skip(b, v, "no equivalent of %s in %s", prob->op,
 					tessel_dtype_name(prob->dtype));
+			else if (!prob->why[0] && prob->kind != VENDOR_NONE &&
+				 prob->dtype != prob->out_dtype)
+				skip(b, v, "no equivalent of %s from %s into %s", prob->op,
+					tessel_dtype_name(prob->dtype),
+					tessel_dtype_name(prob->out_dtype));
 			else
 				skip(b, v, "no equivalent of %s%s%s%s", prob->op,
 					prob->why[0] ? " (" : "", prob->why, prob->why[0] ? ")" : "");
@@ -458,19 +465,25 @@ static double op_bytes(const tessel_op *op)
 	return bytes;
 }
 
-/* The table's rate column: GFLOP/s (TFLOP/s on a GPU), or, for an op
- * that does no arithmetic (a transposition), GB/s moved. */
+/* The table's rate column: GFLOP/s (TFLOP/s on a GPU); for an op on
+ * integers (a quantized matmul), GOP/s; for an op that does no
+ * arithmetic (a transposition), GB/s moved. */
 static void print_table(const bench *b)
 {
 	const bench_args *a = b->a;
-	double flops = tessel_op_flops(b->op);
-	bool cuda = b->env.cuda != NULL, moves = flops == 0;
+	double flops = tessel_op_flops(b->op), int_ops = tessel_op_int_ops(b->op);
+	bool cuda = b->env.cuda != NULL, moves = flops == 0 && int_ops == 0;
 	double unit = cuda ? 1e-12 : 1e-9;
-	const char *rate = cuda ? "TFLOP/s" : "GFLOP/s";
+	const char *rate = cuda ? "TFLOP/s" : "GFLOP/s", *work = "GFLOP";
 	if (moves) {
 		flops = op_bytes(b->op);
 		unit = 1e-9;
 		rate = "GB/s";
+		work = "GB moved";
+	} else if (flops == 0) {
+		flops = int_ops;
+		rate = cuda ? "TOP/s" : "GOP/s";
+		work = "GOP";
 	}
 	int width = 14;
 	for (int i = 0; i < b->nimpls; i++)
@@ -484,7 +497,7 @@ static void print_table(const bench *b)
 			a->threads == 1 ? "" : "s");
 	printf("%s: %.4g %s per run, %s, %d round%s of every implementation "
 	       "in turn, odd rounds reversed (median of runs over >= %g s each%s%s)\n",
-		tessel_op_name(b->op), flops * 1e-9, moves ? "GB moved" : "GFLOP", where,
+		tessel_op_name(b->op), flops * 1e-9, work, where,
 		a->rounds, a->rounds == 1 ? "" : "s", a->min_time,
 		cuda ? "; " : "", cuda ? b->clock : "");
 	printf("%-*s  %10s  %19s  %9s  %13s  %s\n", width, "implementation",

@@ -74,24 +74,34 @@ static int64_t out_dim(const tessel_op *op, int i)
 	return tessel_stage_dim(tessel_op_output_at(op, 0), i);
 }
 
-/* Set p->dtype to that of every input and output of "op" when they
- * share one float dtype of f32, f16 or bf16; else say why in p->why and
+/* Set p->dtype and p->out_dtype from the inputs and the output of "op"
+ * (vendor_problem); a "gemm" may widen and has its bias, the last of
+ * three inputs, in the output's dtype.  Else say why in p->why and
  * return false. */
-static bool common_dtype(vendor_problem *p, const tessel_op *op)
+static bool problem_dtypes(vendor_problem *p, const tessel_op *op, bool gemm)
 {
-	int nin = tessel_op_num_inputs(op), n = nin + tessel_op_num_outputs(op);
-	p->dtype = tessel_stage_dtype(tessel_op_output_at(op, 0));
-	for (int i = 0; i < n; i++) {
-		const tessel_stage *s = i < nin ? tessel_op_input_at(op, i) :
-			tessel_op_output_at(op, i - nin);
-		if (tessel_stage_dtype(s) != p->dtype) {
-			snprintf(p->why, sizeof(p->why), "inputs and outputs of several dtypes");
+	int nin = tessel_op_num_inputs(op);
+	p->dtype = tessel_stage_dtype(tessel_op_input_at(op, 0));
+	p->out_dtype = tessel_stage_dtype(tessel_op_output_at(op, 0));
+	for (int i = 0; i < nin; i++) {
+		bool bias = gemm && nin == 3 && i == 2;
+		if (tessel_stage_dtype(tessel_op_input_at(op, i)) !=
+		    (bias ? p->out_dtype : p->dtype)) {
+			snprintf(p->why, sizeof(p->why), "inputs of several dtypes");
 			return false;
 		}
 	}
-	if (p->dtype == TESSEL_F32 || p->dtype == TESSEL_F16 || p->dtype == TESSEL_BF16)
+	tessel_dtype in = p->dtype, out = p->out_dtype;
+	bool plain = in == out && (in == TESSEL_F32 || in == TESSEL_F16 || in == TESSEL_BF16);
+	bool widened = gemm && ((out == TESSEL_F32 && (in == TESSEL_F16 || in == TESSEL_BF16)) ||
+		(in == TESSEL_I8 && out == TESSEL_I32));
+	if (plain || widened)
 		return true;
-	snprintf(p->why, sizeof(p->why), "dtype %s", tessel_dtype_name(p->dtype));
+	if (in == out)
+		snprintf(p->why, sizeof(p->why), "dtype %s", tessel_dtype_name(in));
+	else
+		snprintf(p->why, sizeof(p->why), "%s into %s", tessel_dtype_name(in),
+			tessel_dtype_name(out));
 	return false;
 }
 
@@ -265,7 +275,8 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	p->op = tessel_op_name(op);
 	if (!builtin)
 		snprintf(p->why, sizeof(p->why), "an op from a .te file");
-	else if (!common_dtype(p, op))
+	else if (!problem_dtypes(p, op, strcmp(p->op, "matmul") == 0 ||
+			strcmp(p->op, "batch_matmul") == 0 || strcmp(p->op, "dense") == 0))
 		;
 	else if (strcmp(p->op, "matmul") == 0)
 		gemm_problem(p, op, set, 0);

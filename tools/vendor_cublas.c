@@ -51,7 +51,8 @@ typedef struct gemm_job {
 
 static bool cublas_supports(const vendor_problem *p)
 {
-	return p->kind == VENDOR_GEMM && p->dtype == TESSEL_F32 && p->m <= INT_MAX && p->n <= INT_MAX &&
+	return p->kind == VENDOR_GEMM && p->dtype == TESSEL_F32 &&
+		p->out_dtype == TESSEL_F32 && p->m <= INT_MAX && p->n <= INT_MAX &&
 		p->k <= INT_MAX && p->batch <= INT_MAX;
 }
 

@@ -88,7 +88,7 @@ typedef struct conv_job {
 
 static bool cudnn_supports(const vendor_problem *p)
 {
-	if (p->kind != VENDOR_CONV2D || p->dtype != TESSEL_F32 || p->groups != 1)
+	if (p->kind != VENDOR_CONV2D || p->dtype != TESSEL_F32 || p->out_dtype != TESSEL_F32 || p->groups != 1)
 		return false;
 	for (int i = 0; i < 9; i++)
 		if (p->dims[i] > INT_MAX)

@@ -72,11 +72,22 @@ typedef struct dnnl_job {
 	char err[256];
 } dnnl_job;
 
-/* The oneDNN data type of the problem's data. */
+/* The oneDNN data type of "dt" (one vendor_problem takes). */
+static dnnl_data_type_t dnnl_type(tessel_dtype dt)
+{
+	switch (dt) {
+	case TESSEL_BF16: return dnnl_bf16;
+	case TESSEL_F16: return dnnl_f16;
+	case TESSEL_I8: return dnnl_s8;
+	case TESSEL_I32: return dnnl_s32;
+	default: return dnnl_f32;
+	}
+}
+
+/* The oneDNN data type of the problem's inputs. */
 static dnnl_data_type_t data_type(const vendor_problem *p)
 {
-	return p->dtype == TESSEL_BF16 ? dnnl_bf16 : p->dtype == TESSEL_F16 ? dnnl_f16 :
-		dnnl_f32;
+	return dnnl_type(p->dtype);
 }
 
 static bool onednn_supports(const vendor_problem *p)
@@ -296,11 +307,11 @@ static int matmul_init(dnnl_job *j, const vendor_problem *p, const void *const *
 {
 	int nd = p->batch > 1 ? 3 : 2;
 	dnnl_memory_desc_t a, b, bias, c;
-	dnnl_data_type_t dt = data_type(p);
+	dnnl_data_type_t dt = data_type(p), ct = dnnl_type(p->out_dtype);
 	matrix_desc(&a, dt, nd, p->batch, p->m, p->k, p->trans_a);
 	matrix_desc(&b, dt, nd, p->batch, p->k, p->n, p->trans_b);
-	matrix_desc(&bias, dt, nd, 1, 1, p->n, false);
-	matrix_desc(&c, dt, nd, p->batch, p->m, p->n, false);
+	matrix_desc(&bias, ct, nd, 1, 1, p->n, false);
+	matrix_desc(&c, ct, nd, p->batch, p->m, p->n, false);
 	dnnl_matmul_desc_t md;
 	if (check(j, dn.dnnl_matmul_desc_init(&md, &a, &b, p->bias ? &bias : NULL, &c),
 			"matmul desc") ||

@@ -165,6 +165,10 @@ TESSEL_API int64_t tessel_stage_dim(const tessel_stage *s, int i);
 /* Return the floating-point operations one evaluation of the bound "op"
  * performs (a multiply-add counts 2; integer index math does not count). */
 TESSEL_API double tessel_op_flops(const tessel_op *op);
+/* Return the integer operations on data one evaluation performs, counted
+ * as tessel_op_flops counts float ones (a quantized matmul: 2 per
+ * multiply-add; index math does not count). */
+TESSEL_API double tessel_op_int_ops(const tessel_op *op);
 
 /* Print "op" in the .te language, normalized (explicit shapes and ranges
  * wherever they are known).  Return a malloc'ed string. */

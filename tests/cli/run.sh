@@ -73,6 +73,11 @@ expect 1 "too_complex.te:2:3: error: the accesses of stage 'B' are too complex" 
 # ops
 expect 0 'matmul' -- ops
 expect 0 'transpose_b' -- ops matmul
+# out_dtype: a quantized matmul sums i8 products in i32; no narrower sum
+expect 0 'C\[i, j\] : i32\[4, 3\] = sum\(k in 0\.\.5\) i32\(A\[i, k\]\) \* i32\(B\[k, j\]\)' -- check matmul --set M=4,N=3,K=5,dtype=i8,out_dtype=i32
+expect 0 'Bias: f32\[4\]' -- check dense --set batch=2,in_features=3,out_features=4,dtype=bf16,out_dtype=f32
+expect 1 'out_dtype i8: products of i32 sum in i32 or a wider dtype of the same kind' -- check batch_matmul --set B=2,M=4,N=3,K=5,dtype=i32,out_dtype=i8
+expect 1 "attribute 'out_dtype' of op 'matmul': expected one of same\|f64" -- check matmul --set M=4,N=3,K=5,out_dtype=f128
 expect 1 "no built-in op 'nope'" -- ops nope
 expect 1 "neither a .te file nor a built-in op" -- interp nope --set M=1
 
@@ -323,9 +328,15 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 	if ! grep -qw avx512_fp16 /proc/cpuinfo; then
 		expect 1 'onednn: cannot set up matmul \(oneDNN: primitive desc: no implementation on this CPU\)' -- bench matmul --set M=8,N=8,K=8,dtype=f16 --compare onednn "${quick[@]}"
 	fi
+	if grep -qw avx512bw /proc/cpuinfo; then
+		expect 0 'oneDNN .*matmul.* ok' -- bench matmul --set M=24,N=40,K=36,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
+		expect 0 'median ms +round medians ms +GOP/s' -- bench matmul --set M=24,N=40,K=36,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*matmul.* ok' -- bench dense --set batch=5,in_features=48,out_features=20,dtype=bf16,out_dtype=f32 --compare onednn "${quick[@]}"
+	fi
 	expect 1 'onednn: no equivalent of layer_norm in bf16' -- bench layer_norm --set 'shape=[6,40],dtype=bf16' --compare onednn "${quick[@]}"
 	expect 1 'onednn: no equivalent of transpose \(dtype i32\)' -- bench transpose --set 'shape=[6,10],dtype=i32' --compare onednn "${quick[@]}"
 fi
+expect 1 'openblas: no equivalent of matmul from i8 into i32' -- bench matmul --set M=8,N=8,K=8,dtype=i8,out_dtype=i32 --compare openblas "${quick[@]}"
 expect 1 'openblas: no equivalent of matmul in bf16' -- bench matmul --set M=8,N=8,K=8,dtype=bf16 --compare openblas "${quick[@]}"
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
