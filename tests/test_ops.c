@@ -374,6 +374,40 @@ Test(ops_linalg, dense_with_and_without_bias)
 	check_dense(0);
 }
 
+/* out_dtype i32 over i8 inputs: the products summed in i32, past i8's
+ * range (a quantized matmul); 2 integer operations per multiply-add,
+ * no float ones.  bf16 into f32 keeps the sum in f32. */
+Test(ops_linalg, quantized_matmul_sums_in_i32)
+{
+	op_case c;
+	case_open(&c, "matmul", "M=3 N=2 K=40 dtype=i8 out_dtype=i32", 5);
+	for (int64_t i = 0; i < 3 * 40; i++)
+		tessel_tensor_set_i64(c.in[0], i, 100 + i % 28);
+	for (int64_t i = 0; i < 40 * 2; i++)
+		tessel_tensor_set_i64(c.in[1], i, -128 + i % 3);
+	case_run(&c);
+	cr_expect_eq(c.in[0]->dtype, TESSEL_I8);
+	cr_expect_eq(c.out[0]->dtype, TESSEL_I32);
+	for (int64_t i = 0; i < 3; i++)
+		for (int64_t j = 0; j < 2; j++) {
+			int64_t s = 0;
+			for (int64_t k = 0; k < 40; k++)
+				s += tessel_tensor_get_i64(c.in[0], i * 40 + k) *
+				     tessel_tensor_get_i64(c.in[1], k * 2 + j);
+			cr_expect_eq(tessel_tensor_get_i64(c.out[0], i * 2 + j), s);
+		}
+	cr_expect_eq(tessel_op_int_ops(c.op), 2.0 * 3 * 2 * 40);
+	cr_expect_eq(tessel_op_flops(c.op), 0);
+	case_close(&c);
+
+	case_open(&c, "dense", "batch=2 in_features=6 out_features=3 dtype=bf16 "
+		"out_dtype=f32", 6);
+	cr_expect_eq(c.in[2]->dtype, TESSEL_F32, "the bias in the output's dtype");
+	cr_expect_eq(tessel_op_flops(c.op), 2.0 * 2 * 3 * 6 + 2 * 3);
+	cr_expect_eq(tessel_op_int_ops(c.op), 0);
+	case_close(&c);
+}
+
 Test(ops_linalg, errors)
 {
 	expect_error("matmul", "M=2 N=3", TESSEL_ERR_VALUE,
@@ -382,6 +416,10 @@ Test(ops_linalg, errors)
 		"attribute 'M' of op 'matmul': expected a positive integer, not '0'");
 	expect_error("matmul", "M=2 N=3 K=2 dtype=bool", TESSEL_ERR_TYPE,
 		"not bool");
+	expect_error("dense", "batch=2 in_features=3 out_features=2 out_dtype=f16",
+		TESSEL_ERR_TYPE, "out_dtype f16: products of f32 sum in f32 or a wider dtype");
+	expect_error("matmul", "M=2 N=3 K=2 dtype=i8 out_dtype=f32", TESSEL_ERR_TYPE,
+		"out_dtype f32: products of i8 sum in i8 or a wider dtype");
 }
 
 /* ---- convolution ---------------------------------------------------------- */
