@@ -1645,7 +1645,7 @@ Test(ops_registry, attribute_errors)
 	expect_error("matmull", "M=2", TESSEL_ERR_NAME, "unknown op 'matmull'");
 	expect_error("matmul", "M=2 N=3 K=4 Q=1", TESSEL_ERR_NAME,
 		"op 'matmul' has no attribute 'Q' (attributes: M, N, K, "
-		"transpose_a, transpose_b, dtype)");
+		"transpose_a, transpose_b, dtype, out_dtype)");
 	expect_error("matmul", "N=3 K=4", TESSEL_ERR_VALUE,
 		"op 'matmul' needs attribute 'M' (rows of A and C)");
 	expect_error("matmul", "M=2 N=3 K=4 M=5", TESSEL_ERR_VALUE,
