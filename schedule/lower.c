@@ -289,22 +289,6 @@ static void store_index(lowering *L, int si, const var_env *env, loop_expr **idx
 					 : env->vals[d];
 }
 
-/* Return whether "t" sums (or reduces otherwise) into f16 or bf16. */
-static bool reduces_halves(const tessel_stage *t)
-{
-	return t->reduce != TESSEL_REDUCE_NONE &&
-	       (t->dtype == TESSEL_F16 || t->dtype == TESSEL_BF16);
-}
-
-/* Return the dtype of the buffer of the computed stage "t" when it is no
- * argument of the kernel: f32 for a reduction into halves, whose partial
- * results would otherwise round at every step (the interpreter rounds a
- * stage once, when it is written), else the stage's own. */
-static tessel_dtype buffer_dtype(const tessel_stage *t)
-{
-	return reduces_halves(t) ? TESSEL_F32 : t->dtype;
-}
-
 /* Return the identity of the reduction of "t" in dtype "dt". */
 static loop_expr *identity(lowering *L, const tessel_stage *t, tessel_dtype dt)
 {
@@ -553,7 +537,7 @@ static loop_buffer *prepare_attached(lowering *L, int pi, int ci, int pos,
 	L->region[pi].nonempty = r.nonempty;
 	memcpy(L->region[pi].full, r.full, sizeof(r.full));
 	loop_scope scope = L->st->stages[pi].scope;
-	loop_buffer *b = loop_buffer_new(L->p, t->name, buffer_dtype(t), t->ndim, r.shape,
+	loop_buffer *b = loop_buffer_new(L->p, t->name, sch_buffer_dtype(t), t->ndim, r.shape,
 		scope == LOOP_GLOBAL ? LOOP_LOCAL : scope);
 	sch_buffer_strides(&L->st->stages[pi], r.shape, b->strides);
 	L->buf[t->index] = b;
@@ -739,11 +723,12 @@ static loop_stmt *emit_loop(lowering *L, int si, int pos, loop_expr **leaf)
  * inside it, so that each element is reduced whole before the next.
  * Elsewhere such an output's partial results stay in its buffer and
  * round to its dtype at every step (a stage that is no output reduces in
- * an f32 buffer: buffer_dtype; cache_write makes one). */
+ * an f32 buffer: sch_buffer_dtype; cache_write makes one). */
 static bool half_scalar_accumulator(const lowering *L, int si, int pos)
 {
 	const sch_stage *s = &L->eff[si];
-	if (!reduces_halves(s->te) || L->buf[s->te->index]->dtype == TESSEL_F32)
+	tessel_dtype own = L->buf[s->te->index]->dtype;
+	if (sch_buffer_dtype(s->te) != TESSEL_F32 || own == TESSEL_F32)
 		return false;
 	for (int p = pos; p < s->nleaves; p++) {
 		const sch_iter *t = &s->iters[s->leaves[p]];
@@ -842,7 +827,7 @@ static loop_stmt *emit_cross_thread(lowering *L, int si, int pos, loop_expr **le
 		half *= 2;
 	char name[SCH_NAME_MAX + 16];
 	snprintf(name, sizeof(name), "%s_red", te->name);
-	tessel_dtype dt = reduces_halves(te) ? TESSEL_F32 : te->dtype;
+	tessel_dtype dt = sch_buffer_dtype(te);
 	loop_buffer *red = loop_buffer_new(p, name, dt, 1, &n, LOOP_SHARED);
 	red->fenced = true;
 	snprintf(name, sizeof(name), "%s_acc", te->name);
@@ -996,7 +981,7 @@ loop_prog *sch_lower(sch_state *st)
 	for (int i = 0; i < st->nstages; i++) {
 		const tessel_stage *t = st->stages[i].te;
 		if (!L.buf[t->index]) {
-			L.buf[t->index] = loop_buffer_new(L.p, t->name, buffer_dtype(t),
+			L.buf[t->index] = loop_buffer_new(L.p, t->name, sch_buffer_dtype(t),
 				t->ndim, t->extent, LOOP_GLOBAL);
 			sch_buffer_strides(&st->stages[i], t->extent, L.buf[t->index]->strides);
 		}

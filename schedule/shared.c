@@ -256,7 +256,7 @@ static int64_t compute_shared_bytes(sch_state *st, int si)
 	for (int d = 0; d < s->te->ndim; d++)
 		span += (r.shape[d] - 1) * strides[d];
 	sch_region_free(&r);
-	return span * (int64_t)tessel_dtype_size(s->te->dtype);
+	return span * (int64_t)tessel_dtype_size(sch_buffer_dtype(s->te));
 }
 
 int sch_shared_owner(const sch_state *st, int si)
@@ -377,7 +377,7 @@ static int check_block(sch_state *st, int ci, const char *what)
 	for (int p = 0; p < c->nleaves; p++) {
 		const sch_iter *t = &c->iters[c->leaves[p]];
 		if (t->reduce && sch_kind_is_thread(t->kind))
-			bytes += t->extent * (int64_t)tessel_dtype_size(c->te->dtype);
+			bytes += t->extent * (int64_t)tessel_dtype_size(sch_buffer_dtype(c->te));
 	}
 	for (int si = 0; si < st->nstages; si++) {
 		const sch_stage *s = &st->stages[si];

@@ -378,3 +378,9 @@ bool sch_reads_tensor(const sch_state *st, int consumer, const tessel_stage *t)
 {
 	return expr_reads(st, st->stages[consumer].te->body, t);
 }
+
+tessel_dtype sch_buffer_dtype(const tessel_stage *t)
+{
+	bool halves = t->dtype == TESSEL_F16 || t->dtype == TESSEL_BF16;
+	return t->reduce != TESSEL_REDUCE_NONE && halves ? TESSEL_F32 : t->dtype;
+}

@@ -162,6 +162,13 @@ int sch_stage_of(const sch_state *st, const tessel_stage *te);
 int sch_refuse(sch_state *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Return the dtype of the buffer of the computed stage "t" when it is no
+ * argument of the kernel: f32 for a reduction into f16 or bf16, whose
+ * partial results would otherwise round at every step (the interpreter
+ * rounds a stage once, when it is written), else the stage's own; also
+ * that of its cross-thread partials (schedule/lower.c). */
+tessel_dtype sch_buffer_dtype(const tessel_stage *t);
+
 /* Write into "strides" the strides (in elements) of a buffer of stage
  * "s" with the shape "shape": dense, innermost axis last, each stride
  * raised to the next value k * factor + offset that storage_align asked

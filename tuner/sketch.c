@@ -719,10 +719,11 @@ static void draw_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
 	f[levels - 1] = inner;
 }
 
-/* Vector lanes of stage "s"'s elements on the target. */
+/* Vector lanes of stage "s"'s elements on the target (of its buffer:
+ * f32 for a sum into halves). */
 static int64_t lanes_of(const tune_space *sp, const sch_stage *s)
 {
-	int64_t size = tessel_dtype_size(s->te->dtype);
+	int64_t size = tessel_dtype_size(sch_buffer_dtype(s->te));
 	int64_t lanes = size > 0 ? sp->vector_bytes / size : 1;
 	return lanes > 0 ? lanes : 1;
 }
