@@ -387,9 +387,9 @@ static loop_stmt *emit_init(lowering *L, int si, int pos, loop_expr **leaf)
 	loop_expr *idx[TESSEL_MAX_DIMS];
 	store_index(L, si, env, idx);
 	free(env);
-	const loop_buffer *b = L->buf[s->te->index];
-	loop_stmt *body = ls_store(L->p, L->buf[s->te->index], s->te->ndim, idx,
-		identity(L, s->te, b->dtype), s->te->name);
+	loop_buffer *b = L->buf[s->te->index];
+	loop_stmt *body = ls_store(L->p, b, s->te->ndim, idx, identity(L, s->te, b->dtype),
+		s->te->name);
 	body = guarded(L, guards(L, si, init_leaf, true), body);
 	for (int p = s->nleaves - 1; p >= pos; p--)
 		if (vars[p])

@@ -1112,21 +1112,21 @@ static int group_products(sch_state *st, const char *name, int group)
 			red = p;
 	if (red < 0)
 		return -1;
-	int pair = ss->leaves[red], outer;
-	if (ss->iters[pair].extent > group && sk_split_iter(st, s, pair, group, &outer, &pair))
+	int grp = ss->leaves[red], outer;
+	if (ss->iters[grp].extent > group && sk_split_iter(st, s, grp, group, &outer, &grp))
 		return -1;
 	ss = &st->stages[s];
-	int from = sch_leaf_pos(ss, pair), order[4 * MAX_AXES], k = 0;
+	int from = sch_leaf_pos(ss, grp), order[4 * MAX_AXES], k = 0;
 	if (ss->nleaves - from > 4 * MAX_AXES)
 		return -1;
 	for (int p = from + 1; p < ss->nleaves - 1; p++)
 		order[k++] = ss->leaves[p];
-	order[k++] = pair;
+	order[k++] = grp;
 	order[k++] = ss->leaves[ss->nleaves - 1];
 	if (k > 2 && sk_reorder_iters(st, s, order, k))
 		return -1;
 	char q[QNAME];
-	sk_qname(st, s, pair, q);
+	sk_qname(st, s, grp, q);
 	return sch_annotate(st, q, group == 2 ? "dot_pairs" : "dot_quads", 1);
 }
 
