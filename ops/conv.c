@@ -117,10 +117,12 @@ static void emit_window_index(textbuf *tb, const conv_geom *g,
 	emit_scaled(tb, k, g->dilation[axis]);
 }
 
-/* Write the stage Y: the reduction over c, r, s. */
+/* Write the stage Y of "dt": the reduction over c, r, s of the products
+ * of "src" and Wt, each element converted by "conv" ("f32(" or ""). */
 static void emit_output(textbuf *tb, const conv_geom *g, tessel_dtype dt,
-	const char *src)
+	const char *src, const char *conv)
 {
+	const char *end = conv[0] ? ")" : "";
 	textbuf_printf(tb, "  Y[%s] : %s[N, %s", g->nhwc ? "n, y, x, f" : "n, f, y, x",
 		tessel_dtype_name(dt), g->nhwc ? "" : "F, ");
 	emit_window_extent(tb, "H", "R", 0, 2 * g->pad[0], g->dilation[0],
@@ -129,7 +131,7 @@ static void emit_output(textbuf *tb, const conv_geom *g, tessel_dtype dt,
 	emit_window_extent(tb, "W", "S", 0, 2 * g->pad[1], g->dilation[1],
 		g->stride[1]);
 	textbuf_printf(tb, "%s] =\n      sum(c in 0..%s, r in 0..R, s in 0..S) "
-		"%s[n, ", g->nhwc ? ", F" : "", g->cg, src);
+		"%s%s[n, ", g->nhwc ? ", F" : "", g->cg, conv, src);
 	if (!g->nhwc) {
 		emit_in_channel(tb, g);
 		textbuf_puts(tb, ", ");
@@ -141,15 +143,17 @@ static void emit_output(textbuf *tb, const conv_geom *g, tessel_dtype dt,
 		textbuf_puts(tb, ", ");
 		emit_in_channel(tb, g);
 	}
-	textbuf_puts(tb, g->nhwc ? "] * Wt[r, s, c, f]\n" : "] * Wt[f, c, r, s]\n");
+	textbuf_printf(tb, g->nhwc ? "]%s * %sWt[r, s, c, f]%s\n" :
+		"]%s * %sWt[f, c, r, s]%s\n", end, conv, end);
 }
 
 /* Write the text of conv2d. */
 static int gen_conv2d(const ops_args *a, textbuf *tb)
 {
 	conv_geom g;
-	tessel_dtype dt = ops_dtype(a, "dtype");
-	if (ops_require_numeric(a, dt) || read_geom(a, &g))
+	tessel_dtype dt, out;
+	char conv[16];
+	if (ops_sum_dtypes(a, &dt, &out, conv) || read_geom(a, &g))
 		return -1;
 	const char *t = tessel_dtype_name(dt);
 	bool padded = g.pad[0] > 0 || g.pad[1] > 0;
@@ -162,7 +166,7 @@ static int gen_conv2d(const ops_args *a, textbuf *tb)
 			t, t, g.cg);
 	if (padded)
 		emit_padded_input(tb, g.nhwc, dt, g.pad, 0.0);
-	emit_output(tb, &g, dt, padded ? "P" : "X");
+	emit_output(tb, &g, out, padded ? "P" : "X", conv);
 	textbuf_puts(tb, "}\n");
 	return 0;
 }
@@ -188,6 +192,7 @@ static const ops_attr conv2d_attrs[] = {
 	    "NCHW (weight [F, C/groups, R, S]) or NHWC (weight [R, S, C/groups, F])" },
 	  0, "NCHW|NHWC" },
 	OPS_ATTR_DTYPE,
+	OPS_ATTR_OUT_DTYPE,
 };
 
 const ops_def ops_conv[] = {

@@ -1,43 +1,6 @@
 /* Linear algebra: matmul, batch_matmul, dense.  Their sizes stay symbolic
  * in the text (M, N, K, ...) and are bound from the attributes. */
-#include <stdio.h>
-#include <string.h>
-
 #include "ops/ops_impl.h"
-
-/* Return whether products of "from" values sum in "to" without loss: the
- * same dtype, or a wider one of the same kind (i8 to i32 or i64, i32 to
- * i64, f16 or bf16 to f32 or f64, f32 to f64). */
-static bool widens(tessel_dtype from, tessel_dtype to)
-{
-	int rank[TESSEL_DTYPE_COUNT] = { 0 };
-	rank[TESSEL_I8] = 1, rank[TESSEL_I32] = 2, rank[TESSEL_I64] = 3;
-	rank[TESSEL_F16] = rank[TESSEL_BF16] = 11, rank[TESSEL_F32] = 12;
-	rank[TESSEL_F64] = 13;
-	return from == to || (rank[from] && rank[to] > rank[from] &&
-		(rank[from] > 10) == (rank[to] > 10));
-}
-
-/* Read the element dtype of "a" into "*in" and that of its output and
- * sum ("out_dtype"; "same": the element dtype) into "*out", and the
- * conversion of each element in the sum ("f32(" or "") into "conv". */
-static int sum_dtypes(const ops_args *a, tessel_dtype *in, tessel_dtype *out,
-	char conv[16])
-{
-	*in = ops_dtype(a, "dtype");
-	const char *o = ops_str(a, "out_dtype");
-	if (ops_require_numeric(a, *in))
-		return -1;
-	*out = strcmp(o, "same") == 0 ? *in : (tessel_dtype)tessel_dtype_parse(o, strlen(o));
-	if (!widens(*in, *out))
-		return ops_fail(a, TESSEL_ERR_TYPE, "out_dtype %s: products of %s sum in %s "
-			"or a wider dtype of the same kind (i8: i32, i64; f16, bf16: f32, "
-			"f64; f32: f64; i32: i64)", o, tessel_dtype_name(*in),
-			tessel_dtype_name(*in));
-	snprintf(conv, 16, "%s%s", *out == *in ? "" : tessel_dtype_name(*out),
-		*out == *in ? "" : "(");
-	return 0;
-}
 
 /* Write ": OUT[dims] " for a stage of "out" unless it is "in". */
 static void stage_type(textbuf *tb, tessel_dtype in, tessel_dtype out, const char *dims)
@@ -53,7 +16,7 @@ static int gen_matmul(const ops_args *a, textbuf *tb)
 	char c[16];
 	bool trans_a = ops_bool(a, "transpose_a");
 	bool trans_b = ops_bool(a, "transpose_b");
-	if (sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &dt, &out, c))
 		return -1;
 	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
@@ -73,7 +36,7 @@ static int gen_batch_matmul(const ops_args *a, textbuf *tb)
 	char c[16];
 	bool trans_a = ops_bool(a, "transpose_a");
 	bool trans_b = ops_bool(a, "transpose_b");
-	if (sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &dt, &out, c))
 		return -1;
 	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
@@ -93,7 +56,7 @@ static int gen_dense(const ops_args *a, textbuf *tb)
 	tessel_dtype dt, out;
 	char c[16];
 	bool bias = ops_bool(a, "bias");
-	if (sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &dt, &out, c))
 		return -1;
 	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
@@ -110,12 +73,6 @@ static int gen_dense(const ops_args *a, textbuf *tb)
 	textbuf_puts(tb, "}\n");
 	return 0;
 }
-
-/* The dtype of a matmul's output and sum. */
-#define OPS_ATTR_OUT_DTYPE \
-	{ { "out_dtype", TESSEL_ATTR_STR, "same", "dtype of the output and of the " \
-	    "sum: same (dtype), or wider: i32 for i8 inputs (a quantized " \
-	    "matmul), f32 for f16 or bf16" }, 0, "same|f64|f32|f16|bf16|i64|i32|i8" }
 
 static const ops_attr matmul_attrs[] = {
 	{ { "M", TESSEL_ATTR_INT, NULL, "rows of A and C" }, OPS_SIZE, NULL },

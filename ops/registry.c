@@ -167,6 +167,37 @@ int ops_require_float(const ops_args *a, tessel_dtype dt)
 		tessel_dtype_name(dt));
 }
 
+/* Return whether products of "from" values sum in "to" without loss: the
+ * same dtype, or a wider one of the same kind (i8 to i32 or i64, i32 to
+ * i64, f16 or bf16 to f32 or f64, f32 to f64). */
+static bool widens(tessel_dtype from, tessel_dtype to)
+{
+	int rank[TESSEL_DTYPE_COUNT] = { 0 };
+	rank[TESSEL_I8] = 1, rank[TESSEL_I32] = 2, rank[TESSEL_I64] = 3;
+	rank[TESSEL_F16] = rank[TESSEL_BF16] = 11, rank[TESSEL_F32] = 12;
+	rank[TESSEL_F64] = 13;
+	return from == to || (rank[from] && rank[to] > rank[from] &&
+		(rank[from] > 10) == (rank[to] > 10));
+}
+
+int ops_sum_dtypes(const ops_args *a, tessel_dtype *in, tessel_dtype *out,
+	char conv[16])
+{
+	*in = ops_dtype(a, "dtype");
+	const char *o = ops_str(a, "out_dtype");
+	if (ops_require_numeric(a, *in))
+		return -1;
+	*out = strcmp(o, "same") == 0 ? *in : (tessel_dtype)tessel_dtype_parse(o, strlen(o));
+	if (!widens(*in, *out))
+		return ops_fail(a, TESSEL_ERR_TYPE, "out_dtype %s: products of %s sum in %s "
+			"or a wider dtype of the same kind (i8: i32, i64; f16, bf16: f32, "
+			"f64; f32: f64; i32: i64)", o, tessel_dtype_name(*in),
+			tessel_dtype_name(*in));
+	snprintf(conv, 16, "%s%s", *out == *in ? "" : tessel_dtype_name(*out),
+		*out == *in ? "" : "(");
+	return 0;
+}
+
 int ops_require_numeric(const ops_args *a, tessel_dtype dt)
 {
 	if (dt != TESSEL_BOOL)

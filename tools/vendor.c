@@ -75,9 +75,9 @@ static int64_t out_dim(const tessel_op *op, int i)
 }
 
 /* Set p->dtype and p->out_dtype from the inputs and the output of "op"
- * (vendor_problem); a "gemm" may widen and has its bias, the last of
- * three inputs, in the output's dtype.  Else say why in p->why and
- * return false. */
+ * (vendor_problem); a "gemm" (a matmul or convolution) may widen, and
+ * has its bias, the last of three inputs, in the output's dtype.  Else
+ * say why in p->why and return false. */
 static bool problem_dtypes(vendor_problem *p, const tessel_op *op, bool gemm)
 {
 	int nin = tessel_op_num_inputs(op);
@@ -276,7 +276,8 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 	if (!builtin)
 		snprintf(p->why, sizeof(p->why), "an op from a .te file");
 	else if (!problem_dtypes(p, op, strcmp(p->op, "matmul") == 0 ||
-			strcmp(p->op, "batch_matmul") == 0 || strcmp(p->op, "dense") == 0))
+			strcmp(p->op, "batch_matmul") == 0 || strcmp(p->op, "dense") == 0 ||
+			strcmp(p->op, "conv2d") == 0))
 		;
 	else if (strcmp(p->op, "matmul") == 0)
 		gemm_problem(p, op, set, 0);

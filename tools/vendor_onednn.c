@@ -265,9 +265,10 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const void *const *in
 	bool cl = p->channels_last;
 	dnnl_data_type_t dt = data_type(p);
 	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dt, cl ? dnnl_nhwc : dnnl_nchw);
-	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, dt, cl ? dnnl_nhwc : dnnl_nchw);
+	dnnl_data_type_t yt = dnnl_type(p->out_dtype);
+	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, yt, cl ? dnnl_nhwc : dnnl_nchw);
 	dn.dnnl_memory_desc_init_by_tag(&cx, 4, xd, dt, dnnl_format_tag_any);
-	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, dt, dnnl_format_tag_any);
+	dn.dnnl_memory_desc_init_by_tag(&cy, 4, yd, yt, dnnl_format_tag_any);
 	if (p->groups > 1) {
 		int64_t g = p->groups, fg = d[CONV_F] / g, cg = d[CONV_C] / g;
 		int64_t r = d[CONV_R], s = d[CONV_S], f = d[CONV_F];

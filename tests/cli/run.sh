@@ -76,6 +76,7 @@ expect 0 'transpose_b' -- ops matmul
 # out_dtype: a quantized matmul sums i8 products in i32; no narrower sum
 expect 0 'C\[i, j\] : i32\[4, 3\] = sum\(k in 0\.\.5\) i32\(A\[i, k\]\) \* i32\(B\[k, j\]\)' -- check matmul --set M=4,N=3,K=5,dtype=i8,out_dtype=i32
 expect 0 'Bias: f32\[4\]' -- check dense --set batch=2,in_features=3,out_features=4,dtype=bf16,out_dtype=f32
+expect 0 'Y\[n, y, x, f\] : i32\[1, 6, 6, 4\] = sum\(c in 0\.\.8, r in 0\.\.3, s in 0\.\.3\) i32\(P\[n, y \+ r, x \+ s, c\]\) \* i32\(Wt\[r, s, c, f\]\)' -- check conv2d --set N=1,C=8,H=6,W=6,F=4,R=3,S=3,padding=1,layout=NHWC,dtype=i8,out_dtype=i32
 expect 1 'out_dtype i8: products of i32 sum in i32 or a wider dtype of the same kind' -- check batch_matmul --set B=2,M=4,N=3,K=5,dtype=i32,out_dtype=i8
 expect 1 "attribute 'out_dtype' of op 'matmul': expected one of same\|f64" -- check matmul --set M=4,N=3,K=5,out_dtype=f128
 expect 1 "no built-in op 'nope'" -- ops nope
@@ -332,6 +333,8 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 		expect 0 'oneDNN .*matmul.* ok' -- bench matmul --set M=24,N=40,K=36,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
 		expect 0 'median ms +round medians ms +GOP/s' -- bench matmul --set M=24,N=40,K=36,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
 		expect 0 'oneDNN .*matmul.* ok' -- bench dense --set batch=5,in_features=48,out_features=20,dtype=bf16,out_dtype=f32 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=16,H=8,W=7,F=32,R=3,S=3,padding=1,layout=NHWC,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=8,H=7,W=8,F=16,R=3,S=3,stride=2,dtype=bf16,out_dtype=f32 --compare onednn "${quick[@]}"
 	fi
 	expect 1 'onednn: no equivalent of layer_norm in bf16' -- bench layer_norm --set 'shape=[6,40],dtype=bf16' --compare onednn "${quick[@]}"
 	expect 1 'onednn: no equivalent of transpose \(dtype i32\)' -- bench transpose --set 'shape=[6,10],dtype=i32' --compare onednn "${quick[@]}"
