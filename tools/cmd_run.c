@@ -330,8 +330,11 @@ static void print_summary(tessel_op *op, const run_result *r)
 	}
 	printf("time: median %.6g ms, min %.6g ms over %d runs", r->timing.median_s * 1e3,
 		r->timing.min_s * 1e3, r->timing.runs);
+	double int_ops = tessel_op_int_ops(op);
 	if (flops > 0 && r->timing.median_s > 0)
 		printf(", %.2f GFLOP/s", flops / r->timing.median_s * 1e-9);
+	else if (int_ops > 0 && r->timing.median_s > 0)
+		printf(", %.2f GOP/s", int_ops / r->timing.median_s * 1e-9);
 	printf("\n");
 	if (rt_timing_disturbed(&r->timing))
 		printf("warning: the kernel's threads waited for a CPU %.0f%% of the time "

@@ -175,14 +175,24 @@ static int parse_tune_args(tune_args *a, int argc, char **argv)
 	return 0;
 }
 
-/* "12.3 GFLOP/s (0.456 ms)", or the time alone without flops. */
-static void format_speed(char *buf, size_t len, double seconds, double flops)
+/* What the display rates: the op's float operations per run, or its
+ * integer ones where it has none (a quantized matmul), and whether
+ * stderr is a terminal. */
+typedef struct display {
+	double flops, int_ops;
+	bool tty;
+} display;
+
+/* "12.3 GFLOP/s (0.456 ms)", "12.3 GOP/s (...)" for integer work, or the
+ * time alone for an op without arithmetic. */
+static void format_speed(char *buf, size_t len, double seconds, const display *d)
 {
 	if (!isfinite(seconds))
 		snprintf(buf, len, "none yet");
-	else if (flops > 0)
-		snprintf(buf, len, "%.1f GFLOP/s (%.4g ms)", flops / seconds * 1e-9,
-			seconds * 1e3);
+	else if (d->flops > 0 || d->int_ops > 0)
+		snprintf(buf, len, "%.1f %s (%.4g ms)",
+			(d->flops > 0 ? d->flops : d->int_ops) / seconds * 1e-9,
+			d->flops > 0 ? "GFLOP/s" : "GOP/s", seconds * 1e3);
 	else
 		snprintf(buf, len, "%.4g ms", seconds * 1e3);
 }
@@ -201,9 +211,10 @@ static void format_duration(char *buf, size_t len, double s)
  * batch otherwise. */
 static void show_progress(const tune_progress *p, void *arg)
 {
-	bool tty = *(bool *)arg;
+	const display *d = arg;
+	bool tty = d->tty;
 	char best[64], left[32];
-	format_speed(best, sizeof(best), p->best_s, p->flops);
+	format_speed(best, sizeof(best), p->best_s, d);
 	format_duration(left, sizeof(left), p->done ? 0 : p->eta_s);
 	if (tty) {
 		int width = 24;
@@ -232,8 +243,9 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 	const char *db_path)
 {
 	char best[64], def[64];
-	format_speed(best, sizeof(best), s->best_s, task->flops);
-	format_speed(def, sizeof(def), s->default_s, task->flops);
+	display d = { task->flops, tessel_op_int_ops(task->op), false };
+	format_speed(best, sizeof(best), s->best_s, &d);
+	format_speed(def, sizeof(def), s->default_s, &d);
 	printf("task: %s, workload %s, on %s\n", tessel_op_name(task->op), task->key,
 		task->target);
 	printf("trials: %d measured in %d rounds, %d errors", s->trials, s->rounds,
@@ -289,9 +301,9 @@ static int tune_op(tune_args *a, tessel_ctx *ctx, tessel_op *op)
 		tune_task_clear(&task);
 		return cli_fail("%s", err);
 	}
-	bool tty = isatty(STDERR_FILENO);
+	display shown = { task.flops, tessel_op_int_ops(task.op), isatty(STDERR_FILENO) };
 	a->o.progress = show_progress;
-	a->o.progress_arg = &tty;
+	a->o.progress_arg = &shown;
 	a->o.stop = &interrupted;
 	if (a->verbose)
 		a->o.log = show_log;
