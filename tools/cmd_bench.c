@@ -305,13 +305,14 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 		const vendor *v = b->a->vendors[i];
 		char err[512] = "";
 		bench_impl *im = &b->impls[b->nimpls];
+		vendor_problem in_f32 = *prob;
+		in_f32.dtype = in_f32.out_dtype = TESSEL_F32;
+		bool dtype_only = !prob->why[0] && v->supports(&in_f32);
 		if (!v->supports(prob)) {
-			if (!prob->why[0] && prob->kind != VENDOR_NONE &&
-			    prob->dtype == prob->out_dtype && prob->dtype != TESSEL_F32)
+			if (dtype_only && prob->dtype == prob->out_dtype)
 				skip(b, v, "no equivalent of %s in %s", prob->op,
 					tessel_dtype_name(prob->dtype));
-			else if (!prob->why[0] && prob->kind != VENDOR_NONE &&
-				 prob->dtype != prob->out_dtype)
+			else if (dtype_only)
 				skip(b, v, "no equivalent of %s from %s into %s", prob->op,
 					tessel_dtype_name(prob->dtype),
 					tessel_dtype_name(prob->out_dtype));
