@@ -1974,7 +1974,7 @@ static const dot_kind dot_kinds[] = {
 };
 
 /* A loop of "kind->group" iterations whose body is the vectorized loop
- * "vec" of whole vectors of 16 lanes, whose body updates the element
+ * "vec" of at least one whole vector of 16 lanes, whose body updates the element
  * "store" of kind->acc (contiguous along it, the same in every
  * iteration) by adding the product of the loads of kind->operand "lanes"
  * (contiguous along it) and "bcast" (invariant in it). */
@@ -2021,7 +2021,7 @@ static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 	if (!kind || pr->target.vector_bytes < 64 || s->u.for_.extent->kind != LX_INT ||
 	    s->u.for_.extent->u.ival != kind->group || v->kind != LS_FOR ||
 	    v->u.for_.kind != LOOP_VECTORIZED || v->u.for_.extent->kind != LX_INT ||
-	    v->u.for_.extent->u.ival % 16)
+	    v->u.for_.extent->u.ival < 16)
 		return false;
 	const loop_stmt *st = only_stmt(v->u.for_.body);
 	if (st->kind != LS_STORE || st->u.store.buf->dtype != kind->acc)
@@ -2089,7 +2089,8 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
 }
 
 /* Print the loop "s" annotated with a dot group, where it has the form of
- * its kind, as one instruction per vector: AVX512 BF16's vdpbf16ps for
+ * its kind, as one instruction per whole vector (the lanes past the last
+ * whole vector in plain loops after): AVX512 BF16's vdpbf16ps for
  * pairs of bf16, the first iteration in the odd half, which it adds
  * first, so that the sums are the plain loop's bit for bit (a product of
  * two bf16 values is exact in f32); AVX512 VNNI's vpdpbusd for quads of
@@ -2115,8 +2116,8 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	cg_line(pr, "#if defined(%s)\n", k->guard);
 	cg_bind_loop_range(pr, s);
 	cg_bind_loop_range(pr, d.vec);
-	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, d.vec->u.for_.extent,
-		0, 16);
+	int64_t extent = d.vec->u.for_.extent->u.ival, whole = extent / 16 * 16;
+	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, NULL, whole, 16);
 	pr->depth++;
 	cg_line(pr, "%s tsl_lanes[%d];\n", k->lane_bytes == 32 ? "__m256i" : "__m128i",
 		k->group);
@@ -2144,6 +2145,15 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	cg_put(pr, ", &tsl_acc, 64);\n");
 	pr->depth--;
 	cg_line(pr, "}\n");
+	if (whole < extent) {
+		cg_print_for(pr, s->u.for_.var, s->u.for_.min, 0, s->u.for_.extent, 0, 1);
+		pr->depth++;
+		cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, whole, NULL, extent, 1);
+		cg_print_block_body(pr, d.vec->u.for_.body);
+		cg_line(pr, "}\n");
+		pr->depth--;
+		cg_line(pr, "}\n");
+	}
 	cg_line(pr, "#else\n");
 	return true;
 }
