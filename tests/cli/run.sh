@@ -513,5 +513,33 @@ if [ "${n:-0}" -ge 8 ] && [ "${n:-0}" = "${measured:-none}" ]; then ok; else
 	bad "interrupted store holds $n records, the tuner measured ${measured:-?}"; fi
 expect 0 'trials: 4 measured' -- tune matmul --set M=64,N=48,K=32 --trials 4 --batch 4 --min-time 0.005 --db "$idb"
 
+# Sums in groups (dot_pairs, dot_quads): every candidate of a short tuning
+# run of a bf16 and of a quantized matmul that carries one computes the
+# op, where the CPU has the instructions.
+if grep -qw avx512_bf16 /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo; then
+	for spec in M=48,N=64,K=40,dtype=bf16 M=48,N=64,K=40,dtype=i8,out_dtype=i32; do
+		gdb="$work/groups.db"
+		rm -f "$gdb" "$work"/group-*.trace
+		"$tessel" tune matmul --set "$spec" --trials 24 --seed 2 --min-time 0.002 \
+			--db "$gdb" >/dev/null 2>&1
+		"$tessel" db export --db "$gdb" --out "$work/groups.jsonl" 2>/dev/null
+		python3 - "$work/groups.jsonl" "$work" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    trace = json.loads(line).get("trace", "")
+    if "dot_pairs" in trace or "dot_quads" in trace:
+        with open("%s/group-%d.trace" % (sys.argv[2], n), "w") as f:
+            f.write(trace)
+        n += 1
+PY
+		traces=("$work"/group-*.trace)
+		if [ -e "${traces[0]}" ]; then ok; else bad "no candidate of matmul $spec sums in groups"; fi
+		for t in "${traces[@]}"; do
+			[ -e "$t" ] && expect 0 ': relative error .* ok' -- run matmul --set "$spec" --sched "$t" --min-time 0.001
+		done
+	done
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
