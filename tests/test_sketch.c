@@ -532,6 +532,16 @@ Test(sketch, products_summed_in_groups)
 	cr_expect_gt(sample_all(&f, 6, 21, "dot_pairs"), 0);
 	fixture_fini(&f);
 
+	const char *conv[] = { "N", "1", "C", "8", "H", "7", "W", "7", "F", "32",
+		"R", "3", "S", "3", "padding", "1", "dtype", "bf16" };
+	fixture_lib_on(&f, "conv2d", 9, conv, "cpu -features=" V4_FEATURES ",avx512_bf16 "
+		"-cores=2");
+	k = sketch_named(&f, "lanes along f, Wt packed, bf16 pairs");
+	cr_assert_geq(k, 0, "NCHW rows of 7: lanes along the channels, in pairs");
+	const char *along[] = { "vectorize Y_local.fi\n", " dot_pairs 1\n", NULL };
+	cr_expect_gt(samples_holding(&f, k, 10, 4, along), 0);
+	fixture_fini(&f);
+
 	fixture_lib_on(&f, "matmul", 4, mm, "cpu -features=" V4_FEATURES " -cores=2");
 	cr_expect_eq(sketch_named(&f, "bf16 pairs"), -1, "no AVX512 BF16");
 	fixture_fini(&f);

@@ -655,6 +655,9 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
 	if (any_groups)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_groups = true });
+	if (any_groups && any_lanes)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true,
+			.dot_groups = true });
 	if (any_rfactor)
 		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
 	if (any_block)
