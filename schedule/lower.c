@@ -101,6 +101,18 @@ static loop_expr *as_type(lowering *L, loop_expr *x, tessel_dtype dt)
 	return x->dtype == dt ? x : lx_cast(L->p, dt, x);
 }
 
+/* Return the dtype an operation of type "dt" computes in with the
+ * operand "x": "dt", or x's where both are floats and x's is wider (a
+ * read of the f32 buffer of a sum into halves, sch_buffer_dtype), so
+ * that the operand is not rounded to a half type: the interpreter keeps
+ * every value of a stage unrounded, and rounds outputs once. */
+static tessel_dtype computed_in(tessel_dtype dt, const loop_expr *x)
+{
+	bool wider = is_float_dt(dt) && is_float_dt(x->dtype) &&
+		tessel_dtype_size(x->dtype) > tessel_dtype_size(dt);
+	return wider ? x->dtype : dt;
+}
+
 static tessel_dtype promoted(tessel_dtype a, tessel_dtype b)
 {
 	if (is_float_dt(a) && !is_float_dt(b))
@@ -121,6 +133,7 @@ static loop_expr *tr_binary(lowering *L, const var_env *env, const tessel_expr *
 	}
 	if (op == TESSEL_AND || op == TESSEL_OR)
 		return lx_binary(L->p, op, a, b, TESSEL_BOOL);
+	dt = computed_in(computed_in(dt, a), b);
 	return lx_binary(L->p, op, as_type(L, a, dt), as_type(L, b, dt), dt);
 }
 
@@ -181,17 +194,19 @@ static loop_expr *tr_expr(lowering *L, const var_env *env, const tessel_expr *e)
 		return tr_access(L, env, e);
 	case TE_UNARY: {
 		loop_expr *a = tr_expr(L, env, e->u.un.a);
-		tessel_dtype dt = e->type.dtype;
+		tessel_dtype dt = e->u.un.op == TESSEL_NOT ? e->type.dtype :
+			computed_in(e->type.dtype, a);
 		return lx_unary(L->p, e->u.un.op,
 			e->u.un.op == TESSEL_NOT ? a : as_type(L, a, dt), dt);
 	}
 	case TE_BINARY:
 		return tr_binary(L, env, e);
 	case TE_SELECT: {
-		tessel_dtype dt = e->type.dtype;
-		return lx_select(L->p, tr_expr(L, env, e->u.sel.cond),
-			as_type(L, tr_expr(L, env, e->u.sel.then_), dt),
-			as_type(L, tr_expr(L, env, e->u.sel.else_), dt), dt);
+		loop_expr *x = tr_expr(L, env, e->u.sel.then_);
+		loop_expr *y = tr_expr(L, env, e->u.sel.else_);
+		tessel_dtype dt = computed_in(computed_in(e->type.dtype, x), y);
+		return lx_select(L->p, tr_expr(L, env, e->u.sel.cond), as_type(L, x, dt),
+			as_type(L, y, dt), dt);
 	}
 	case TE_CAST:
 		return lx_cast(L->p, e->u.cast.to, tr_expr(L, env, e->u.cast.a));

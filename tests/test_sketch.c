@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/compare.h"
 #include "ir/loop_eval.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
@@ -110,6 +111,20 @@ static double output_error(const fixture *f)
 	return test_outputs_error(f->args + f->nin, f->expected, f->nout);
 }
 
+/* Return the error the outputs of "f" may have: 1e-5, or a half type's
+ * tolerance (ir/compare.c) where an output is one (a half stage between
+ * two computations rounds where the interpreter keeps its value). */
+static double tolerance(const fixture *f)
+{
+	double tol = 1e-5;
+	for (int i = 0; i < f->nout; i++) {
+		tessel_dtype dt = f->expected[i]->dtype;
+		if (dt == TESSEL_F16 || dt == TESSEL_BF16)
+			tol = fmax(tol, te_tolerance(dt));
+	}
+	return tol;
+}
+
 /* Check that "st" replays from its text, lowers and computes the right
  * outputs; return its trace text (malloc'ed). */
 static char *check_state(fixture *f, sch_state *st, const char *what)
@@ -134,7 +149,7 @@ static char *check_state(fixture *f, sch_state *st, const char *what)
 	cr_assert_eq(loop_eval(f->ctx, p, f->args), 0, "%s: evaluation failed: %s\n%s", what,
 		tessel_ctx_error(f->ctx)->message, text);
 	double err = output_error(f);
-	cr_assert(err < 1e-5, "%s: error %g for the trace\n%s", what, err, text);
+	cr_assert(err < tolerance(f), "%s: error %g for the trace\n%s", what, err, text);
 	loop_prog_free(p);
 	sch_state_free(again);
 	sch_trace_free(t);
@@ -540,6 +555,17 @@ Test(sketch, products_summed_in_groups)
 	cr_assert_geq(k, 0, "NCHW rows of 7: lanes along the channels, in pairs");
 	const char *along[] = { "vectorize Y_local.fi\n", " dot_pairs 1\n", NULL };
 	cr_expect_gt(samples_holding(&f, k, 10, 4, along), 0);
+	fixture_fini(&f);
+
+	const char *dense[] = { "batch", "24", "in_features", "40", "out_features", "48",
+		"dtype", "bf16" };
+	fixture_lib_on(&f, "dense", 4, dense, "cpu -features=" V4_FEATURES ",avx512_bf16 "
+		"-cores=2");
+	k = sketch_named(&f, "W packed, bf16 pairs");
+	cr_assert_geq(k, 0, "W[j, k] read across its rows: packed, then in pairs");
+	const char *packed[] = { "reorder_storage W_global.ax1 W_global.ax0\n",
+		" dot_pairs 1\n", NULL };
+	cr_expect_gt(samples_holding(&f, k, 10, 5, packed), 0);
 	fixture_fini(&f);
 
 	fixture_lib_on(&f, "matmul", 4, mm, "cpu -features=" V4_FEATURES " -cores=2");

@@ -655,6 +655,8 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
 	if (any_groups)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_groups = true });
+	if (any_groups && any_pack)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .pack = true, .dot_groups = true });
 	if (any_groups && any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true,
 			.dot_groups = true });
