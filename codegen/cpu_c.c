@@ -1974,8 +1974,8 @@ static const dot_kind dot_kinds[] = {
 };
 
 /* A loop of "kind->group" iterations whose body is the vectorized loop
- * "vec" of at least one whole vector of 16 lanes, whose body updates the element
- * "store" of kind->acc (contiguous along it, the same in every
+ * "vec" of at least one whole vector of 16 lanes, whose body updates the
+ * element "store" of kind->acc (contiguous along it, the same in every
  * iteration) by adding the product of the loads of kind->operand "lanes"
  * (contiguous along it) and "bcast" (invariant in it). */
 typedef struct dot_group {

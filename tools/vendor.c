@@ -74,12 +74,23 @@ static int64_t out_dim(const tessel_op *op, int i)
 	return tessel_stage_dim(tessel_op_output_at(op, 0), i);
 }
 
-/* Set p->dtype and p->out_dtype from the inputs and the output of "op"
- * (vendor_problem); a "gemm" (a matmul or convolution) may widen, and
- * has its bias, the last of three inputs, in the output's dtype.  Else
- * say why in p->why and return false. */
-static bool problem_dtypes(vendor_problem *p, const tessel_op *op, bool gemm)
+/* Return whether the built-in op "name" takes out_dtype (ops/linalg.c,
+ * ops/conv.c): its sum may be wider than its inputs, and its bias, the
+ * last of three inputs, is of the output's dtype. */
+static bool widens(const char *name)
 {
+	static const char *const ops[] = { "matmul", "batch_matmul", "dense", "conv2d" };
+	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++)
+		if (strcmp(name, ops[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Set p->dtype and p->out_dtype from the inputs and the output of "op"
+ * (vendor_problem).  Else say why in p->why and return false. */
+static bool problem_dtypes(vendor_problem *p, const tessel_op *op)
+{
+	bool gemm = widens(p->op);
 	int nin = tessel_op_num_inputs(op);
 	p->dtype = tessel_stage_dtype(tessel_op_input_at(op, 0));
 	p->out_dtype = tessel_stage_dtype(tessel_op_output_at(op, 0));
@@ -273,13 +284,13 @@ void vendor_problem_init(vendor_problem *p, const tessel_op *op,
 {
 	memset(p, 0, sizeof(*p));
 	p->op = tessel_op_name(op);
-	if (!builtin)
+	if (!builtin) {
 		snprintf(p->why, sizeof(p->why), "an op from a .te file");
-	else if (!problem_dtypes(p, op, strcmp(p->op, "matmul") == 0 ||
-			strcmp(p->op, "batch_matmul") == 0 || strcmp(p->op, "dense") == 0 ||
-			strcmp(p->op, "conv2d") == 0))
-		;
-	else if (strcmp(p->op, "matmul") == 0)
+		return;
+	}
+	if (!problem_dtypes(p, op))
+		return;
+	if (strcmp(p->op, "matmul") == 0)
 		gemm_problem(p, op, set, 0);
 	else if (strcmp(p->op, "batch_matmul") == 0)
 		gemm_problem(p, op, set, 1);
