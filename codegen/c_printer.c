@@ -447,6 +447,10 @@ static const scalar_helper scalar_helpers[] = {
 	  "\tif (v <= -128.0)\n\t\treturn INT8_MIN;\n"
 	  "\tif (v >= 127.0)\n\t\treturn INT8_MAX;\n"
 	  "\treturn (int8_t)v;\n}\n" },
+	{ "tsl_f2i_u8", { NULL }, "uint8_t tsl_f2i_u8(double v)\n{\n"
+	  "\tif (v != v || v <= 0.0)\n\t\treturn 0;\n"
+	  "\tif (v >= 255.0)\n\t\treturn UINT8_MAX;\n"
+	  "\treturn (uint8_t)v;\n}\n" },
 	{ "tsl_f2i_i32", { NULL }, "int32_t tsl_f2i_i32(double v)\n{\n"
 	  "\tif (v != v)\n\t\treturn 0;\n"
 	  "\tif (v <= -2147483648.0)\n\t\treturn INT32_MIN;\n"
@@ -690,12 +694,11 @@ static cg_range make_range(int64_t lo, int64_t hi)
 /* Return the range of every value of the integer or bool dtype "dt". */
 static cg_range dtype_range(tessel_dtype dt)
 {
-	switch (dt) {
-	case TESSEL_BOOL: return make_range(0, 1);
-	case TESSEL_I8: return make_range(INT8_MIN, INT8_MAX);
-	case TESSEL_I32: return make_range(INT32_MIN, INT32_MAX);
-	default: return unknown_range;
-	}
+	int64_t lo, hi;
+	if (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL)
+		return unknown_range;
+	tessel_int_limits(dt, &lo, &hi);
+	return dt == TESSEL_I64 ? unknown_range : make_range(lo, hi);
 }
 
 /* Return whether every value of "r" is a value of "dt". */
@@ -1158,8 +1161,8 @@ static bool is_literal(const loop_expr *e)
 /* Return the name of the saturating float-to-integer helper for "dt". */
 static const char *f2i_helper(tessel_dtype dt)
 {
-	return dt == TESSEL_I8 ? "tsl_f2i_i8" : dt == TESSEL_I32 ? "tsl_f2i_i32"
-		: "tsl_f2i_i64";
+	return dt == TESSEL_I8 ? "tsl_f2i_i8" : dt == TESSEL_U8 ? "tsl_f2i_u8"
+		: dt == TESSEL_I32 ? "tsl_f2i_i32" : "tsl_f2i_i64";
 }
 
 /* Print the float "e" converted to the integer or bool "dt". */

@@ -76,7 +76,7 @@ static const char *const cpu_reserved[] = {
 	"signed", "sizeof", "static", "struct", "switch", "typedef", "union",
 	"unsigned", "void", "volatile", "while", "bool", "true", "false",
 	"asm", "typeof", "main", "NULL", "INFINITY", "NAN", "HUGE_VAL",
-	"INT8_MIN", "INT8_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+	"INT8_MIN", "INT8_MAX", "UINT8_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
 	"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
 	"uint32_t", "uint64_t", "intptr_t", "uintptr_t", "size_t",
 	"tessel_parallel_body", "tessel_kernel_env", "tessel_kernel_fn",
@@ -115,9 +115,9 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s);
 const cg_dialect cg_dialect_cpu_c = {
 	.name = "C",
 	.storage_type = { "uint8_t", "int8_t", "int32_t", "int64_t", "uint16_t",
-		"uint16_t", "float", "double" },
+		"uint16_t", "float", "double", "uint8_t" },
 	.value_type = { "int", "int8_t", "int32_t", "int64_t", "float", "float",
-		"float", "double" },
+		"float", "double", "uint8_t" },
 	.scope_qualifier = { "", "", "" },
 	.restrict_kw = "restrict",
 	.helper_qualifier = "static inline",
@@ -1959,18 +1959,19 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 /* ---- sums of products in groups ------------------------------------------ */
 
 /* What a loop annotated dot_pairs or dot_quads sums in groups: the
- * accumulator's and the operands' dtypes, the macro of the instruction's
- * extension, and the bytes of one vector of operands per iteration. */
+ * accumulator's dtype, the operands' dtypes (each "operand" or
+ * "alt_operand"), the macro of the instruction's extension, and the bytes
+ * of one vector of operands per iteration. */
 typedef struct dot_kind {
 	int group;
-	tessel_dtype acc, operand;
+	tessel_dtype acc, operand, alt_operand;
 	const char *guard;
 	int lane_bytes;
 } dot_kind;
 
 static const dot_kind dot_kinds[] = {
-	{ 2, TESSEL_F32, TESSEL_BF16, "__AVX512BF16__", 32 },
-	{ 4, TESSEL_I32, TESSEL_I8, "__AVX512VNNI__", 16 },
+	{ 2, TESSEL_F32, TESSEL_BF16, TESSEL_BF16, "__AVX512BF16__", 32 },
+	{ 4, TESSEL_I32, TESSEL_I8, TESSEL_U8, "__AVX512VNNI__", 16 },
 };
 
 /* A loop of "kind->group" iterations whose body is the vectorized loop
@@ -2000,13 +2001,15 @@ static const loop_stmt *only_stmt(const loop_stmt *s)
 	return s;
 }
 
-/* Return the load of a "dt" buffer under conversions to "acc" at "e", or
- * NULL. */
-static const loop_expr *operand_load(const loop_expr *e, tessel_dtype acc,
-	tessel_dtype dt)
+/* Return the load of an operand of "kind" under conversions to its
+ * accumulator's dtype at "e", or NULL. */
+static const loop_expr *operand_load(const loop_expr *e, const dot_kind *kind)
 {
-	e = uncast_to(e, acc);
-	return e->kind == LX_LOAD && e->u.load.buf->dtype == dt ? e : NULL;
+	e = uncast_to(e, kind->acc);
+	if (e->kind != LX_LOAD)
+		return NULL;
+	tessel_dtype dt = e->u.load.buf->dtype;
+	return dt == kind->operand || dt == kind->alt_operand ? e : NULL;
 }
 
 /* Return whether the loop "s" annotated with a dot group has the form
@@ -2037,8 +2040,8 @@ static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 	prod = prod ? uncast_to(prod, kind->acc) : NULL;
 	if (!prod || prod->kind != LX_BINARY || prod->u.bin.op != TESSEL_MUL)
 		return false;
-	const loop_expr *x = operand_load(prod->u.bin.a, kind->acc, kind->operand);
-	const loop_expr *y = operand_load(prod->u.bin.b, kind->acc, kind->operand);
+	const loop_expr *x = operand_load(prod->u.bin.a, kind);
+	const loop_expr *y = operand_load(prod->u.bin.b, kind);
 	if (!x || !y)
 		return false;
 	const loop_var *lane = v->u.for_.var;
@@ -2065,7 +2068,12 @@ static void print_element(cg_printer *pr, const loop_buffer *b, int n,
 }
 
 /* Print the statements that sum the groups of "d" into tsl_acc from
- * tsl_lanes[k] and tsl_elem[k], k < group. */
+ * tsl_lanes[k] and tsl_elem[k], k < group.  vpdpbusd multiplies unsigned
+ * bytes (its first operand) by signed ones: a u8 operand with an i8 one
+ * takes it as is; two i8 operands offset the invariant one by 128 (as
+ * u8) and take 128 times the sum of the other off; two u8 operands offset
+ * the contiguous one by -128 (as i8) and add 128 times the sum of the
+ * invariant one.  Each is exact in i32's wrapping arithmetic. */
 static void print_dot_sum(cg_printer *pr, const dot_group *d)
 {
 	if (d->kind->group == 2) {
@@ -2075,17 +2083,33 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
 			"tsl_lanes[0]), 16), _mm512_cvtepu16_epi32(tsl_lanes[1])));\n");
 		return;
 	}
+	bool lanes_u8 = d->lanes->u.load.buf->dtype == TESSEL_U8;
+	bool bcast_u8 = d->bcast->u.load.buf->dtype == TESSEL_U8;
 	cg_line(pr, "__m512i tsl_quads = _mm512_or_si512(_mm512_or_si512("
 		"_mm512_cvtepu8_epi32(tsl_lanes[0]), _mm512_slli_epi32(_mm512_cvtepu8_epi32("
 		"tsl_lanes[1]), 8)), _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu8_epi32("
 		"tsl_lanes[2]), 16), _mm512_slli_epi32(_mm512_cvtepu8_epi32(tsl_lanes[3]), "
 		"24)));\n");
-	cg_line(pr, "__m512i tsl_bias = _mm512_set1_epi32((int)0x80808080u);\n");
-	cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)((tsl_elem[0] | "
-		"tsl_elem[1] << 8 | tsl_elem[2] << 16 | tsl_elem[3] << 24) ^ 0x80808080u));\n");
-	cg_line(pr, "tsl_acc = _mm512_sub_epi32(_mm512_dpbusd_epi32(tsl_acc, tsl_quad, "
-		"tsl_quads), _mm512_dpbusd_epi32(_mm512_setzero_si512(), tsl_bias, "
-		"tsl_quads));\n");
+	cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] | tsl_elem[1] << 8 | "
+		"tsl_elem[2] << 16 | tsl_elem[3] << 24;\n");
+	if (lanes_u8 != bcast_u8) {
+		cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)tsl_bytes);\n");
+		cg_line(pr, "tsl_acc = _mm512_dpbusd_epi32(tsl_acc, %s);\n", lanes_u8 ?
+			"tsl_quads, tsl_quad" : "tsl_quad, tsl_quads");
+	} else if (!lanes_u8) {
+		cg_line(pr, "__m512i tsl_bias = _mm512_set1_epi32((int)0x80808080u);\n");
+		cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)(tsl_bytes ^ "
+			"0x80808080u));\n");
+		cg_line(pr, "tsl_acc = _mm512_sub_epi32(_mm512_dpbusd_epi32(tsl_acc, "
+			"tsl_quad, tsl_quads), _mm512_dpbusd_epi32(_mm512_setzero_si512(), "
+			"tsl_bias, tsl_quads));\n");
+	} else {
+		cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)tsl_bytes);\n");
+		cg_line(pr, "tsl_acc = _mm512_add_epi32(_mm512_dpbusd_epi32(tsl_acc, "
+			"tsl_quad, _mm512_xor_si512(tsl_quads, _mm512_set1_epi32((int)"
+			"0x80808080u))), _mm512_set1_epi32((int)(128u * (tsl_elem[0] + "
+			"tsl_elem[1] + tsl_elem[2] + tsl_elem[3]))));\n");
+	}
 }
 
 /* Print the loop "s" annotated with a dot group, where it has the form of
@@ -2094,9 +2118,7 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
  * pairs of bf16, the first iteration in the odd half, which it adds
  * first, so that the sums are the plain loop's bit for bit (a product of
  * two bf16 values is exact in f32); AVX512 VNNI's vpdpbusd for quads of
- * i8, which multiplies unsigned by signed bytes: the invariant operand
- * offset by 128, and 128 times the sum of the other taken off after,
- * exact in i32's wrapping arithmetic.  Per vector, the iterations' bytes
+ * i8 or u8 (print_dot_sum).  Per vector, the iterations' bytes
  * of the contiguous operand are interleaved and the invariant operand's
  * group broadcast. */
 static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)

@@ -209,23 +209,17 @@ static int64_t int_pow(int64_t base, int64_t exp)
 /* Return the smallest value of the integer or bool dtype "dt". */
 static int64_t int_min_of(tessel_dtype dt)
 {
-	switch (dt) {
-	case TESSEL_BOOL: return 0;
-	case TESSEL_I8: return INT8_MIN;
-	case TESSEL_I32: return INT32_MIN;
-	default: return INT64_MIN;
-	}
+	int64_t lo, hi;
+	tessel_int_limits(dt, &lo, &hi);
+	return lo;
 }
 
 /* Return the largest value of the integer or bool dtype "dt". */
 static int64_t int_max_of(tessel_dtype dt)
 {
-	switch (dt) {
-	case TESSEL_BOOL: return 1;
-	case TESSEL_I8: return INT8_MAX;
-	case TESSEL_I32: return INT32_MAX;
-	default: return INT64_MAX;
-	}
+	int64_t lo, hi;
+	tessel_int_limits(dt, &lo, &hi);
+	return hi;
 }
 
 /* ---- checking the op ---------------------------------------------------- */

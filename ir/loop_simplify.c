@@ -172,12 +172,11 @@ static range range_min_max(range a, range b, bool is_min)
  * floats, whose ranges say nothing). */
 static range dtype_range(tessel_dtype dt)
 {
-	switch (dt) {
-	case TESSEL_BOOL: return make_range(0, 1);
-	case TESSEL_I8: return make_range(INT8_MIN, INT8_MAX);
-	case TESSEL_I32: return make_range(INT32_MIN, INT32_MAX);
-	default: return unknown_range();
-	}
+	int64_t lo, hi;
+	if (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL)
+		return unknown_range();
+	tessel_int_limits(dt, &lo, &hi);
+	return dt == TESSEL_I64 ? unknown_range() : make_range(lo, hi);
 }
 
 static range expr_range(const simplifier *S, const loop_expr *e);

@@ -56,7 +56,7 @@ static int violation(verifier *vf, const char *fmt, ...)
 		"loop IR: %s", msg);
 }
 
-/* Return whether "dt" is an integer type (i8, i32, i64; not bool). */
+/* Return whether "dt" is an integer type (i8, u8, i32, i64; not bool). */
 static bool is_int(tessel_dtype dt)
 {
 	return tessel_dtype_is_int(dt);

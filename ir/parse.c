@@ -387,7 +387,7 @@ static int parse_tensor_type(parser *p, tessel_dtype *dtype, tessel_expr **dims,
 {
 	int dt = p->tok.kind == TOK_NAME ? tessel_dtype_parse(p->tok.start, p->tok.len) : -1;
 	if (dt < 0)
-		return syntax_error(p, "a dtype (f32, f64, f16, bf16, i8, i32, i64, bool)");
+		return syntax_error(p, "a dtype (f32, f64, f16, bf16, i8, u8, i32, i64, bool)");
 	*dtype = (tessel_dtype)dt;
 	if (advance(p) || expect(p, TOK_LBRACK))
 		return -1;

@@ -47,7 +47,7 @@ static tessel_dtype concrete(te_type t)
 
 static int rank(tessel_dtype dt)
 {
-	static const int r[TESSEL_DTYPE_COUNT] = { 0, 1, 2, 3, 4, 4, 5, 6 };
+	static const int r[TESSEL_DTYPE_COUNT] = { 0, 1, 2, 3, 4, 4, 5, 6, 1 };
 	return r[dt];
 }
 
@@ -67,6 +67,9 @@ static te_type unify(te_type a, te_type b)
 	if ((a.dtype == TESSEL_F16 && b.dtype == TESSEL_BF16) ||
 	    (a.dtype == TESSEL_BF16 && b.dtype == TESSEL_F16))
 		return strong(TESSEL_F32);
+	if ((a.dtype == TESSEL_I8 && b.dtype == TESSEL_U8) ||
+	    (a.dtype == TESSEL_U8 && b.dtype == TESSEL_I8))
+		return strong(TESSEL_I32);
 	return rank(a.dtype) >= rank(b.dtype) ? a : b;
 }
 

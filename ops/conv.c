@@ -151,22 +151,21 @@ static void emit_output(textbuf *tb, const conv_geom *g, tessel_dtype dt,
 static int gen_conv2d(const ops_args *a, textbuf *tb)
 {
 	conv_geom g;
-	tessel_dtype dt, out;
-	char conv[16];
-	if (ops_sum_dtypes(a, &dt, &out, conv) || read_geom(a, &g))
+	ops_sum_types st;
+	if (ops_sum_dtypes(a, &st) || read_geom(a, &g))
 		return -1;
-	const char *t = tessel_dtype_name(dt);
+	const char *t = tessel_dtype_name(st.in), *w = tessel_dtype_name(st.weight);
 	bool padded = g.pad[0] > 0 || g.pad[1] > 0;
 	emit_op_start(tb, a);
 	if (g.nhwc)
 		textbuf_printf(tb, "X: %s[N, H, W, C], Wt: %s[R, S, %s, F]) -> Y {\n",
-			t, t, g.cg);
+			t, w, g.cg);
 	else
 		textbuf_printf(tb, "X: %s[N, C, H, W], Wt: %s[F, %s, R, S]) -> Y {\n",
-			t, t, g.cg);
+			t, w, g.cg);
 	if (padded)
-		emit_padded_input(tb, g.nhwc, dt, g.pad, 0.0);
-	emit_output(tb, &g, out, padded ? "P" : "X", conv);
+		emit_padded_input(tb, g.nhwc, st.in, g.pad, 0.0);
+	emit_output(tb, &g, st.out, padded ? "P" : "X", st.conv);
 	textbuf_puts(tb, "}\n");
 	return 0;
 }
@@ -192,6 +191,7 @@ static const ops_attr conv2d_attrs[] = {
 	    "NCHW (weight [F, C/groups, R, S]) or NHWC (weight [R, S, C/groups, F])" },
 	  0, "NCHW|NHWC" },
 	OPS_ATTR_DTYPE,
+	OPS_ATTR_WEIGHT_DTYPE("Wt"),
 	OPS_ATTR_OUT_DTYPE,
 };
 

@@ -12,18 +12,18 @@ static void stage_type(textbuf *tb, tessel_dtype in, tessel_dtype out, const cha
 /* Write the text of matmul: C[M, N] = A * B with optional transposes. */
 static int gen_matmul(const ops_args *a, textbuf *tb)
 {
-	tessel_dtype dt, out;
-	char c[16];
+	ops_sum_types st;
 	bool trans_a = ops_bool(a, "transpose_a");
 	bool trans_b = ops_bool(a, "transpose_b");
-	if (ops_sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &st))
 		return -1;
-	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
+	const char *c = st.conv, *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
-	textbuf_printf(tb, "A: %s[%s], B: %s[%s]) -> C {\n", t,
-		trans_a ? "K, M" : "M, K", t, trans_b ? "N, K" : "K, N");
+	textbuf_printf(tb, "A: %s[%s], B: %s[%s]) -> C {\n", tessel_dtype_name(st.in),
+		trans_a ? "K, M" : "M, K", tessel_dtype_name(st.weight),
+		trans_b ? "N, K" : "K, N");
 	textbuf_puts(tb, "  C[i, j]");
-	stage_type(tb, dt, out, "M, N");
+	stage_type(tb, st.in, st.out, "M, N");
 	textbuf_printf(tb, " = sum(k) %sA[%s]%s * %sB[%s]%s\n}\n", c,
 		trans_a ? "k, i" : "i, k", e, c, trans_b ? "j, k" : "k, j", e);
 	return 0;
@@ -32,18 +32,18 @@ static int gen_matmul(const ops_args *a, textbuf *tb)
 /* Write the text of batch_matmul: Z[b] = X[b] * Y[b] for each of B. */
 static int gen_batch_matmul(const ops_args *a, textbuf *tb)
 {
-	tessel_dtype dt, out;
-	char c[16];
+	ops_sum_types st;
 	bool trans_a = ops_bool(a, "transpose_a");
 	bool trans_b = ops_bool(a, "transpose_b");
-	if (ops_sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &st))
 		return -1;
-	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
+	const char *c = st.conv, *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
-	textbuf_printf(tb, "X: %s[B, %s], Y: %s[B, %s]) -> Z {\n", t,
-		trans_a ? "K, M" : "M, K", t, trans_b ? "N, K" : "K, N");
+	textbuf_printf(tb, "X: %s[B, %s], Y: %s[B, %s]) -> Z {\n",
+		tessel_dtype_name(st.in), trans_a ? "K, M" : "M, K",
+		tessel_dtype_name(st.weight), trans_b ? "N, K" : "K, N");
 	textbuf_puts(tb, "  Z[b, i, j]");
-	stage_type(tb, dt, out, "B, M, N");
+	stage_type(tb, st.in, st.out, "B, M, N");
 	textbuf_printf(tb, " = sum(k) %sX[b, %s]%s * %sY[b, %s]%s\n}\n", c,
 		trans_a ? "k, i" : "i, k", e, c, trans_b ? "j, k" : "k, j", e);
 	return 0;
@@ -53,20 +53,20 @@ static int gen_batch_matmul(const ops_args *a, textbuf *tb)
  * bias and the output of out_dtype. */
 static int gen_dense(const ops_args *a, textbuf *tb)
 {
-	tessel_dtype dt, out;
-	char c[16];
+	ops_sum_types st;
 	bool bias = ops_bool(a, "bias");
-	if (ops_sum_dtypes(a, &dt, &out, c))
+	if (ops_sum_dtypes(a, &st))
 		return -1;
-	const char *t = tessel_dtype_name(dt), *e = c[0] ? ")" : "";
+	const char *c = st.conv, *e = c[0] ? ")" : "";
 	emit_op_start(tb, a);
 	textbuf_printf(tb, "X: %s[batch, in_features], "
-		"W: %s[out_features, in_features]", t, t);
+		"W: %s[out_features, in_features]", tessel_dtype_name(st.in),
+		tessel_dtype_name(st.weight));
 	if (bias)
-		textbuf_printf(tb, ", Bias: %s[out_features]", tessel_dtype_name(out));
+		textbuf_printf(tb, ", Bias: %s[out_features]", tessel_dtype_name(st.out));
 	textbuf_puts(tb, ") -> Y {\n");
 	textbuf_printf(tb, "  %s[i, j]", bias ? "Z" : "Y");
-	stage_type(tb, dt, out, "batch, out_features");
+	stage_type(tb, st.in, st.out, "batch, out_features");
 	textbuf_printf(tb, " = sum(k) %sX[i, k]%s * %sW[j, k]%s\n", c, e, c, e);
 	if (bias)
 		textbuf_puts(tb, "  Y[i, j] = Z[i, j] + Bias[j]\n");
@@ -81,6 +81,7 @@ static const ops_attr matmul_attrs[] = {
 	{ { "transpose_a", TESSEL_ATTR_BOOL, "0", "A is stored [K, M]" }, 0, NULL },
 	{ { "transpose_b", TESSEL_ATTR_BOOL, "0", "B is stored [N, K]" }, 0, NULL },
 	OPS_ATTR_DTYPE,
+	OPS_ATTR_WEIGHT_DTYPE("B"),
 	OPS_ATTR_OUT_DTYPE,
 };
 
@@ -92,6 +93,7 @@ static const ops_attr batch_matmul_attrs[] = {
 	{ { "transpose_a", TESSEL_ATTR_BOOL, "0", "X is stored [B, K, M]" }, 0, NULL },
 	{ { "transpose_b", TESSEL_ATTR_BOOL, "0", "Y is stored [B, N, K]" }, 0, NULL },
 	OPS_ATTR_DTYPE,
+	OPS_ATTR_WEIGHT_DTYPE("Y"),
 	OPS_ATTR_OUT_DTYPE,
 };
 
@@ -104,6 +106,7 @@ static const ops_attr dense_attrs[] = {
 	{ { "bias", TESSEL_ATTR_BOOL, "1", "add the input Bias[out_features]" },
 	  0, NULL },
 	OPS_ATTR_DTYPE,
+	OPS_ATTR_WEIGHT_DTYPE("W"),
 	OPS_ATTR_OUT_DTYPE,
 };
 

@@ -13,7 +13,7 @@ static int gen_softmax_cross_entropy(const ops_args *a, textbuf *tb)
 		return -1;
 	if (!tessel_dtype_is_int(lt))
 		return ops_fail(a, TESSEL_ERR_TYPE,
-			"label_dtype must be an integer type (i8, i32, i64), not %s",
+			"label_dtype must be an integer type (i8, u8, i32, i64), not %s",
 			tessel_dtype_name(lt));
 	bool none = reduction[0] == 'n', mean = reduction[0] == 'm';
 	emit_op_start(tb, a);

@@ -85,7 +85,11 @@ struct ops_def {
 #define OPS_ATTR_OUT_DTYPE \
 	{ { "out_dtype", TESSEL_ATTR_STR, "same", "dtype of the output and of the " \
 	    "sum: same (dtype), or wider: i32 for i8 inputs (quantized), f32 for " \
-	    "f16 or bf16" }, 0, "same|f64|f32|f16|bf16|i64|i32|i8" }
+	    "f16 or bf16" }, 0, "same|f64|f32|f16|bf16|i64|i32|i8|u8" }
+#define OPS_ATTR_WEIGHT_DTYPE(operand) \
+	{ { "weight_dtype", TESSEL_ATTR_STR, "same", "dtype of " operand ": same " \
+	    "(dtype), or the other 8-bit integer type with a wider out_dtype " \
+	    "(u8 data, i8 weights)" }, 0, "same|i8|u8" }
 #define OPS_ATTR_SHAPE(doc) \
 	{ { "shape", TESSEL_ATTR_INTS, NULL, doc }, OPS_SHAPE, NULL }
 
@@ -132,13 +136,21 @@ int ops_fail(const ops_args *a, tessel_error_kind kind, const char *fmt, ...)
 int ops_require_float(const ops_args *a, tessel_dtype dt);
 /* Return 0 when "dt" is an integer or float type (not bool), else -1. */
 int ops_require_numeric(const ops_args *a, tessel_dtype dt);
-/* Read the element dtype of "a" ("dtype", a number type) into "*in" and
- * that of its output and sum ("out_dtype"; "same": the element dtype)
- * into "*out", which must be "in" or a wider dtype of the same kind (i8
- * to i32 or i64, i32 to i64, f16 or bf16 to f32 or f64, f32 to f64),
- * and the conversion of each element in the sum ("f32(" or "") into
- * "conv".  Return 0, or -1 through ops_fail. */
-int ops_sum_dtypes(const ops_args *a, tessel_dtype *in, tessel_dtype *out, char conv[16]);
+/* The dtypes of an op that sums products of its data and its weights:
+ * the data's ("dtype"), the weights' ("weight_dtype"; "same": the
+ * data's), the output's and the sum's ("out_dtype"; "same": the data's),
+ * and the conversion of each operand in the sum ("i32(" or "").  */
+typedef struct ops_sum_types {
+	tessel_dtype in, weight, out;
+	char conv[16];
+} ops_sum_types;
+
+/* Read the ops_sum_types of "a" into "*t".  The output is the data's dtype
+ * or a wider one of the same kind (i8 or u8 to i32 or i64, i32 to i64, f16
+ * or bf16 to f32 or f64, f32 to f64); the weights are the data's dtype, or
+ * the other 8-bit integer type when the sum is wider (u8 data and i8
+ * weights, quantized).  Return 0, or -1 through ops_fail. */
+int ops_sum_dtypes(const ops_args *a, ops_sum_types *t);
 /* Store in "*out" the axis "axis" (negative counts from the end) of a
  * tensor of rank "rank"; error naming attribute "attr" when out of range. */
 int ops_axis(const ops_args *a, const char *attr, int64_t axis, int rank,

@@ -168,33 +168,46 @@ int ops_require_float(const ops_args *a, tessel_dtype dt)
 }
 
 /* Return whether products of "from" values sum in "to" without loss: the
- * same dtype, or a wider one of the same kind (i8 to i32 or i64, i32 to
- * i64, f16 or bf16 to f32 or f64, f32 to f64). */
+ * same dtype, or a wider one of the same kind (i8 or u8 to i32 or i64, i32
+ * to i64, f16 or bf16 to f32 or f64, f32 to f64). */
 static bool widens(tessel_dtype from, tessel_dtype to)
 {
 	int rank[TESSEL_DTYPE_COUNT] = { 0 };
-	rank[TESSEL_I8] = 1, rank[TESSEL_I32] = 2, rank[TESSEL_I64] = 3;
+	rank[TESSEL_I8] = rank[TESSEL_U8] = 1, rank[TESSEL_I32] = 2, rank[TESSEL_I64] = 3;
 	rank[TESSEL_F16] = rank[TESSEL_BF16] = 11, rank[TESSEL_F32] = 12;
 	rank[TESSEL_F64] = 13;
 	return from == to || (rank[from] && rank[to] > rank[from] &&
 		(rank[from] > 10) == (rank[to] > 10));
 }
 
-int ops_sum_dtypes(const ops_args *a, tessel_dtype *in, tessel_dtype *out,
-	char conv[16])
+static bool is_byte(tessel_dtype dt)
 {
-	*in = ops_dtype(a, "dtype");
+	return dt == TESSEL_I8 || dt == TESSEL_U8;
+}
+
+int ops_sum_dtypes(const ops_args *a, ops_sum_types *t)
+{
+	t->in = ops_dtype(a, "dtype");
 	const char *o = ops_str(a, "out_dtype");
-	if (ops_require_numeric(a, *in))
+	const char *w = ops_str(a, "weight_dtype");
+	if (ops_require_numeric(a, t->in))
 		return -1;
-	*out = strcmp(o, "same") == 0 ? *in : (tessel_dtype)tessel_dtype_parse(o, strlen(o));
-	if (!widens(*in, *out))
+	t->out = strcmp(o, "same") == 0 ? t->in : (tessel_dtype)tessel_dtype_parse(o, strlen(o));
+	t->weight = !w || strcmp(w, "same") == 0 ? t->in
+		: (tessel_dtype)tessel_dtype_parse(w, strlen(w));
+	if (!widens(t->in, t->out))
 		return ops_fail(a, TESSEL_ERR_TYPE, "out_dtype %s: products of %s sum in %s "
-			"or a wider dtype of the same kind (i8: i32, i64; f16, bf16: f32, "
-			"f64; f32: f64; i32: i64)", o, tessel_dtype_name(*in),
-			tessel_dtype_name(*in));
-	snprintf(conv, 16, "%s%s", *out == *in ? "" : tessel_dtype_name(*out),
-		*out == *in ? "" : "(");
+			"or a wider dtype of the same kind (i8, u8: i32, i64; f16, bf16: "
+			"f32, f64; f32: f64; i32: i64)", o, tessel_dtype_name(t->in),
+			tessel_dtype_name(t->in));
+	if (t->weight != t->in && !(is_byte(t->in) && is_byte(t->weight) &&
+	    (t->out == TESSEL_I32 || t->out == TESSEL_I64)))
+		return ops_fail(a, TESSEL_ERR_TYPE, "weight_dtype %s with dtype %s: weights "
+			"differ from the data only as the other 8-bit integer type (u8 "
+			"data, i8 weights), summed in out_dtype i32 or i64", w,
+			tessel_dtype_name(t->in));
+	snprintf(t->conv, sizeof(t->conv), "%s%s", t->out == t->in ? "" :
+		tessel_dtype_name(t->out), t->out == t->in ? "" : "(");
 	return 0;
 }
 
@@ -415,7 +428,7 @@ static int parse_value(tessel_ctx *ctx, const ops_def *def, const ops_attr *at,
 		r = tessel_dtype_parse(text, strlen(text));
 		if (r < 0)
 			return attr_error(ctx, def, at,
-				"a dtype (f32, f64, f16, bf16, i8, i32, i64, bool)", text);
+				"a dtype (f32, f64, f16, bf16, i8, u8, i32, i64, bool)", text);
 		v->dtype = (tessel_dtype)r;
 		return 0;
 	case TESSEL_ATTR_FLOAT:

@@ -77,7 +77,7 @@ typedef struct npy_type {
 static const npy_type npy_types[] = {
 	{ "b1", TESSEL_BOOL }, { "i1", TESSEL_I8 }, { "i4", TESSEL_I32 },
 	{ "i8", TESSEL_I64 }, { "f2", TESSEL_F16 }, { "f4", TESSEL_F32 },
-	{ "f8", TESSEL_F64 },
+	{ "f8", TESSEL_F64 }, { "u1", TESSEL_U8 },
 };
 
 /* Write "name: " followed by the message "fmt" into the error buffer of
@@ -710,6 +710,7 @@ static const char *descr_of(tessel_dtype dtype)
 		[TESSEL_I32] = "<i4",  [TESSEL_I64] = "<i8",
 		[TESSEL_F16] = "<f2",  [TESSEL_BF16] = "<f4",
 		[TESSEL_F32] = "<f4",  [TESSEL_F64] = "<f8",
+		[TESSEL_U8] = "|u1",
 	};
 	return descr[dtype];
 }

@@ -159,6 +159,7 @@ static int64_t load_int(tessel_dtype dtype, const void *p)
 	switch (dtype) {
 	case TESSEL_BOOL: return *(const uint8_t *)p != 0;
 	case TESSEL_I8: return *(const int8_t *)p;
+	case TESSEL_U8: return *(const uint8_t *)p;
 	case TESSEL_I32: memcpy(&i32, p, 4); return i32;
 	default: memcpy(&i64, p, 8); return i64;
 	}
@@ -186,6 +187,7 @@ static void store_int(tessel_dtype dtype, void *p, int64_t v)
 	switch (dtype) {
 	case TESSEL_BOOL: *(uint8_t *)p = v != 0; break;
 	case TESSEL_I8: memcpy(p, &i8, 1); break;
+	case TESSEL_U8: *(uint8_t *)p = (uint8_t)v; break;
 	case TESSEL_I32: memcpy(p, &i32, 4); break;
 	default: memcpy(p, &v, 8); break;
 	}
@@ -271,9 +273,13 @@ static double random_float(tessel_dtype dtype, uint64_t bits)
 	return ldexp((double)(bits >> (64 - p)), 1 - p) - 1.0;
 }
 
-/* Return a value uniform in [-8, 8) from the top four bits of "bits". */
-static int64_t random_int(uint64_t bits)
+/* Return a value of the integer type "dtype" from the top bits of "bits":
+ * uniform in [-8, 8) for the signed types, over the whole of [0, 256) for
+ * u8, so that its values above 127 are met. */
+static int64_t random_int(tessel_dtype dtype, uint64_t bits)
 {
+	if (dtype == TESSEL_U8)
+		return (int64_t)(bits >> 56);
 	return (int64_t)(bits >> 60) - 8;
 }
 
@@ -288,6 +294,6 @@ void tessel_tensor_fill_random(tessel_tensor *t, uint64_t seed)
 		else if (t->dtype == TESSEL_BOOL)
 			tessel_tensor_set_i64(t, i, (int64_t)(bits >> 63));
 		else
-			tessel_tensor_set_i64(t, i, random_int(bits));
+			tessel_tensor_set_i64(t, i, random_int(t->dtype, bits));
 	}
 }

@@ -315,10 +315,8 @@ static loop_expr *identity(lowering *L, const tessel_stage *t, tessel_dtype dt)
 	}
 	if (is_float_dt(dt))
 		return lx_float(L->p, is_max ? -__builtin_inf() : __builtin_inf(), dt);
-	int64_t lo = dt == TESSEL_BOOL ? 0 : dt == TESSEL_I8 ? INT8_MIN
-		: dt == TESSEL_I32 ? INT32_MIN : INT64_MIN;
-	int64_t hi = dt == TESSEL_BOOL ? 1 : dt == TESSEL_I8 ? INT8_MAX
-		: dt == TESSEL_I32 ? INT32_MAX : INT64_MAX;
+	int64_t lo, hi;
+	tessel_int_limits(dt, &lo, &hi);
 	return as_type(L, lx_int(L->p, is_max ? lo : hi), dt);
 }
 

@@ -90,10 +90,8 @@ static tessel_expr *identity(tessel_op *dst, const tessel_stage *t)
 		return tessel_float(dst, is_max ? -INFINITY : INFINITY);
 	if (t->dtype == TESSEL_BOOL)
 		return tessel_bool(dst, !is_max);
-	int64_t lo = t->dtype == TESSEL_I8 ? INT8_MIN : t->dtype == TESSEL_I32 ? INT32_MIN
-									       : INT64_MIN;
-	int64_t hi = t->dtype == TESSEL_I8 ? INT8_MAX : t->dtype == TESSEL_I32 ? INT32_MAX
-									       : INT64_MAX;
+	int64_t lo, hi;
+	tessel_int_limits(t->dtype, &lo, &hi);
 	return tessel_cast(dst, t->dtype, tessel_int(dst, is_max ? lo : hi));
 }
 

@@ -1703,6 +1703,46 @@ Test(codegen, i8_dot_quads)
 		true), 0);
 }
 
+/* Quads of u8 with i8 in either operand (vpdpbusd's own form, no offset)
+ * and of two u8 operands (the contiguous one offset by -128, 128 times
+ * the invariant quad's sum added back) sum exactly, over u8 inputs drawn
+ * from all of [0, 256), as the plain loop does without AVX512 VNNI. */
+Test(codegen, u8_dot_quads)
+{
+	static const char *const src[] = {
+		"op q(A: u8[M, K], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: i8[M, K], B: u8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: u8[M, K], B: u8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+	};
+	static const char *const form[] = {
+		"_mm512_dpbusd_epi32(tsl_acc, tsl_quad, tsl_quads)",
+		"_mm512_dpbusd_epi32(tsl_acc, tsl_quads, tsl_quad)",
+		"_mm512_add_epi32(_mm512_dpbusd_epi32(tsl_acc, tsl_quad, _mm512_xor_si512",
+	};
+	static const char trace[] =
+		"cache_write C local -> C_local\n"
+		"split C.i 6 -> C.io C.ii\n"
+		"split C.j 32 -> C.jo C.ji\n"
+		"reorder C.io C.jo C.ii C.ji\n"
+		"compute_at C_local C.jo\n"
+		"split C_local.k 4 -> C_local.ko C_local.kk\n"
+		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+		"unroll C_local.i\n"
+		"vectorize C_local.j\n"
+		"annotate C_local.kk dot_quads 1\n";
+	const char *no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	for (int i = 0; i < 3; i++) {
+		cr_expect_eq(te_op_error(src[i], trace, NULL, form[i], true), 0, "%s",
+			src[i]);
+		cr_expect_eq(te_op_error(src[i], trace, no_vnni, form[i], true), 0, "%s",
+			src[i]);
+	}
+}
+
 /* ---- golden text ---------------------------------------------------------------- */
 
 static const char golden_scalar[] =

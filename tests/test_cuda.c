@@ -628,13 +628,15 @@ Test(cuda_sketch, min_blocks_per_sm_is_drawn_and_mutated_on_cuda_only, .timeout 
 	}
 }
 
-Test(cuda_nvrtc, f16_and_bf16_compile)
+Test(cuda_nvrtc, f16_bf16_and_u8_compile)
 {
 	need_nvrtc();
-	const char *specs[] = { "shape=[3, 5];dtype=f16", "shape=[3, 5];dtype=bf16" };
-	for (int i = 0; i < 2; i++) {
+	const char *ops[] = { "relu", "relu", "matmul" };
+	const char *specs[] = { "shape=[3, 5];dtype=f16", "shape=[3, 5];dtype=bf16",
+		"M=5;N=7;K=9;dtype=u8;weight_dtype=i8;out_dtype=i32" };
+	for (int i = 0; i < 3; i++) {
 		test_fixture f;
-		test_fixture_init(&f, "relu", specs[i]);
+		test_fixture_init(&f, ops[i], specs[i]);
 		sch_state *st = sch_state_new(f.ctx, f.op);
 		cr_assert_eq(sch_gpu_default(st, SCH_GPU_DEFAULT_THREADS), 0);
 		cr_expect_eq(compile_and_check(&f, st, 90, specs[i]), 0);

@@ -547,6 +547,37 @@ Test(interp, i8_stages_wrap)
 	case_close(&c);
 }
 
+/* u8 arithmetic wraps modulo 256, u8 with i8 promotes to i32, casts to u8
+ * wrap from integers and saturate from floats, and min over u8 starts at
+ * 255, not at i8's 127. */
+Test(interp, u8_stages_wrap_and_promote)
+{
+	interp_case c;
+	case_open(&c, "op w(A: u8[N], B: i8[N], S: u8[N, K]) -> C, D, E, F, T {\n"
+		"  C[i] = A[i] * 2 + 1\n"
+		"  D[i] = A[i] + B[i]\n"
+		"  E[i] = u8(B[i])\n"
+		"  F[i] = u8(f64(A[i]) * 2.0 - 250.0)\n"
+		"  T[i] = min(j) S[i, j]\n"
+		"}\n", NULL, 2, NAMES("N", "K"), I64S(3, 3));
+	case_input_i(&c, TESSEL_U8, 1, SHAPE(3), I64S(100, 200, 255));
+	case_input_i(&c, TESSEL_I8, 1, SHAPE(3), I64S(-100, 27, -128));
+	case_input_i(&c, TESSEL_U8, 2, SHAPE(3, 3),
+		I64S(200, 130, 250, 255, 255, 255, 0, 9, 3));
+	case_run(&c);
+	cr_expect_eq(tessel_stage_dtype(tessel_op_output_at(c.op, 0)), TESSEL_U8);
+	cr_expect_eq(tessel_stage_dtype(tessel_op_output_at(c.op, 1)), TESSEL_I32);
+	/* 201; 401 - 256 = 145; 511 - 256 = 255 */
+	expect_i(&c, 0, 3, I64S(201, 145, 255));
+	expect_i(&c, 1, 3, I64S(0, 227, 127));
+	/* -100 + 256 = 156; 27; -128 + 256 = 128 */
+	expect_i(&c, 2, 3, I64S(156, 27, 128));
+	/* -50 saturates to 0; 150; 260 saturates to 255 */
+	expect_i(&c, 3, 3, I64S(0, 150, 255));
+	expect_i(&c, 4, 3, I64S(130, 255, 0));
+	case_close(&c);
+}
+
 Test(interp, integer_unary_operators)
 {
 	interp_case c;

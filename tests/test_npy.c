@@ -343,6 +343,8 @@ Test(random, values_stay_in_range_and_cover_it)
 				  "%s in [%g, %g]", tessel_dtype_name(dt), lo, hi);
 		} else if (dt == TESSEL_BOOL) {
 			cr_assert(lo == 0.0 && hi == 1.0);
+		} else if (dt == TESSEL_U8) {
+			cr_assert(lo == 0.0 && hi == 255.0, "u8 in [%g, %g]", lo, hi);
 		} else {
 			cr_assert(lo == -8.0 && hi == 7.0, "%s in [%g, %g]",
 				  tessel_dtype_name(dt), lo, hi);

@@ -376,7 +376,8 @@ Test(ops_linalg, dense_with_and_without_bias)
 
 /* out_dtype i32 over i8 inputs: the products summed in i32, past i8's
  * range (a quantized matmul); 2 integer operations per multiply-add,
- * no float ones.  bf16 into f32 keeps the sum in f32. */
+ * no float ones.  u8 data with i8 weights (quantized activations) reads
+ * each as its own type.  bf16 into f32 keeps the sum in f32. */
 Test(ops_linalg, quantized_matmul_sums_in_i32)
 {
 	op_case c;
@@ -400,6 +401,24 @@ Test(ops_linalg, quantized_matmul_sums_in_i32)
 	cr_expect_eq(tessel_op_flops(c.op), 0);
 	case_close(&c);
 
+	case_open(&c, "matmul", "M=3 N=2 K=40 dtype=u8 weight_dtype=i8 out_dtype=i32", 5);
+	cr_expect_eq(c.in[0]->dtype, TESSEL_U8);
+	cr_expect_eq(c.in[1]->dtype, TESSEL_I8);
+	for (int64_t i = 0; i < 3 * 40; i++)
+		tessel_tensor_set_i64(c.in[0], i, 200 + i % 56);
+	for (int64_t i = 0; i < 40 * 2; i++)
+		tessel_tensor_set_i64(c.in[1], i, -128 + i % 3);
+	case_run(&c);
+	for (int64_t i = 0; i < 3; i++)
+		for (int64_t j = 0; j < 2; j++) {
+			int64_t s = 0;
+			for (int64_t k = 0; k < 40; k++)
+				s += (200 + (i * 40 + k) % 56) * (-128 + (k * 2 + j) % 3);
+			cr_expect_eq(tessel_tensor_get_i64(c.out[0], i * 2 + j), s,
+				"u8 data read unsigned, i8 weights signed");
+		}
+	case_close(&c);
+
 	case_open(&c, "dense", "batch=2 in_features=6 out_features=3 dtype=bf16 "
 		"out_dtype=f32", 6);
 	cr_expect_eq(c.in[2]->dtype, TESSEL_F32, "the bias in the output's dtype");
@@ -420,6 +439,13 @@ Test(ops_linalg, errors)
 		TESSEL_ERR_TYPE, "out_dtype f16: products of f32 sum in f32 or a wider dtype");
 	expect_error("matmul", "M=2 N=3 K=2 dtype=i8 out_dtype=f32", TESSEL_ERR_TYPE,
 		"out_dtype f32: products of i8 sum in i8 or a wider dtype");
+	expect_error("matmul", "M=2 N=3 K=2 dtype=u8 weight_dtype=i8", TESSEL_ERR_TYPE,
+		"weight_dtype i8 with dtype u8: weights differ from the data only as the "
+		"other 8-bit integer type");
+	expect_error("conv2d", "N=1 C=2 H=4 W=4 F=2 R=3 S=3 weight_dtype=i8",
+		TESSEL_ERR_TYPE, "weight_dtype i8 with dtype f32");
+	expect_error("dense", "batch=2 in_features=3 out_features=2 weight_dtype=f16",
+		TESSEL_ERR_VALUE, "weight_dtype");
 }
 
 /* ---- convolution ---------------------------------------------------------- */
@@ -1645,7 +1671,7 @@ Test(ops_registry, attribute_errors)
 	expect_error("matmull", "M=2", TESSEL_ERR_NAME, "unknown op 'matmull'");
 	expect_error("matmul", "M=2 N=3 K=4 Q=1", TESSEL_ERR_NAME,
 		"op 'matmul' has no attribute 'Q' (attributes: M, N, K, "
-		"transpose_a, transpose_b, dtype, out_dtype)");
+		"transpose_a, transpose_b, dtype, weight_dtype, out_dtype)");
 	expect_error("matmul", "N=3 K=4", TESSEL_ERR_VALUE,
 		"op 'matmul' needs attribute 'M' (rows of A and C)");
 	expect_error("matmul", "M=2 N=3 K=4 M=5", TESSEL_ERR_VALUE,
@@ -1668,7 +1694,7 @@ Test(ops_registry, attribute_errors)
 		"attribute 'transpose_a' of op 'matmul': expected 0, 1, true or false, not 'yes'");
 	expect_error("matmul", "M=2 N=3 K=4 dtype=f31", TESSEL_ERR_VALUE,
 		"attribute 'dtype' of op 'matmul': expected a dtype (f32, f64, f16, "
-		"bf16, i8, i32, i64, bool), not 'f31'");
+		"bf16, i8, u8, i32, i64, bool), not 'f31'");
 	expect_error("relu", "shape=[2,", TESSEL_ERR_VALUE,
 		"attribute 'shape' of op 'relu': expected a list of integers like [4, 1, 3], not '[2,'");
 	expect_error("relu", "shape=[2]x", TESSEL_ERR_VALUE, "a list of integers");

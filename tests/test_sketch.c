@@ -532,7 +532,7 @@ static void fixture_te_on(fixture *f, const char *src, const char *target)
  * sample and mutation computes the op.  Without the feature, or in f32,
  * there is no such sketch.  A sum of i8 products into i32 on a target
  * with AVX512 VNNI gets "i8 quads" (dot_quads, the reduction split by
- * 4). */
+ * 4), and so does one of u8 data and i8 weights. */
 Test(sketch, products_summed_in_groups)
 {
 	const char *mm[] = { "M", "48", "N", "64", "K", "24", "dtype", "bf16" };
@@ -585,6 +585,16 @@ Test(sketch, products_summed_in_groups)
 	int in_quads = samples_holding(&f, k, 20, 8, grouped);
 	cr_expect_geq(in_quads, 15, "%d of 20 samples summed quads", in_quads);
 	cr_expect_gt(sample_all(&f, 4, 23, "dot_quads"), 0);
+	fixture_fini(&f);
+
+	const char *qmm[] = { "M", "30", "N", "48", "K", "32", "dtype", "u8",
+		"weight_dtype", "i8", "out_dtype", "i32" };
+	fixture_lib_on(&f, "matmul", 6, qmm, "cpu -features=" V4_FEATURES
+		",avx512_vnni -cores=2");
+	k = sketch_named(&f, "i8 quads");
+	cr_assert_geq(k, 0, "u8 data and i8 weights sum in quads too");
+	cr_expect_gt(samples_holding(&f, k, 10, 9, grouped), 0);
+	cr_expect_gt(sample_all(&f, 4, 25, "dot_quads"), 0);
 	fixture_fini(&f);
 }
 

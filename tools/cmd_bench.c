@@ -54,7 +54,8 @@ static const char bench_help[] =
 	"NCHW: max_pool2d, avg_pool2d, global_avg_pool; layer_norm, batch_norm): f32,\n"
 	"and bf16 or f16 (every input and the output of one dtype) where this CPU\n"
 	"has oneDNN kernels for them, but for the normalizations; the matmuls and\n"
-	"conv2d also from bf16 or f16 into f32 and from i8 into i32 (out_dtype).\n"
+	"conv2d also from bf16 or f16 into f32 and from i8, or u8 with i8 weights\n"
+	"(weight_dtype), into i32 (out_dtype).\n"
 	"OpenBLAS, cuBLAS and cuDNN: f32 only.\n"
 	"They are loaded at run time (libopenblas.so.0, libdnnl.so.2); one that\n"
 	"is missing or has no equivalent of the op gets a line saying so.\n"
@@ -306,15 +307,18 @@ static void add_vendors(bench *b, const vendor_problem *prob, tessel_tensor **in
 		char err[512] = "";
 		bench_impl *im = &b->impls[b->nimpls];
 		vendor_problem in_f32 = *prob;
-		in_f32.dtype = in_f32.out_dtype = TESSEL_F32;
+		in_f32.dtype = in_f32.weight_dtype = in_f32.out_dtype = TESSEL_F32;
 		bool dtype_only = !prob->why[0] && v->supports(&in_f32);
 		if (!v->supports(prob)) {
 			if (dtype_only && prob->dtype == prob->out_dtype)
 				skip(b, v, "no equivalent of %s in %s", prob->op,
 					tessel_dtype_name(prob->dtype));
 			else if (dtype_only)
-				skip(b, v, "no equivalent of %s from %s into %s", prob->op,
+				skip(b, v, "no equivalent of %s from %s%s%s into %s", prob->op,
 					tessel_dtype_name(prob->dtype),
+					prob->weight_dtype != prob->dtype ? " with weights of " : "",
+					prob->weight_dtype != prob->dtype ?
+					tessel_dtype_name(prob->weight_dtype) : "",
 					tessel_dtype_name(prob->out_dtype));
 			else
 				skip(b, v, "no equivalent of %s%s%s%s", prob->op,

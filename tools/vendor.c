@@ -86,30 +86,38 @@ static bool widens(const char *name)
 	return false;
 }
 
-/* Set p->dtype and p->out_dtype from the inputs and the output of "op"
- * (vendor_problem).  Else say why in p->why and return false. */
+/* Set p->dtype, p->weight_dtype and p->out_dtype from the inputs and the
+ * output of "op" (vendor_problem).  Else say why in p->why and return
+ * false. */
 static bool problem_dtypes(vendor_problem *p, const tessel_op *op)
 {
 	bool gemm = widens(p->op);
 	int nin = tessel_op_num_inputs(op);
 	p->dtype = tessel_stage_dtype(tessel_op_input_at(op, 0));
+	p->weight_dtype = gemm && nin > 1 ? tessel_stage_dtype(tessel_op_input_at(op, 1))
+		: p->dtype;
 	p->out_dtype = tessel_stage_dtype(tessel_op_output_at(op, 0));
 	for (int i = 0; i < nin; i++) {
 		bool bias = gemm && nin == 3 && i == 2;
 		if (tessel_stage_dtype(tessel_op_input_at(op, i)) !=
-		    (bias ? p->out_dtype : p->dtype)) {
+		    (bias ? p->out_dtype : gemm && i == 1 ? p->weight_dtype : p->dtype)) {
 			snprintf(p->why, sizeof(p->why), "inputs of several dtypes");
 			return false;
 		}
 	}
-	tessel_dtype in = p->dtype, out = p->out_dtype;
-	bool plain = in == out && (in == TESSEL_F32 || in == TESSEL_F16 || in == TESSEL_BF16);
-	bool widened = gemm && ((out == TESSEL_F32 && (in == TESSEL_F16 || in == TESSEL_BF16)) ||
-		(in == TESSEL_I8 && out == TESSEL_I32));
+	tessel_dtype in = p->dtype, w = p->weight_dtype, out = p->out_dtype;
+	bool plain = in == out && w == in &&
+		(in == TESSEL_F32 || in == TESSEL_F16 || in == TESSEL_BF16);
+	bool widened = gemm && ((out == TESSEL_F32 && w == in &&
+		(in == TESSEL_F16 || in == TESSEL_BF16)) ||
+		((in == TESSEL_I8 || in == TESSEL_U8) && w == TESSEL_I8 && out == TESSEL_I32));
 	if (plain || widened)
 		return true;
 	if (in == out)
 		snprintf(p->why, sizeof(p->why), "dtype %s", tessel_dtype_name(in));
+	else if (w != in)
+		snprintf(p->why, sizeof(p->why), "%s with %s weights into %s",
+			tessel_dtype_name(in), tessel_dtype_name(w), tessel_dtype_name(out));
 	else
 		snprintf(p->why, sizeof(p->why), "%s into %s", tessel_dtype_name(in),
 			tessel_dtype_name(out));

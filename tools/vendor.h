@@ -34,7 +34,8 @@ typedef enum vendor_pool {
 /* A workload in the terms vendor libraries take, its inputs of "dtype"
  * and its output of "out_dtype" (the data as tessel stores them): one of
  * f32, f16 or bf16 throughout, or for GEMM and CONV2D, bf16 or f16 into
- * f32 and i8 into i32 (a bias of the output's dtype).
+ * f32 and i8 or u8 into i32 (a bias of the output's dtype), the weights
+ * (B, Wt) of "weight_dtype": "dtype", or i8 with u8 data.
  * GEMM: for each of "batch" entries, C[M, N] = A[M, K] * B[K, N], A stored
  * [K, M] when "trans_a", B stored [N, K] when "trans_b", plus Bias[N] on
  * every row when "bias"; inputs A, B (Bias), output C, batches
@@ -61,7 +62,7 @@ typedef enum vendor_pool {
 typedef struct vendor_problem {
 	vendor_kind kind;
 	const char *op;
-	tessel_dtype dtype, out_dtype;
+	tessel_dtype dtype, weight_dtype, out_dtype;
 	char why[128];               /* VENDOR_NONE: what has no equivalent */
 	int64_t batch, m, n, k;
 	bool trans_a, trans_b, bias;

@@ -79,6 +79,7 @@ static dnnl_data_type_t dnnl_type(tessel_dtype dt)
 	case TESSEL_BF16: return dnnl_bf16;
 	case TESSEL_F16: return dnnl_f16;
 	case TESSEL_I8: return dnnl_s8;
+	case TESSEL_U8: return dnnl_u8;
 	case TESSEL_I32: return dnnl_s32;
 	default: return dnnl_f32;
 	}
@@ -263,7 +264,7 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const void *const *in
 	dnnl_dims_t pad = { p->padding[0], p->padding[1] };
 	dnnl_memory_desc_t ux, uw, uy, cx, cw, cy;
 	bool cl = p->channels_last;
-	dnnl_data_type_t dt = data_type(p);
+	dnnl_data_type_t dt = data_type(p), wt = dnnl_type(p->weight_dtype);
 	dn.dnnl_memory_desc_init_by_tag(&ux, 4, xd, dt, cl ? dnnl_nhwc : dnnl_nchw);
 	dnnl_data_type_t yt = dnnl_type(p->out_dtype);
 	dn.dnnl_memory_desc_init_by_tag(&uy, 4, yd, yt, cl ? dnnl_nhwc : dnnl_nchw);
@@ -275,11 +276,11 @@ static int conv_init(dnnl_job *j, const vendor_problem *p, const void *const *in
 		dnnl_dims_t gd = { g, fg, cg, r, s };
 		dnnl_dims_t oihw = { fg * cg * r * s, cg * r * s, r * s, s, 1 };
 		dnnl_dims_t hwio = { fg, 1, f, s * cg * f, cg * f };
-		dn.dnnl_memory_desc_init_by_strides(&uw, 5, gd, dt, cl ? hwio : oihw);
-		dn.dnnl_memory_desc_init_by_tag(&cw, 5, gd, dt, dnnl_format_tag_any);
+		dn.dnnl_memory_desc_init_by_strides(&uw, 5, gd, wt, cl ? hwio : oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 5, gd, wt, dnnl_format_tag_any);
 	} else {
-		dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, dt, cl ? dnnl_hwio : dnnl_oihw);
-		dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, dt, dnnl_format_tag_any);
+		dn.dnnl_memory_desc_init_by_tag(&uw, 4, wd, wt, cl ? dnnl_hwio : dnnl_oihw);
+		dn.dnnl_memory_desc_init_by_tag(&cw, 4, wd, wt, dnnl_format_tag_any);
 	}
 	dnnl_convolution_desc_t cd;
 	if (check(j, dn.dnnl_dilated_convolution_forward_desc_init(&cd,
@@ -310,7 +311,7 @@ static int matmul_init(dnnl_job *j, const vendor_problem *p, const void *const *
 	dnnl_memory_desc_t a, b, bias, c;
 	dnnl_data_type_t dt = data_type(p), ct = dnnl_type(p->out_dtype);
 	matrix_desc(&a, dt, nd, p->batch, p->m, p->k, p->trans_a);
-	matrix_desc(&b, dt, nd, p->batch, p->k, p->n, p->trans_b);
+	matrix_desc(&b, dnnl_type(p->weight_dtype), nd, p->batch, p->k, p->n, p->trans_b);
 	matrix_desc(&bias, ct, nd, 1, 1, p->n, false);
 	matrix_desc(&c, ct, nd, p->batch, p->m, p->n, false);
 	dnnl_matmul_desc_t md;

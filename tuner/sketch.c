@@ -503,20 +503,25 @@ static const tessel_expr *uncast_to(const tessel_expr *e, tessel_dtype dt)
 	return e;
 }
 
-/* Return whether "e" is an element of a "dt" tensor converted to "acc". */
-static bool is_access_of(const tessel_expr *e, tessel_dtype acc, tessel_dtype dt)
+/* Return whether "e" is an element of a tensor of dtype "dt" or "alt",
+ * converted to "acc" or not. */
+static bool is_access_of(const tessel_expr *e, tessel_dtype acc, tessel_dtype dt,
+	tessel_dtype alt)
 {
 	e = uncast_to(e, acc);
-	return e->kind == TE_ACCESS && e->u.access.tensor->dtype == dt;
+	return e->kind == TE_ACCESS &&
+	       (e->u.access.tensor->dtype == dt || e->u.access.tensor->dtype == alt);
 }
 
-/* Return whether "t" sums products of the elements of two "dt"
- * tensors, converted to "acc" or not. */
-static bool sums_products(const tessel_stage *t, tessel_dtype acc, tessel_dtype dt)
+/* Return whether "t" sums products of the elements of two tensors of
+ * dtype "dt" or "alt", converted to "acc" or not. */
+static bool sums_products(const tessel_stage *t, tessel_dtype acc, tessel_dtype dt,
+	tessel_dtype alt)
 {
 	const tessel_expr *e = t->reduce == TESSEL_SUM ? uncast_to(t->body, acc) : NULL;
 	return e && e->kind == TE_BINARY && e->u.bin.op == TESSEL_MUL &&
-	       is_access_of(e->u.bin.a, acc, dt) && is_access_of(e->u.bin.b, acc, dt);
+	       is_access_of(e->u.bin.a, acc, dt, alt) &&
+	       is_access_of(e->u.bin.b, acc, dt, alt);
 }
 
 /* Return the dot group of the tiled stage "t" on the CPU "cpu" with
@@ -527,10 +532,10 @@ static int dot_group_of(const tessel_stage *t, const rt_cpu_target *cpu, int vec
 		return 0;
 	if (rt_cpu_has(cpu, RT_CPU_AVX512_BF16) &&
 	    (t->dtype == TESSEL_BF16 || t->dtype == TESSEL_F32) &&
-	    sums_products(t, TESSEL_F32, TESSEL_BF16))
+	    sums_products(t, TESSEL_F32, TESSEL_BF16, TESSEL_BF16))
 		return 2;
 	if (rt_cpu_has(cpu, RT_CPU_AVX512_VNNI) && t->dtype == TESSEL_I32 &&
-	    sums_products(t, TESSEL_I32, TESSEL_I8))
+	    sums_products(t, TESSEL_I32, TESSEL_I8, TESSEL_U8))
 		return 4;
 	return 0;
 }

@@ -55,8 +55,8 @@ typedef struct stage_info {
 	int dot_group;            /* ROLE_TILE: 2 for a sum of products of two
 	                           * bf16 tensors on a target whose vdpbf16ps
 	                           * sums them in pairs, 4 for one of two i8
-	                           * tensors into i32 where vpdpbusd sums them
-	                           * in quads, else 0 */
+	                           * or u8 tensors into i32 where vpdpbusd
+	                           * sums them in quads, else 0 */
 	int block_axis;           /* no reduction, and its innermost spatial
 	                           * axis reads an input across its rows (a
 	                           * transposition): the spatial axis that

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Later dtypes are appended, so that a value keeps its meaning in
+ * programs built against an earlier header. */
 typedef enum tessel_dtype {
 	TESSEL_BOOL,
 	TESSEL_I8,
@@ -19,13 +21,14 @@ typedef enum tessel_dtype {
 	TESSEL_BF16,
 	TESSEL_F32,
 	TESSEL_F64,
+	TESSEL_U8,
 	TESSEL_DTYPE_COUNT
 } tessel_dtype;
 
 /* Return the size in bytes of one element of "dt". */
 static inline size_t tessel_dtype_size(tessel_dtype dt)
 {
-	static const size_t size[TESSEL_DTYPE_COUNT] = { 1, 1, 4, 8, 2, 2, 4, 8 };
+	static const size_t size[TESSEL_DTYPE_COUNT] = { 1, 1, 4, 8, 2, 2, 4, 8, 1 };
 	return size[dt];
 }
 
@@ -33,7 +36,7 @@ static inline size_t tessel_dtype_size(tessel_dtype dt)
 static inline const char *tessel_dtype_name(tessel_dtype dt)
 {
 	static const char *name[TESSEL_DTYPE_COUNT] = {
-		"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"
+		"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64", "u8"
 	};
 	return (unsigned)dt < TESSEL_DTYPE_COUNT ? name[dt] : "?";
 }
@@ -51,12 +54,25 @@ static inline int tessel_dtype_parse(const char *name, size_t len)
 
 static inline bool tessel_dtype_is_float(tessel_dtype dt)
 {
-	return dt >= TESSEL_F16;
+	return dt >= TESSEL_F16 && dt <= TESSEL_F64;
 }
 
 static inline bool tessel_dtype_is_int(tessel_dtype dt)
 {
-	return dt >= TESSEL_I8 && dt <= TESSEL_I64;
+	return (dt >= TESSEL_I8 && dt <= TESSEL_I64) || dt == TESSEL_U8;
+}
+
+/* Return the least and the greatest value of the integer type "dt" (bool
+ * counts as 0 and 1). */
+static inline void tessel_int_limits(tessel_dtype dt, int64_t *lo, int64_t *hi)
+{
+	switch (dt) {
+	case TESSEL_BOOL: *lo = 0, *hi = 1; break;
+	case TESSEL_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+	case TESSEL_U8: *lo = 0, *hi = UINT8_MAX; break;
+	case TESSEL_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+	default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+	}
 }
 
 /* Round the float "f" to the nearest half (IEEE 754 binary16), ties to
@@ -160,6 +176,7 @@ static inline int64_t tessel_float_to_int(tessel_dtype dt, double v)
 	switch (dt) {
 	case TESSEL_BOOL: return v != 0.0;
 	case TESSEL_I8: lo = -128.0; hi = 127.0; break;
+	case TESSEL_U8: lo = 0.0; hi = 255.0; break;
 	case TESSEL_I32: lo = -2147483648.0; hi = 2147483647.0; break;
 	default: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
 	}
@@ -178,6 +195,7 @@ static inline int64_t tessel_wrap_int(tessel_dtype dt, int64_t v)
 	switch (dt) {
 	case TESSEL_BOOL: return v != 0;
 	case TESSEL_I8: return (int8_t)(uint8_t)(uint64_t)v;
+	case TESSEL_U8: return (uint8_t)(uint64_t)v;
 	case TESSEL_I32: return (int32_t)(uint32_t)(uint64_t)v;
 	default: return v;
 	}

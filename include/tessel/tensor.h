@@ -46,8 +46,8 @@ TESSEL_API void tessel_tensor_set_i64(__tessel_keep tessel_tensor *t,
 	int64_t i, int64_t v);
 
 /* Fill "t" with values drawn from "seed": floats uniform in [-1, 1), ints
- * uniform in [-8, 8), bools fair.  The same seed gives the same data on
- * every machine. */
+ * uniform in [-8, 8), u8 in [0, 256), bools fair.  The same seed gives the
+ * same data on every machine. */
 TESSEL_API void tessel_tensor_fill_random(__tessel_keep tessel_tensor *t,
 	uint64_t seed);
 
