@@ -1978,11 +1978,14 @@ static const dot_kind dot_kinds[] = {
  * "vec" of at least one whole vector of 16 lanes, whose body updates the
  * element "store" of kind->acc (contiguous along it, the same in every
  * iteration) by adding the product of the loads of kind->operand "lanes"
- * (contiguous along it) and "bcast" (invariant in it). */
+ * (contiguous along it, or "packed": the group's elements of each lane
+ * adjacent, lane after lane, as a vector of groups) and "bcast"
+ * (invariant in it). */
 typedef struct dot_group {
 	const dot_kind *kind;
 	const loop_stmt *vec, *store;
 	const loop_expr *lanes, *bcast;
+	bool packed;
 } dot_group;
 
 /* Return "e" without the conversions to "dt" around it (exact for the
@@ -2010,6 +2013,20 @@ static const loop_expr *operand_load(const loop_expr *e, const dot_kind *kind)
 		return NULL;
 	tessel_dtype dt = e->u.load.buf->dtype;
 	return dt == kind->operand || dt == kind->alt_operand ? e : NULL;
+}
+
+/* Return whether the load "e" reads, along the vector variable of "pr"
+ * and the group loop's variable "g", the "group" elements of each lane
+ * side by side and the lanes one group apart (a packed operand). */
+static bool packed_groups(const cg_printer *pr, const loop_expr *e, const loop_var *g,
+	int group)
+{
+	cg_affine aff;
+	bool clean, clean_g;
+	cg_affine_offset(e->u.load.buf, e->u.load.n, e->u.load.index, &aff);
+	int64_t lane_step = cg_affine_coef(&aff, pr->vector_var, &clean);
+	int64_t group_step = cg_affine_coef(&aff, g, &clean_g);
+	return clean && clean_g && lane_step == group && group_step == 1;
 }
 
 /* Return whether the loop "s" annotated with a dot group has the form
@@ -2049,12 +2066,14 @@ static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 	bool ok = contiguous(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
 	bool x_lanes = contiguous(pr, x->u.load.buf, x->u.load.n, x->u.load.index);
 	bool y_lanes = contiguous(pr, y->u.load.buf, y->u.load.n, y->u.load.index);
+	bool x_packed = packed_groups(pr, x, s->u.for_.var, kind->group);
+	bool y_packed = packed_groups(pr, y, s->u.for_.var, kind->group);
 	pr->vector_var = NULL;
-	const loop_expr *lanes = x_lanes ? x : y_lanes ? y : NULL;
+	const loop_expr *lanes = x_lanes || x_packed ? x : y_lanes || y_packed ? y : NULL;
 	const loop_expr *bcast = lanes == x ? y : x;
 	if (!ok || !lanes || cg_expr_uses_var(bcast, lane))
 		return false;
-	*d = (dot_group){ kind, v, st, lanes, bcast };
+	*d = (dot_group){ kind, v, st, lanes, bcast, lanes == x ? x_packed : y_packed };
 	return true;
 }
 
@@ -2068,7 +2087,9 @@ static void print_element(cg_printer *pr, const loop_buffer *b, int n,
 }
 
 /* Print the statements that sum the groups of "d" into tsl_acc from
- * tsl_lanes[k] and tsl_elem[k], k < group.  vpdpbusd multiplies unsigned
+ * tsl_quads (the groups of the lanes) and tsl_bytes (the group of the
+ * invariant operand), each with the first iteration's element in the
+ * highest bits of a bf16 pair and the lowest byte of a quad.  vpdpbusd multiplies unsigned
  * bytes (its first operand) by signed ones: a u8 operand with an i8 one
  * takes it as is; two i8 operands offset the invariant one by 128 (as
  * u8) and take 128 times the sum of the other off; two u8 operands offset
@@ -2078,20 +2099,11 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
 {
 	if (d->kind->group == 2) {
 		cg_line(pr, "tsl_acc = _mm512_dpbf16_ps(tsl_acc, "
-			"(__m512bh)_mm512_set1_epi32((int)(tsl_elem[0] << 16 | tsl_elem[1])), "
-			"(__m512bh)_mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32("
-			"tsl_lanes[0]), 16), _mm512_cvtepu16_epi32(tsl_lanes[1])));\n");
+			"(__m512bh)_mm512_set1_epi32((int)tsl_bytes), (__m512bh)tsl_quads);\n");
 		return;
 	}
 	bool lanes_u8 = d->lanes->u.load.buf->dtype == TESSEL_U8;
 	bool bcast_u8 = d->bcast->u.load.buf->dtype == TESSEL_U8;
-	cg_line(pr, "__m512i tsl_quads = _mm512_or_si512(_mm512_or_si512("
-		"_mm512_cvtepu8_epi32(tsl_lanes[0]), _mm512_slli_epi32(_mm512_cvtepu8_epi32("
-		"tsl_lanes[1]), 8)), _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu8_epi32("
-		"tsl_lanes[2]), 16), _mm512_slli_epi32(_mm512_cvtepu8_epi32(tsl_lanes[3]), "
-		"24)));\n");
-	cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] | tsl_elem[1] << 8 | "
-		"tsl_elem[2] << 16 | tsl_elem[3] << 24;\n");
 	if (lanes_u8 != bcast_u8) {
 		cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)tsl_bytes);\n");
 		cg_line(pr, "tsl_acc = _mm512_dpbusd_epi32(tsl_acc, %s);\n", lanes_u8 ?
@@ -2107,8 +2119,42 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
 		cg_line(pr, "__m512i tsl_quad = _mm512_set1_epi32((int)tsl_bytes);\n");
 		cg_line(pr, "tsl_acc = _mm512_add_epi32(_mm512_dpbusd_epi32(tsl_acc, "
 			"tsl_quad, _mm512_xor_si512(tsl_quads, _mm512_set1_epi32((int)"
-			"0x80808080u))), _mm512_set1_epi32((int)(128u * (tsl_elem[0] + "
-			"tsl_elem[1] + tsl_elem[2] + tsl_elem[3]))));\n");
+			"0x80808080u))), _mm512_set1_epi32((int)(128u * ((tsl_bytes & 0xffu) + "
+			"(tsl_bytes >> 8 & 0xffu) + (tsl_bytes >> 16 & 0xffu) + "
+			"(tsl_bytes >> 24)))));\n");
+	}
+}
+
+/* Return whether the group's elements of the load "e" are adjacent in
+ * memory, in the order of the group loop's variable "g": one load of 4
+ * bytes. */
+static bool group_adjacent(const loop_expr *e, const loop_var *g)
+{
+	cg_affine aff;
+	bool clean;
+	cg_affine_offset(e->u.load.buf, e->u.load.n, e->u.load.index, &aff);
+	return cg_affine_coef(&aff, g, &clean) == 1 && clean;
+}
+
+/* Print tsl_quads, the groups of the lanes of "d" as print_dot_sum takes
+ * them, from tsl_lanes: one vector of packed groups (a bf16 pair's halves
+ * swapped), or the group's iterations of a contiguous operand
+ * interleaved. */
+static void print_groups(cg_printer *pr, const dot_group *d)
+{
+	if (d->packed) {
+		cg_line(pr, "__m512i tsl_quads = %s;\n", d->kind->group == 2 ?
+			"_mm512_rol_epi32(tsl_lanes[0], 16)" : "tsl_lanes[0]");
+	} else if (d->kind->group == 2) {
+		cg_line(pr, "__m512i tsl_quads = _mm512_or_si512(_mm512_slli_epi32("
+			"_mm512_cvtepu16_epi32(tsl_lanes[0]), 16), "
+			"_mm512_cvtepu16_epi32(tsl_lanes[1]));\n");
+	} else {
+		cg_line(pr, "__m512i tsl_quads = _mm512_or_si512(_mm512_or_si512("
+			"_mm512_cvtepu8_epi32(tsl_lanes[0]), _mm512_slli_epi32("
+			"_mm512_cvtepu8_epi32(tsl_lanes[1]), 8)), _mm512_or_si512("
+			"_mm512_slli_epi32(_mm512_cvtepu8_epi32(tsl_lanes[2]), 16), "
+			"_mm512_slli_epi32(_mm512_cvtepu8_epi32(tsl_lanes[3]), 24)));\n");
 	}
 }
 
@@ -2118,9 +2164,10 @@ static void print_dot_sum(cg_printer *pr, const dot_group *d)
  * pairs of bf16, the first iteration in the odd half, which it adds
  * first, so that the sums are the plain loop's bit for bit (a product of
  * two bf16 values is exact in f32); AVX512 VNNI's vpdpbusd for quads of
- * i8 or u8 (print_dot_sum).  Per vector, the iterations' bytes
- * of the contiguous operand are interleaved and the invariant operand's
- * group broadcast. */
+ * i8 or u8 (print_dot_sum).  Per vector, the invariant operand's group
+ * is broadcast; a packed operand's groups are one load (bf16 pairs
+ * swapped in each 32 bits), a contiguous operand's iterations are
+ * interleaved (print_groups). */
 static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 {
 	dot_group d;
@@ -2141,22 +2188,42 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	int64_t extent = d.vec->u.for_.extent->u.ival, whole = extent / 16 * 16;
 	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, NULL, whole, 16);
 	pr->depth++;
-	cg_line(pr, "%s tsl_lanes[%d];\n", k->lane_bytes == 32 ? "__m256i" : "__m128i",
-		k->group);
-	cg_line(pr, "uint32_t tsl_elem[%d];\n", k->group);
+	cg_line(pr, "%s tsl_lanes[%d];\n", d.packed ? "__m512i" : k->lane_bytes == 32 ?
+		"__m256i" : "__m128i", d.packed ? 1 : k->group);
+	bool adjacent = group_adjacent(b, s->u.for_.var);
+	if (adjacent)
+		cg_line(pr, "uint32_t tsl_bytes;\n");
+	else
+		cg_line(pr, "uint32_t tsl_elem[%d];\n", k->group);
 	for (int g = 0; g < k->group; g++) {
 		cg_line(pr, "{\n");
 		pr->depth++;
 		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), g);
-		cg_line(pr, "memcpy(&tsl_lanes[%d], &", g);
-		print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
-		cg_put(pr, ", %d);\n", k->lane_bytes);
-		cg_line(pr, "tsl_elem[%d] = %s", g, k->group == 2 ? "" : "(uint8_t)");
-		print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
-		cg_put(pr, ";\n");
+		if (!d.packed || g == 0) {
+			cg_line(pr, "memcpy(&tsl_lanes[%d], &", g);
+			print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
+			cg_put(pr, ", %d);\n", d.packed ? 64 : k->lane_bytes);
+		}
+		if (adjacent && g == 0) {
+			cg_line(pr, "memcpy(&tsl_bytes, &");
+			print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
+			cg_put(pr, ", 4);\n");
+		} else if (!adjacent) {
+			cg_line(pr, "tsl_elem[%d] = %s", g, k->group == 2 ? "" : "(uint8_t)");
+			print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
+			cg_put(pr, ";\n");
+		}
 		pr->depth--;
 		cg_line(pr, "}\n");
 	}
+	if (adjacent && k->group == 2)
+		cg_line(pr, "tsl_bytes = tsl_bytes << 16 | tsl_bytes >> 16;\n");
+	else if (!adjacent && k->group == 2)
+		cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] << 16 | tsl_elem[1];\n");
+	else if (!adjacent)
+		cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] | tsl_elem[1] << 8 | "
+			"tsl_elem[2] << 16 | tsl_elem[3] << 24;\n");
+	print_groups(pr, &d);
 	cg_line(pr, "%s tsl_acc;\n", acc_type);
 	cg_line(pr, "memcpy(&tsl_acc, &");
 	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);

@@ -1,5 +1,6 @@
 /* Rewrites of ops that schedules make: a stage written through a cache,
- * a tensor read through a cache, a stage stored in another axis order.
+ * a tensor read through a cache, a stage stored in another axis order or
+ * with an axis split in two.
  * Each returns a new op (finished, bound when the source is) and leaves
  * the source unchanged. */
 #include <stdio.h>
@@ -161,4 +162,119 @@ tessel_op *te_op_reorder_storage(const tessel_op *op, const tessel_stage *s,
 		if (dst->stages[i]->kind == TE_COMPUTE)
 			te_visit_accesses(dst->stages[i]->body, false, permute_access, &p);
 	return finish_copy(&c, dst, true);
+}
+
+typedef struct storage_split {
+	const tessel_stage *t;
+	int axis;
+	int64_t factor;
+	tessel_op *op;
+} storage_split;
+
+static int split_access(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	const storage_split *p = user;
+	if (access->u.access.tensor != p->t)
+		return 0;
+	int n = access->u.access.n;
+	tessel_expr **index = te_arena_alloc(&p->op->arena,
+		sizeof(tessel_expr *) * (size_t)(n + 2));
+	for (int d = 0, k = 0; d < n; d++) {
+		tessel_expr *e = access->u.access.index[d];
+		if (d != p->axis) {
+			index[k++] = e;
+			continue;
+		}
+		index[k++] = tessel_binary_op(p->op, TESSEL_DIV, e,
+			tessel_int(p->op, p->factor));
+		index[k++] = tessel_binary_op(p->op, TESSEL_MOD, e,
+			tessel_int(p->op, p->factor));
+	}
+	access->u.access.index = index;
+	access->u.access.n = n + 1;
+	return 0;
+}
+
+/* Add to "c"'s copy the stage "s" with its axis "axis" split into two
+ * of extents extent / "factor" and "factor", named after it with "o" and
+ * "i": the element [.., o, i, ..] is the one "s" computes at
+ * [.., o * factor + i, ..]. */
+static tessel_stage *add_split_stage(te_copier *c, const tessel_stage *s, int axis,
+	int64_t factor)
+{
+	tessel_op *dst = c->dst;
+	char names[TESSEL_MAX_DIMS][40];
+	const char *axis_names[TESSEL_MAX_DIMS];
+	int64_t extent[TESSEL_MAX_DIMS];
+	for (int d = 0, k = 0; d < s->ndim; d++) {
+		if (d == axis) {
+			snprintf(names[k], sizeof(names[k]), "%.30so", s->axes[d]->name);
+			extent[k++] = s->extent[d] / factor;
+			snprintf(names[k], sizeof(names[k]), "%.30si", s->axes[d]->name);
+			extent[k++] = factor;
+		} else {
+			snprintf(names[k], sizeof(names[k]), "%.30s", s->axes[d]->name);
+			extent[k++] = s->extent[d];
+		}
+	}
+	for (int d = 0; d <= s->ndim; d++)
+		axis_names[d] = names[d];
+	tessel_stage *t = tessel_op_compute(dst, s->name, s->ndim + 1, axis_names);
+	if (!t)
+		return NULL;
+	t->loc = s->loc;
+	c->map[s->index] = t;
+	tessel_expr *dims[TESSEL_MAX_DIMS], *subst[TESSEL_MAX_DIMS];
+	for (int d = 0; d <= s->ndim; d++)
+		dims[d] = tessel_int(dst, extent[d]);
+	for (int d = 0; d < s->ndim; d++) {
+		int k = d + (d > axis);
+		subst[d] = tessel_var_ref(dst, t->axes[k]);
+		if (d == axis)
+			subst[d] = tessel_binary_op(dst, TESSEL_ADD, tessel_binary_op(dst,
+				TESSEL_MUL, subst[d], tessel_int(dst, factor)),
+				tessel_var_ref(dst, t->axes[k + 1]));
+	}
+	c->stage = s;
+	c->subst_stage = s;
+	c->subst = subst;
+	tessel_expr *body = te_copy_expr(c, s->body);
+	c->stage = NULL;
+	c->subst_stage = NULL;
+	c->subst = NULL;
+	if (tessel_stage_set_shape(t, s->dtype, dims) ||
+	    tessel_stage_set_body(t, TESSEL_REDUCE_NONE, body))
+		return NULL;
+	return t;
+}
+
+tessel_op *te_op_split_storage(const tessel_op *op, const tessel_stage *s, int axis,
+	int64_t factor)
+{
+	if (!op->bound || s->kind != TE_COMPUTE || s->is_output || s->nraxes ||
+	    s->ndim >= TESSEL_MAX_DIMS || axis < 0 || axis >= s->ndim || factor < 1 ||
+	    s->extent[axis] % factor) {
+		te_error(op->ctx, TESSEL_ERR_VALUE, s->loc,
+			"split_storage needs a computed stage of a bound op that is not "
+			"an output, reduces nothing, has fewer than %d axes, and an "
+			"axis whose extent the factor divides", TESSEL_MAX_DIMS);
+		return NULL;
+	}
+	tessel_op *dst = tessel_op_new(op->ctx, op->name);
+	te_copier c;
+	te_copier_init(&c, op, dst, NULL, NULL);
+	bool ok = true;
+	tessel_stage *split = NULL;
+	for (int i = 0; i < op->nstages && ok; i++) {
+		if (op->stages[i] != s)
+			te_copy_stage(&c, op->stages[i]);
+		else
+			ok = (split = add_split_stage(&c, s, axis, factor)) != NULL;
+	}
+	storage_split p = { split, axis, factor, dst };
+	for (int i = 0; i < dst->nstages && ok; i++)
+		if (dst->stages[i]->kind == TE_COMPUTE && dst->stages[i] != split)
+			te_visit_accesses(dst->stages[i]->body, false, split_access, &p);
+	return finish_copy(&c, dst, ok);
 }

@@ -20,5 +20,12 @@ tessel_op *te_op_cache_read(const tessel_op *op, const tessel_stage *t,
  * accordingly: the same values, another layout in memory. */
 tessel_op *te_op_reorder_storage(const tessel_op *op, const tessel_stage *s,
 	const int *perm);
+/* Return a copy of the bound "op" in which the computed stage "s" (not an
+ * output, no reduction) stores its axis "axis" as two, of extents
+ * extent / "factor" (which must divide it) and "factor", and every read
+ * [.., e, ..] of it reads [.., e / factor, e % factor, ..]: the same
+ * values, another layout in memory. */
+tessel_op *te_op_split_storage(const tessel_op *op, const tessel_stage *s, int axis,
+	int64_t factor);
 
 #endif

@@ -75,6 +75,10 @@ int sch_cache_read(sch_state *st, const char *tensor, const char *scope, int n,
  * outermost first) name with its axes in that order; its readers index
  * it to match (schedule/reorder_storage.c). */
 int sch_reorder_storage(sch_state *st, int n, const char *const *axes);
+/* Store the axis "axis" ("STAGE.AXIS") of a computed stage as two, of
+ * extents extent / "factor" and "factor"; its readers index it to match
+ * (schedule/split_storage.c). */
+int sch_split_storage(sch_state *st, const char *axis, int64_t factor);
 /* Pad the stride of axis "axis" ("STAGE.AXIS") of the stage's buffers to
  * the next k * "factor" + "offset" (schedule/storage_align.c). */
 int sch_storage_align(sch_state *st, const char *axis, int64_t factor,

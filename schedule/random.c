@@ -192,6 +192,36 @@ static int try_storage_align(sch_state *st, int s, uint64_t *rng)
 	return sch_storage_align(st, axis, factor, below(rng, factor));
 }
 
+/* split_storage of a random axis of stage "s" by 2 or 4, then, half the
+ * time, reorder_storage moving the inner part innermost (a layout of
+ * groups, as the tuner packs inputs for dot_pairs and dot_quads). */
+static int try_split_storage(sch_state *st, int s, uint64_t *rng)
+{
+	const sch_stage *ss = &st->stages[s];
+	int n = ss->te->ndim;
+	if (n == 0 || n >= TESSEL_MAX_DIMS)
+		return -1;
+	int d = (int)below(rng, n);
+	const char *name = ss->te->axes[d]->name;
+	char stage[SCH_NAME_MAX], axis[160], names[TESSEL_MAX_DIMS][160];
+	snprintf(stage, sizeof(stage), "%s", ss->name);
+	snprintf(axis, sizeof(axis), "%s.%s", stage, name);
+	if (sch_split_storage(st, axis, 2 << below(rng, 2)))
+		return -1;
+	if (below(rng, 2))
+		return 0;
+	const tessel_stage *t = st->stages[sch_find_stage(st, stage)].te;
+	const char *order[TESSEL_MAX_DIMS];
+	for (int k = 0, o = 0; k < t->ndim; k++)
+		if (k != d + 1)
+			snprintf(names[o++], sizeof(names[0]), "%s.%s", stage, t->axes[k]->name);
+	snprintf(names[t->ndim - 1], sizeof(names[0]), "%s.%s", stage, t->axes[d + 1]->name);
+	for (int k = 0; k < t->ndim; k++)
+		order[k] = names[k];
+	sch_reorder_storage(st, t->ndim, order);
+	return 0;
+}
+
 /* prefetch of a random input at a random loop of stage "s", 0 to 3
  * iterations ahead. */
 static int try_prefetch(sch_state *st, int s, uint64_t *rng)
@@ -211,7 +241,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	int s = (int)below(rng, st->nstages);
 	if (st->stages[s].attach == SCH_INLINE && below(rng, 4) != 0)
 		return -1;
-	switch (below(rng, 23)) {
+	switch (below(rng, 24)) {
 	case 0: case 1: case 2: return try_split(st, s, rng);
 	case 3: return try_fuse(st, s, rng);
 	case 4: case 5: return try_reorder(st, s, rng);
@@ -233,6 +263,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 	}
 	case 17: return try_storage_align(st, s, rng);
 	case 22: return try_prefetch(st, s, rng);
+	case 23: return try_split_storage(st, s, rng);
 	case 15: {
 		char loop[160];
 		if (random_loop(st, s, rng, loop, sizeof(loop)) < 0)

@@ -305,6 +305,12 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "reorder_storage STAGE.AXIS...");
 		return sch_reorder_storage(st, s->nargs, axes);
 	}
+	if (strcmp(p, "split_storage") == 0) {
+		int64_t factor;
+		if (s->nargs != 2 || s->nouts || !parse_int(s->args[1], &factor))
+			return arity_error(st, s, "split_storage STAGE.AXIS FACTOR");
+		return sch_split_storage(st, s->args[0], factor);
+	}
 	if (strcmp(p, "prefetch") == 0) {
 		int64_t distance;
 		if (s->nargs != 3 || s->nouts || !parse_int(s->args[2], &distance))

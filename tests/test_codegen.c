@@ -1611,7 +1611,8 @@ Test(codegen, f16_sums_accumulate_in_f32)
  * 16 + 8) in plain loops after; compiled for a target without AVX512
  * BF16 it runs the plain loop.  A vector loop of 8 lanes (no whole
  * vector), or lanes that read B across its rows (B transposed), stay
- * plain. */
+ * plain.  B packed in pairs ([k / 2, j, k % 2], plain or transposed) is
+ * one load a vector, its halves swapped, and sums as the plain loop. */
 Test(codegen, bf16_dot_pairs)
 {
 	static const char *const trace =
@@ -1650,6 +1651,18 @@ Test(codegen, bf16_dot_pairs)
 	cr_expect_eq(e4, matmul_error(n48, t24, no_bf16, NULL, false),
 		"the remainder lanes sum as the plain loop does");
 	cr_expect_eq(e1, e3, "paired %g, plain %g", e1, e3);
+	char packed[1200], packed_bt[1200];
+	snprintf(packed, sizeof(packed), "cache_read B global C -> B_global\n"
+		"split_storage B_global.ax0 2\n"
+		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n%s", t32);
+	snprintf(packed_bt, sizeof(packed_bt), "cache_read B global C -> B_global\n"
+		"split_storage B_global.ax1 2\n"
+		"reorder_storage B_global.ax1o B_global.ax0 B_global.ax1i\n%s", t32);
+	cr_expect_eq(matmul_error(plain, packed, NULL, "_mm512_rol_epi32(tsl_lanes[0], 16)",
+		true), e3, "B packed in pairs sums as the plain loop does");
+	cr_expect_eq(matmul_error(bt, packed_bt, NULL, "_mm512_rol_epi32(tsl_lanes[0], 16)",
+		true), matmul_error(bt, packed_bt, no_bf16, NULL, false),
+		"B transposed, packed in pairs");
 }
 
 /* scheduled_error of the op in the .te text "src" bound to M=30, N=64,
@@ -1706,7 +1719,9 @@ Test(codegen, i8_dot_quads)
 /* Quads of u8 with i8 in either operand (vpdpbusd's own form, no offset)
  * and of two u8 operands (the contiguous one offset by -128, 128 times
  * the invariant quad's sum added back) sum exactly, over u8 inputs drawn
- * from all of [0, 256), as the plain loop does without AVX512 VNNI. */
+ * from all of [0, 256), as the plain loop does without AVX512 VNNI; with
+ * B packed in quads ([k / 4, j, k % 4]) each vector of quads is one load,
+ * and A's quad, adjacent, one load of 4 bytes. */
 Test(codegen, u8_dot_quads)
 {
 	static const char *const src[] = {
@@ -1735,11 +1750,19 @@ Test(codegen, u8_dot_quads)
 		"annotate C_local.kk dot_quads 1\n";
 	const char *no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
 		"-std=gnu17", NULL };
+	char packed[1200];
+	snprintf(packed, sizeof(packed), "cache_read B global C -> B_global\n"
+		"split_storage B_global.ax0 4\n"
+		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n%s", trace);
 	for (int i = 0; i < 3; i++) {
 		cr_expect_eq(te_op_error(src[i], trace, NULL, form[i], true), 0, "%s",
 			src[i]);
 		cr_expect_eq(te_op_error(src[i], trace, no_vnni, form[i], true), 0, "%s",
 			src[i]);
+		cr_expect_eq(te_op_error(src[i], packed, NULL, "__m512i tsl_lanes[1];",
+			true), 0, "B packed in quads: %s", src[i]);
+		cr_expect_eq(te_op_error(src[i], packed, NULL, "memcpy(&tsl_bytes, &A[",
+			true), 0, "A's quad one load: %s", src[i]);
 	}
 }
 

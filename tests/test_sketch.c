@@ -532,7 +532,9 @@ static void fixture_te_on(fixture *f, const char *src, const char *target)
  * sample and mutation computes the op.  Without the feature, or in f32,
  * there is no such sketch.  A sum of i8 products into i32 on a target
  * with AVX512 VNNI gets "i8 quads" (dot_quads, the reduction split by
- * 4), and so does one of u8 data and i8 weights. */
+ * 4), and so does one of u8 data and i8 weights, with B packed in
+ * quads ([k / 4, j, k % 4]) in a sketch of its own, the only one where
+ * each element of B is read by many rows. */
 Test(sketch, products_summed_in_groups)
 {
 	const char *mm[] = { "M", "48", "N", "64", "K", "24", "dtype", "bf16" };
@@ -594,7 +596,25 @@ Test(sketch, products_summed_in_groups)
 	k = sketch_named(&f, "i8 quads");
 	cr_assert_geq(k, 0, "u8 data and i8 weights sum in quads too");
 	cr_expect_gt(samples_holding(&f, k, 10, 9, grouped), 0);
-	cr_expect_gt(sample_all(&f, 4, 25, "dot_quads"), 0);
+	k = sketch_named(&f, "i8 quads of B packed in groups");
+	cr_assert_geq(k, 0, "B[k, j] packed [k / 4, j, k % 4]");
+	const char *in_groups[] = { "cache_read B global C -> B_global\n",
+		"split_storage B_global.ax0 4\n",
+		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n",
+		" dot_quads 1\n", NULL };
+	int packed_quads = samples_holding(&f, k, 20, 9, in_groups);
+	cr_expect_geq(packed_quads, 15, "%d of 20 samples packed B in groups", packed_quads);
+	cr_expect_gt(sample_all(&f, 4, 25, "split_storage"), 0);
+	fixture_fini(&f);
+
+	const char *many_rows[] = { "M", "96", "N", "48", "K", "32", "dtype", "u8",
+		"weight_dtype", "i8", "out_dtype", "i32" };
+	fixture_lib_on(&f, "matmul", 6, many_rows, "cpu -features=" V4_FEATURES
+		",avx512_vnni -cores=2");
+	k = sketch_named(&f, "i8 quads");
+	cr_expect(k >= 0 && strstr(tune_space_sketch_name(f.space, k), "packed in groups"),
+		"each element of B read by 96 rows: packed in groups only, not "
+		"interleaved in the tiles (%s)", k >= 0 ? tune_space_sketch_name(f.space, k) : "");
 	fixture_fini(&f);
 }
 

@@ -524,6 +524,71 @@ static bool sums_products(const tessel_stage *t, tessel_dtype acc, tessel_dtype 
 	       is_access_of(e->u.bin.b, acc, dt, alt);
 }
 
+/* The reads of each element from which an input summed in groups is
+ * packed in groups only, not interleaved in the tiles. */
+#define PACK_IN_GROUPS_REUSE 64
+
+typedef struct group_scan {
+	int lane_axis;
+	int group;
+	const char *input;
+	int dim, lane_dim, raxis;
+	uint64_t axes;            /* the spatial axes that index the input */
+} group_scan;
+
+/* Note in "user" (a group_scan) the input "access" one of whose
+ * dimensions the lane axis alone indexes, and the dimension indexed by
+ * the innermost reduction axis whose extent the group divides, alone. */
+static int access_in_groups(tessel_expr *access, bool under_select, void *user)
+{
+	(void)under_select;
+	group_scan *g = user;
+	const tessel_stage *t = access->u.access.tensor;
+	int lane_dim = -1;
+	for (int d = 0; d < access->u.access.n; d++) {
+		const tessel_expr *ix = access->u.access.index[d];
+		if (ix->kind == TE_VAR && !ix->u.var->is_reduce &&
+		    ix->u.var->index == g->lane_axis)
+			lane_dim = d;
+	}
+	if (t->kind != TE_INPUT || lane_dim < 0)
+		return 0;
+	for (int d = 0; d < access->u.access.n; d++) {
+		const tessel_expr *ix = access->u.access.index[d];
+		const tessel_var *v = ix->kind == TE_VAR ? ix->u.var : NULL;
+		if (v && v->is_reduce && v->index > g->raxis && t->extent[d] % g->group == 0) {
+			g->input = t->name;
+			g->dim = d;
+			g->lane_dim = lane_dim;
+			g->raxis = v->index;
+			g->axes = 0;
+			for (int k = 0; k < access->u.access.n; k++)
+				spatial_vars(access->u.access.index[k], &g->axes);
+		}
+	}
+	return 0;
+}
+
+/* Find the input of the tiled stage "t", summing in groups of "group",
+ * whose elements its vector lanes along "lane_axis" multiply, the
+ * dimension of it that the group's reduction axis indexes and the one the
+ * lanes index (stage_info's group_input). */
+static void find_group_input(const tessel_stage *t, int lane_axis, int group,
+	const char **input, int *dim, int *lane_dim, int *raxis, int64_t *reuse)
+{
+	group_scan g = { lane_axis, group, NULL, -1, -1, -1, 0 };
+	if (lane_axis >= 0 && lane_axis < 64)
+		te_visit_accesses(t->body, false, access_in_groups, &g);
+	*input = g.input;
+	*dim = g.dim;
+	*lane_dim = g.lane_dim;
+	*raxis = g.raxis;
+	*reuse = 1;
+	for (int a = 0; a < t->ndim && a < 64; a++)
+		if (!(g.axes & (1ull << a)))
+			*reuse *= t->extent[a];
+}
+
 /* Return the dot group of the tiled stage "t" on the CPU "cpu" with
  * vectors of "vector_bytes" (stage_info.dot_group). */
 static int dot_group_of(const tessel_stage *t, const rt_cpu_target *cpu, int vector_bytes)
@@ -568,6 +633,20 @@ static const char *packed_input(const sketch *k, const stage_info *in, int *dim)
 	return k->pack && in->role == ROLE_TILE ? in->pack_input : NULL;
 }
 
+/* Return the input that sketch "k" packs in groups for the tiles of
+ * "in", and in "*dim" and "*lane_dim" the dimensions the group's
+ * reduction axis and the lanes index; NULL when none. */
+static const char *grouped_input(const sketch *k, const stage_info *in, int *dim,
+	int *lane_dim)
+{
+	if (!k->groups_packed || !k->dot_groups || !in->dot_group)
+		return NULL;
+	bool lanes = moves_lanes(k, in);
+	*dim = lanes ? in->lane_group_dim : in->group_dim;
+	*lane_dim = lanes ? in->lane_group_lane_dim : in->group_lane_dim;
+	return lanes ? in->lane_group_input : in->group_input;
+}
+
 /* Add sketch "k" (its rules; the name is made here) to "sp". */
 static void add_sketch(tune_space *sp, sketch k)
 {
@@ -591,8 +670,9 @@ static void add_sketch(tune_space *sp, sketch k)
 			rule = "blocked, parallel, vectorize";
 		len += (size_t)snprintf(k.name + len, sizeof(k.name) - len, "%s%s: %s",
 			i ? "; " : "", in->name, rule);
-		int dim;
-		const char *pack = packed_input(&k, in, &dim);
+		int dim, gdim, ldim;
+		const char *grouped = grouped_input(&k, in, &gdim, &ldim);
+		const char *pack = grouped ? NULL : packed_input(&k, in, &dim);
 		if (moves_lanes(&k, in) && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				", lanes along %s", in->lane_axis_name);
@@ -605,8 +685,22 @@ static void add_sketch(tune_space *sp, sketch k)
 		if (k.dot_groups && in->dot_group && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				in->dot_group == 2 ? ", bf16 pairs" : ", i8 quads");
+		if (grouped && len < sizeof(k.name))
+			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
+				" of %s packed in groups", grouped);
 	}
 	sp->sketches[sp->nsketches++] = k;
+}
+
+/* Return whether packing the input "input" of a stage that sums in
+ * groups, whose every element "reuse" rows of tiles read, pays for the
+ * copy: the groups of a vector are then one load where the interleave
+ * of a contiguous input takes four to ten instructions at every read
+ * (docs/tuner.md, "packed in groups").  A C probe and the search's
+ * kernels favour the copy once the reads are many. */
+static bool pack_in_groups_pays(const char *input, int64_t reuse)
+{
+	return input && reuse >= PACK_IN_GROUPS_REUSE;
 }
 
 tune_space *tune_space_new(const tune_task *task)
@@ -624,13 +718,35 @@ tune_space *tune_space_new(const tune_task *task)
 	sp->cores = task->cpu.cores > 0 ? task->cpu.cores : 1;
 	sp->vector_bytes = task->cpu.vector_bytes > 0 ? task->cpu.vector_bytes : 16;
 	bool any_tile = false, any_rfactor = false, any_pack = false, any_panel = false,
-	     any_block = false, any_lanes = false, any_groups = false;
+	     any_block = false, any_lanes = false, any_groups = false,
+	     any_group_input = false, any_lane_group_input = false,
+	     groups_interleaved = false, lane_groups_interleaved = false;
 	for (int i = 0; i < st->nstages; i++) {
 		analyse_stage(st, i, sp->vector_bytes, &sp->info[i]);
-		if (sp->info[i].role == ROLE_TILE && !tune_task_is_gpu(task))
-			sp->info[i].dot_group = dot_group_of(st->stages[i].te, &task->cpu,
+		stage_info *in = &sp->info[i];
+		if (in->role == ROLE_TILE && !tune_task_is_gpu(task))
+			in->dot_group = dot_group_of(st->stages[i].te, &task->cpu,
 				sp->vector_bytes);
+		if (in->dot_group) {
+			const tessel_stage *t = st->stages[i].te;
+			find_group_input(t, t->ndim - 1, in->dot_group, &in->group_input,
+				&in->group_dim, &in->group_lane_dim, &in->group_raxis,
+				&in->group_reuse);
+			find_group_input(t, in->lane_axis, in->dot_group,
+				&in->lane_group_input, &in->lane_group_dim,
+				&in->lane_group_lane_dim, &in->lane_group_raxis,
+				&in->lane_group_reuse);
+		}
 		any_groups |= sp->info[i].dot_group > 0;
+		any_group_input |= sp->info[i].group_input != NULL;
+		any_lane_group_input |= sp->info[i].lane_group_input != NULL &&
+			sp->info[i].lane_axis >= 0;
+		if (sp->info[i].dot_group) {
+			groups_interleaved |= !pack_in_groups_pays(sp->info[i].group_input,
+				sp->info[i].group_reuse);
+			lane_groups_interleaved |= !pack_in_groups_pays(
+				sp->info[i].lane_group_input, sp->info[i].lane_group_reuse);
+		}
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
@@ -658,13 +774,19 @@ tune_space *tune_space_new(const tune_task *task)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
 	if (any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
-	if (any_groups)
+	if (any_groups && groups_interleaved)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_groups = true });
-	if (any_groups && any_pack)
+	if (any_groups && groups_interleaved && any_pack)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .pack = true, .dot_groups = true });
-	if (any_groups && any_lanes)
+	if (any_groups && lane_groups_interleaved && any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true,
 			.dot_groups = true });
+	if (any_group_input)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .dot_groups = true,
+			.groups_packed = true });
+	if (any_lane_group_input)
+		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true,
+			.dot_groups = true, .groups_packed = true });
 	if (any_rfactor)
 		add_sketch(sp, (sketch){ .tile = tile, .rfactor = true });
 	if (any_block)
@@ -1020,6 +1142,41 @@ static int pack_input(sch_state *st, const char *reader, const char *input, int 
 	return store_axis_last(st, copy, dim);
 }
 
+/* Rule "packed in groups" of the tiled stage "reader" (before it is
+ * tiled), which sums products in groups of "group": its input "input" is
+ * read through a copy whose dimension "dim" (the group's reduction axis)
+ * is stored split by the group (split_storage), the inner part last,
+ * after the dimension "lane_dim" the vector lanes index (reorder_storage):
+ * each lane's group side by side, lane after lane, one vector load of
+ * the groups of the lanes.  Store the copy's name in "copy". */
+static int pack_in_groups(sch_state *st, const char *reader, const char *input,
+	int dim, int lane_dim, int group, char copy[SCH_NAME_MAX])
+{
+	int p = sk_make_stage(st, do_cache_read_global, input, reader);
+	if (p < 0)
+		return -1;
+	snprintf(copy, SCH_NAME_MAX, "%s", st->stages[p].name);
+	char axis[QNAME], names[TESSEL_MAX_DIMS][QNAME];
+	const char *order[TESSEL_MAX_DIMS];
+	const tessel_stage *t = st->stages[p].te;
+	int n = t->ndim, k = 0;
+	if (n >= TESSEL_MAX_DIMS)
+		return -1;
+	snprintf(axis, QNAME, "%s.%s", copy, t->axes[dim]->name);
+	if (sch_split_storage(st, axis, group))
+		return -1;
+	t = st->stages[sk_stage_named(st, copy)].te;
+	int inner = dim + 1, lanes = lane_dim > dim ? lane_dim + 1 : lane_dim;
+	for (int d = 0; d <= n; d++)
+		if (d != inner && d != lanes)
+			snprintf(names[k++], QNAME, "%s.%s", copy, t->axes[d]->name);
+	snprintf(names[k++], QNAME, "%s.%s", copy, t->axes[lanes]->name);
+	snprintf(names[k++], QNAME, "%s.%s", copy, t->axes[inner]->name);
+	for (int d = 0; d < k; d++)
+		order[d] = names[d];
+	return sch_reorder_storage(st, k, order);
+}
+
 /* Return how many times over computing the copy "p" at the outermost
  * loop of the root stage "c" would compute its elements: one iteration's
  * region times the iterations, over the whole copy; 0 when unknown. */
@@ -1103,13 +1260,28 @@ static int schedule_pack(const tune_space *sp, sch_state *st, const char *copy,
 /* Rule "SSRSRS, cache_write" (or ", fused consumer") for stage "name";
  * "consumer" is its fusable consumer or NULL; "lane_axis" >= 0 runs the
  * vector lanes along that axis. */
+/* Return whether the iter "it" of "ss" is the innermost part of the
+ * reduction axis "raxis" of its stage (the inner part of splits of it
+ * all the way: consecutive values of it), or of any reduction axis when
+ * "raxis" is -1. */
+static bool innermost_part(const sch_stage *ss, int it, int raxis)
+{
+	const sch_iter *i = &ss->iters[it];
+	while (i->origin == SCH_SPLIT_INNER)
+		i = &ss->iters[i->parent];
+	return i->origin == SCH_AXIS && i->reduce &&
+	       (raxis < 0 || i->axis == ss->te->ndim + raxis);
+}
+
 /* Sum the products of the tile of stage "name" in groups of "group"
  * (annotate dot_pairs or dot_quads; codegen/cpu_c.c): its innermost
  * reduction loop whose extent "group" divides (a convolution's channels,
  * not its window of 3) split by it, the loop of the group moved to just
- * outside the vectorized innermost loop.  -1 where the tile has no such
- * loops. */
-static int group_products(sch_state *st, const char *name, int group)
+ * outside the vectorized innermost loop.  With "raxis" >= 0 (an input
+ * packed in groups of that reduction axis) the loop must be that axis's
+ * innermost part, so that a group is consecutive values of it.  -1 where
+ * the tile has no such loop. */
+static int group_products(sch_state *st, const char *name, int group, int raxis)
 {
 	int s = sk_stage_named(st, name);
 	const sch_stage *ss = s >= 0 ? &st->stages[s] : NULL;
@@ -1118,7 +1290,8 @@ static int group_products(sch_state *st, const char *name, int group)
 		return -1;
 	for (int p = last - 1; p >= 0 && red < 0; p--)
 		if (ss->iters[ss->leaves[p]].reduce &&
-		    ss->iters[ss->leaves[p]].extent % group == 0)
+		    ss->iters[ss->leaves[p]].extent % group == 0 &&
+		    (raxis < 0 || innermost_part(ss, ss->leaves[p], raxis)))
 			red = p;
 	if (red < 0)
 		return -1;
@@ -1142,7 +1315,7 @@ static int group_products(sch_state *st, const char *name, int group)
 
 static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	const char *consumer, const stage_info *panel, int lane_axis, int group,
-	uint64_t *rng)
+	int group_raxis, uint64_t *rng)
 {
 	char inner[SCH_NAME_MAX];
 	const char *outer = consumer ? consumer : name;
@@ -1158,7 +1331,7 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	int o = sk_stage_named(st, outer), i = sk_stage_named(st, inner);
 	if (o < 0 || i < 0 || tile_two_stages(sp, st, o, i, panel, lane_axis, rng))
 		return -1;
-	return group ? group_products(st, inner, group) : 0;
+	return group ? group_products(st, inner, group, group_raxis) : 0;
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
@@ -1610,10 +1783,13 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		if (s < 0)
 			continue;
 		char copy[SCH_NAME_MAX] = "";
-		int dim;
-		const char *pack = packed_input(k, in, &dim);
-		if (pack && (pack_input(st, in->name, pack, dim, copy) ||
-			     (s = sk_stage_named(st, in->name)) < 0)) {
+		int dim, gdim, ldim;
+		const char *grouped = grouped_input(k, in, &gdim, &ldim);
+		const char *pack = grouped ? NULL : packed_input(k, in, &dim);
+		if ((grouped && (pack_in_groups(st, in->name, grouped, gdim, ldim,
+				in->dot_group, copy) || (s = sk_stage_named(st, in->name)) < 0)) ||
+		    (pack && (pack_input(st, in->name, pack, dim, copy) ||
+			      (s = sk_stage_named(st, in->name)) < 0))) {
 			r = -1;
 			break;
 		}
@@ -1622,7 +1798,8 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 				fuse[i] >= 0 ? sp->info[fuse[i]].name : NULL,
 				k->panel && in->panel_input ? in : NULL,
 				moves_lanes(k, in) ? in->lane_axis : -1,
-				k->dot_groups ? in->dot_group : 0, rng);
+				k->dot_groups ? in->dot_group : 0, !grouped ? -1 :
+				moves_lanes(k, in) ? in->lane_group_raxis : in->group_raxis, rng);
 			if (r == 0 && copy[0])
 				r = schedule_pack(sp, st, copy, rng);
 		}

@@ -11,7 +11,7 @@
 #include "schedule/state.h"
 #include "tuner/sketch.h"
 
-#define MAX_SKETCHES 8
+#define MAX_SKETCHES 12
 #define MAX_AXES SCH_MAX_ARGS
 #define QNAME 160
 
@@ -57,6 +57,20 @@ typedef struct stage_info {
 	                           * sums them in pairs, 4 for one of two i8
 	                           * or u8 tensors into i32 where vpdpbusd
 	                           * sums them in quads, else 0 */
+	const char *group_input;  /* dot_group: the input whose elements the
+	                           * vector lanes along the innermost spatial
+	                           * axis multiply, when that axis alone
+	                           * indexes one of its dimensions and an
+	                           * innermost reduction axis whose extent the
+	                           * group divides another, else NULL */
+	int group_dim, group_lane_dim;  /* those two dimensions */
+	int group_raxis;          /* that reduction axis (among the raxes) */
+	int64_t group_reuse;      /* the product of the spatial extents that do
+	                           * not index it: how often the tiles read
+	                           * each of its elements */
+	const char *lane_group_input;   /* the same for lanes along lane_axis */
+	int lane_group_dim, lane_group_lane_dim, lane_group_raxis;
+	int64_t lane_group_reuse;
 	int block_axis;           /* no reduction, and its innermost spatial
 	                           * axis reads an input across its rows (a
 	                           * transposition): the spatial axis that
@@ -91,6 +105,10 @@ typedef struct sketch {
 	bool dot_groups;          /* CPU: the tiles of the stages with a
 	                           * dot_group sum their products in groups
 	                           * (annotate dot_pairs, dot_quads) */
+	bool groups_packed;       /* CPU, with dot_groups: the group_input is
+	                           * read through a copy that stores each
+	                           * lane's group side by side, lane after
+	                           * lane (in place of the pack of that input) */
 	bool cross_thread;        /* GPU: reductions without reuse across the
 	                           * threads of a block */
 	char name[256];

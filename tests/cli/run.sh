@@ -79,6 +79,11 @@ expect 0 'Bias: f32\[4\]' -- check dense --set batch=2,in_features=3,out_feature
 expect 0 'Y\[n, y, x, f\] : i32\[1, 6, 6, 4\] = sum\(c in 0\.\.8, r in 0\.\.3, s in 0\.\.3\) i32\(P\[n, y \+ r, x \+ s, c\]\) \* i32\(Wt\[r, s, c, f\]\)' -- check conv2d --set N=1,C=8,H=6,W=6,F=4,R=3,S=3,padding=1,layout=NHWC,dtype=i8,out_dtype=i32
 expect 1 'out_dtype i8: products of i32 sum in i32 or a wider dtype of the same kind' -- check batch_matmul --set B=2,M=4,N=3,K=5,dtype=i32,out_dtype=i8
 expect 1 "attribute 'out_dtype' of op 'matmul': expected one of same\|f64" -- check matmul --set M=4,N=3,K=5,out_dtype=f128
+# u8 data with i8 weights (quantized activations); u8 wraps and saturates
+expect 0 'op matmul\(A: u8\[4, 5\], B: i8\[5, 3\]\)' -- check matmul --set M=4,N=3,K=5,dtype=u8,weight_dtype=i8,out_dtype=i32
+expect 0 'Wt: i8\[3, 3, 8, 4\]' -- check conv2d --set N=1,C=8,H=6,W=6,F=4,R=3,S=3,padding=1,layout=NHWC,dtype=u8,weight_dtype=i8,out_dtype=i32
+expect 1 'weight_dtype i8 with dtype u8: weights differ from the data only as the other 8-bit integer type' -- check matmul --set M=4,N=3,K=5,dtype=u8,weight_dtype=i8
+expect 0 ': relative error 0 \(tolerance 0\) ok' -- run dense --set batch=3,in_features=40,out_features=24,dtype=u8,weight_dtype=i8,out_dtype=i32 --min-time 0.001
 expect 1 "no built-in op 'nope'" -- ops nope
 expect 1 "neither a .te file nor a built-in op" -- interp nope --set M=1
 
@@ -334,12 +339,15 @@ elif ldconfig -p 2>/dev/null | grep -q 'libdnnl\.so\.2'; then
 		expect 0 'median ms +round medians ms +GOP/s' -- bench matmul --set M=24,N=40,K=36,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
 		expect 0 'oneDNN .*matmul.* ok' -- bench dense --set batch=5,in_features=48,out_features=20,dtype=bf16,out_dtype=f32 --compare onednn "${quick[@]}"
 		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=16,H=8,W=7,F=32,R=3,S=3,padding=1,layout=NHWC,dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*matmul.* ok' -- bench matmul --set M=24,N=40,K=36,dtype=u8,weight_dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
+		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=16,H=8,W=7,F=32,R=3,S=3,padding=1,dtype=u8,weight_dtype=i8,out_dtype=i32 --compare onednn "${quick[@]}"
 		expect 0 'oneDNN .*convolution.* ok' -- bench conv2d --set N=1,C=8,H=7,W=8,F=16,R=3,S=3,stride=2,dtype=bf16,out_dtype=f32 --compare onednn "${quick[@]}"
 	fi
 	expect 1 'onednn: no equivalent of layer_norm in bf16' -- bench layer_norm --set 'shape=[6,40],dtype=bf16' --compare onednn "${quick[@]}"
 	expect 1 'onednn: no equivalent of transpose \(dtype i32\)' -- bench transpose --set 'shape=[6,10],dtype=i32' --compare onednn "${quick[@]}"
 fi
 expect 1 'openblas: no equivalent of matmul from i8 into i32' -- bench matmul --set M=8,N=8,K=8,dtype=i8,out_dtype=i32 --compare openblas "${quick[@]}"
+expect 1 'openblas: no equivalent of matmul from u8 with weights of i8 into i32' -- bench matmul --set M=8,N=8,K=8,dtype=u8,weight_dtype=i8,out_dtype=i32 --compare openblas "${quick[@]}"
 expect 1 'openblas: no equivalent of matmul in bf16' -- bench matmul --set M=8,N=8,K=8,dtype=bf16 --compare openblas "${quick[@]}"
 expect 1 "unknown vendor 'mkl' in --compare \(known: openblas,onednn,cublas,cudnn\)" -- bench matmul --set M=8,N=8,K=8 --compare openblas,mkl
 expect 1 'bench: cublas runs on --target cuda, not on --target cpu \(for it: openblas,onednn\)' -- bench matmul --set M=8,N=8,K=8 --compare cublas
@@ -514,10 +522,11 @@ if [ "${n:-0}" -ge 8 ] && [ "${n:-0}" = "${measured:-none}" ]; then ok; else
 expect 0 'trials: 4 measured' -- tune matmul --set M=64,N=48,K=32 --trials 4 --batch 4 --min-time 0.005 --db "$idb"
 
 # Sums in groups (dot_pairs, dot_quads): every candidate of a short tuning
-# run of a bf16 and of a quantized matmul that carries one computes the
-# op, where the CPU has the instructions.
+# run of a bf16 and of two quantized matmuls (i8, u8 with i8 weights) that
+# carries one computes the op, where the CPU has the instructions.
 if grep -qw avx512_bf16 /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo; then
-	for spec in M=48,N=64,K=40,dtype=bf16 M=48,N=64,K=40,dtype=i8,out_dtype=i32; do
+	for spec in M=48,N=64,K=40,dtype=bf16 M=48,N=64,K=40,dtype=i8,out_dtype=i32 \
+		M=48,N=64,K=40,dtype=u8,weight_dtype=i8,out_dtype=i32; do
 		gdb="$work/groups.db"
 		rm -f "$gdb" "$work"/group-*.trace
 		"$tessel" tune matmul --set "$spec" --trials 24 --seed 2 --min-time 0.002 \
