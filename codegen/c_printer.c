@@ -695,10 +695,10 @@ static cg_range make_range(int64_t lo, int64_t hi)
 static cg_range dtype_range(tessel_dtype dt)
 {
 	int64_t lo, hi;
-	if (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL)
+	if (dt == TESSEL_I64 || (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL))
 		return unknown_range;
 	tessel_int_limits(dt, &lo, &hi);
-	return dt == TESSEL_I64 ? unknown_range : make_range(lo, hi);
+	return make_range(lo, hi);
 }
 
 /* Return whether every value of "r" is a value of "dt". */

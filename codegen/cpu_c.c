@@ -76,7 +76,8 @@ static const char *const cpu_reserved[] = {
 	"signed", "sizeof", "static", "struct", "switch", "typedef", "union",
 	"unsigned", "void", "volatile", "while", "bool", "true", "false",
 	"asm", "typeof", "main", "NULL", "INFINITY", "NAN", "HUGE_VAL",
-	"INT8_MIN", "INT8_MAX", "UINT8_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+	"INT8_MIN", "INT8_MAX", "UINT8_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN",
+	"INT64_MAX",
 	"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
 	"uint32_t", "uint64_t", "intptr_t", "uintptr_t", "size_t",
 	"tessel_parallel_body", "tessel_kernel_env", "tessel_kernel_fn",
@@ -2089,12 +2090,13 @@ static void print_element(cg_printer *pr, const loop_buffer *b, int n,
 /* Print the statements that sum the groups of "d" into tsl_acc from
  * tsl_quads (the groups of the lanes) and tsl_bytes (the group of the
  * invariant operand), each with the first iteration's element in the
- * highest bits of a bf16 pair and the lowest byte of a quad.  vpdpbusd multiplies unsigned
- * bytes (its first operand) by signed ones: a u8 operand with an i8 one
- * takes it as is; two i8 operands offset the invariant one by 128 (as
- * u8) and take 128 times the sum of the other off; two u8 operands offset
- * the contiguous one by -128 (as i8) and add 128 times the sum of the
- * invariant one.  Each is exact in i32's wrapping arithmetic. */
+ * highest bits of a bf16 pair and the lowest byte of a quad.  vpdpbusd
+ * multiplies unsigned bytes (its first operand) by signed ones: a u8
+ * operand with an i8 one takes it as is; two i8 operands offset the
+ * invariant one by 128 (as u8) and take 128 times the sum of the other
+ * off; two u8 operands offset the varying one by -128 (as i8) and add 128
+ * times the sum of the invariant one.  Each is exact in i32's wrapping
+ * arithmetic. */
 static void print_dot_sum(cg_printer *pr, const dot_group *d)
 {
 	if (d->kind->group == 2) {

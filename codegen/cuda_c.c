@@ -27,7 +27,8 @@ static const char cuda_prelude[] =
 	"typedef short int16_t;\ntypedef unsigned short uint16_t;\n"
 	"typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
 	"typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
-	"#define INT8_MIN (-128)\n#define INT8_MAX 127\n#define UINT8_MAX 255\n"
+	"#define INT8_MIN (-128)\n#define INT8_MAX 127\n"
+	"#define UINT8_MAX 255\n"
 	"#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
 	"#define INT64_MIN (-9223372036854775807LL - 1)\n"
 	"#define INT64_MAX 9223372036854775807LL\n"
@@ -50,7 +51,8 @@ static const char *const cuda_reserved[] = {
 	"typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
 	"void", "volatile", "wchar_t", "while", "xor", "xor_eq", "restrict",
 	"size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t",
-	"uint8_t", "uint16_t", "uint32_t", "uint64_t", "INT8_MIN", "INT8_MAX", "UINT8_MAX",
+	"uint8_t", "uint16_t", "uint32_t", "uint64_t", "INT8_MIN", "INT8_MAX",
+	"UINT8_MAX",
 	"INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX", "NAN", "INFINITY",
 	"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3",
 	"uint3", "float2", "float4", "int2", "int4", "half", "std", "cuda",

@@ -26,7 +26,8 @@ static const char opencl_prelude[] =
 	"typedef char int8_t;\ntypedef uchar uint8_t;\ntypedef short int16_t;\n"
 	"typedef ushort uint16_t;\ntypedef int int32_t;\ntypedef uint uint32_t;\n"
 	"typedef long int64_t;\ntypedef ulong uint64_t;\n"
-	"#define INT8_MIN (-128)\n#define INT8_MAX 127\n#define UINT8_MAX 255\n"
+	"#define INT8_MIN (-128)\n#define INT8_MAX 127\n"
+	"#define UINT8_MAX 255\n"
 	"#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
 	"#define INT64_MIN (-9223372036854775807L - 1)\n"
 	"#define INT64_MAX 9223372036854775807L\n";
@@ -45,7 +46,8 @@ static const char *const opencl_reserved[] = {
 	"write_only", "read_write", "uniform", "pipe", "image2d_t", "image3d_t",
 	"sampler_t", "event_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
 	"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-	"uint32_t", "uint64_t", "INT8_MIN", "INT8_MAX", "UINT8_MAX", "INT32_MIN", "INT32_MAX",
+	"uint32_t", "uint64_t", "INT8_MIN", "INT8_MAX", "UINT8_MAX", "INT32_MIN",
+	"INT32_MAX",
 	"INT64_MIN", "INT64_MAX", "NAN", "INFINITY", "HUGE_VALF", "MAXFLOAT",
 	VECTORS("char"), VECTORS("uchar"), VECTORS("short"), VECTORS("ushort"),
 	VECTORS("int"), VECTORS("uint"), VECTORS("long"), VECTORS("ulong"),

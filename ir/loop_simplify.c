@@ -173,10 +173,10 @@ static range range_min_max(range a, range b, bool is_min)
 static range dtype_range(tessel_dtype dt)
 {
 	int64_t lo, hi;
-	if (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL)
+	if (dt == TESSEL_I64 || (!tessel_dtype_is_int(dt) && dt != TESSEL_BOOL))
 		return unknown_range();
 	tessel_int_limits(dt, &lo, &hi);
-	return dt == TESSEL_I64 ? unknown_range() : make_range(lo, hi);
+	return make_range(lo, hi);
 }
 
 static range expr_range(const simplifier *S, const loop_expr *e);

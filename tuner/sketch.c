@@ -524,7 +524,7 @@ static bool sums_products(const tessel_stage *t, tessel_dtype acc, tessel_dtype 
 	       is_access_of(e->u.bin.b, acc, dt, alt);
 }
 
-/* The reads of each element from which an input summed in groups is
+/* The reads of each element from which an input summed in quads is
  * packed in groups only, not interleaved in the tiles. */
 #define PACK_IN_GROUPS_REUSE 64
 
@@ -603,6 +603,22 @@ static int dot_group_of(const tessel_stage *t, const rt_cpu_target *cpu, int vec
 	    sums_products(t, TESSEL_I32, TESSEL_I8, TESSEL_U8))
 		return 4;
 	return 0;
+}
+
+/* Set the dot group of the tiled stage "t" of "in" on the CPU "cpu" with
+ * vectors of "vector_bytes", and where it has one, the inputs its lanes
+ * multiply that could be packed in groups (stage_info). */
+static void analyse_groups(const tessel_stage *t, const rt_cpu_target *cpu,
+	int vector_bytes, stage_info *in)
+{
+	in->dot_group = dot_group_of(t, cpu, vector_bytes);
+	if (!in->dot_group)
+		return;
+	find_group_input(t, t->ndim - 1, in->dot_group, &in->group_input, &in->group_dim,
+		&in->group_lane_dim, &in->group_raxis, &in->group_reuse);
+	find_group_input(t, in->lane_axis, in->dot_group, &in->lane_group_input,
+		&in->lane_group_dim, &in->lane_group_lane_dim, &in->lane_group_raxis,
+		&in->lane_group_reuse);
 }
 
 /* Return whether a reduction of "info" has too little spatial work or
@@ -693,14 +709,14 @@ static void add_sketch(tune_space *sp, sketch k)
 }
 
 /* Return whether packing the input "input" of a stage that sums in
- * groups, whose every element "reuse" rows of tiles read, pays for the
- * copy: the groups of a vector are then one load where the interleave
- * of a contiguous input takes four to ten instructions at every read
- * (docs/tuner.md, "packed in groups").  A C probe and the search's
- * kernels favour the copy once the reads are many. */
-static bool pack_in_groups_pays(const char *input, int64_t reuse)
+ * groups of "group", whose every element "reuse" rows of tiles read,
+ * surely pays for the copy, so that no tile need interleave it: quads,
+ * whose interleave takes ten instructions a vector at every read, read
+ * many times (docs/tuner.md, "packed in groups").  The pairs' interleave
+ * takes four, and the search measures both forms. */
+static bool pack_in_groups_pays(const char *input, int group, int64_t reuse)
 {
-	return input && reuse >= PACK_IN_GROUPS_REUSE;
+	return input && group == 4 && reuse >= PACK_IN_GROUPS_REUSE;
 }
 
 tune_space *tune_space_new(const tune_task *task)
@@ -722,31 +738,17 @@ tune_space *tune_space_new(const tune_task *task)
 	     any_group_input = false, any_lane_group_input = false,
 	     groups_interleaved = false, lane_groups_interleaved = false;
 	for (int i = 0; i < st->nstages; i++) {
-		analyse_stage(st, i, sp->vector_bytes, &sp->info[i]);
 		stage_info *in = &sp->info[i];
+		analyse_stage(st, i, sp->vector_bytes, in);
 		if (in->role == ROLE_TILE && !tune_task_is_gpu(task))
-			in->dot_group = dot_group_of(st->stages[i].te, &task->cpu,
-				sp->vector_bytes);
-		if (in->dot_group) {
-			const tessel_stage *t = st->stages[i].te;
-			find_group_input(t, t->ndim - 1, in->dot_group, &in->group_input,
-				&in->group_dim, &in->group_lane_dim, &in->group_raxis,
-				&in->group_reuse);
-			find_group_input(t, in->lane_axis, in->dot_group,
-				&in->lane_group_input, &in->lane_group_dim,
-				&in->lane_group_lane_dim, &in->lane_group_raxis,
-				&in->lane_group_reuse);
-		}
-		any_groups |= sp->info[i].dot_group > 0;
-		any_group_input |= sp->info[i].group_input != NULL;
-		any_lane_group_input |= sp->info[i].lane_group_input != NULL &&
-			sp->info[i].lane_axis >= 0;
-		if (sp->info[i].dot_group) {
-			groups_interleaved |= !pack_in_groups_pays(sp->info[i].group_input,
-				sp->info[i].group_reuse);
-			lane_groups_interleaved |= !pack_in_groups_pays(
-				sp->info[i].lane_group_input, sp->info[i].lane_group_reuse);
-		}
+			analyse_groups(st->stages[i].te, &task->cpu, sp->vector_bytes, in);
+		any_groups |= in->dot_group > 0;
+		any_group_input |= in->group_input != NULL;
+		any_lane_group_input |= in->lane_group_input != NULL;
+		groups_interleaved |= in->dot_group && !pack_in_groups_pays(in->group_input,
+			in->dot_group, in->group_reuse);
+		lane_groups_interleaved |= in->dot_group && !pack_in_groups_pays(
+			in->lane_group_input, in->dot_group, in->lane_group_reuse);
 		any_tile |= sp->info[i].role == ROLE_TILE;
 		any_rfactor |= rfactor_pays(sp, &sp->info[i]);
 		any_pack |= sp->info[i].pack_input != NULL;
