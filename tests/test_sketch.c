@@ -597,7 +597,7 @@ Test(sketch, products_summed_in_groups)
 	cr_assert_geq(k, 0, "u8 data and i8 weights sum in quads too");
 	cr_expect_gt(samples_holding(&f, k, 10, 9, grouped), 0);
 	k = sketch_named(&f, "i8 quads of B packed in groups");
-	cr_assert_geq(k, 0, "B[k, j] packed [k / 4, j, k % 4]");
+	cr_assert_geq(k, 0, "B[k, j] packed [k / 4, j, k %% 4]");
 	const char *in_groups[] = { "cache_read B global C -> B_global\n",
 		"split_storage B_global.ax0 4\n",
 		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n",
@@ -615,6 +615,21 @@ Test(sketch, products_summed_in_groups)
 	cr_expect(k >= 0 && strstr(tune_space_sketch_name(f.space, k), "packed in groups"),
 		"each element of B read by 96 rows: packed in groups only, not "
 		"interleaved in the tiles (%s)", k >= 0 ? tune_space_sketch_name(f.space, k) : "");
+	fixture_fini(&f);
+
+	const char *qconv[] = { "N", "1", "C", "8", "H", "7", "W", "7", "F", "32",
+		"R", "3", "S", "3", "padding", "1", "dtype", "u8", "weight_dtype", "i8",
+		"out_dtype", "i32" };
+	fixture_lib_on(&f, "conv2d", 11, qconv, "cpu -features=" V4_FEATURES
+		",avx512_vnni -cores=2");
+	k = sketch_named(&f, "lanes along f, i8 quads of Wt packed in groups");
+	cr_assert_geq(k, 0, "NCHW rows of 7: lanes along the channels, Wt[f, c, r, s] "
+		"stored [c / 4, r, s, f, c %% 4]");
+	const char *conv_groups[] = { "split_storage Wt_global.ax1 4\n",
+		"reorder_storage Wt_global.ax1o Wt_global.ax2 Wt_global.ax3 "
+		"Wt_global.ax0 Wt_global.ax1i\n", " dot_quads 1\n", NULL };
+	cr_expect_gt(samples_holding(&f, k, 10, 6, conv_groups), 0);
+	cr_expect_gt(sample_all(&f, 3, 27, "split_storage"), 0);
 	fixture_fini(&f);
 }
 
