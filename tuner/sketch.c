@@ -977,9 +977,12 @@ static int copy_panel(sch_state *st, int s, int at, const stage_info *panel, uin
  * factors "t", S3 unrolled and the innermost vectorized.  With "panel",
  * the S2 loops of the axes that index its panel input go outside the
  * others, R1 is drawn up to MAX_R1_PANEL, and copy_panel packs the
- * panel at the innermost of them. */
+ * panel at the innermost of them.  The R1 factor of the reduction axis
+ * "group_raxis" (>= 0: an input packed in groups of "group" along it) is
+ * a multiple of the group, so that a group of consecutive values can be
+ * split from it. */
 static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
-	const stage_info *panel, uint64_t *rng)
+	const stage_info *panel, int group, int group_raxis, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, s, &n))
@@ -994,10 +997,14 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
 			return -1;
 	}
 	for (int r = 0; r < n.nreduce; r++) {
-		int64_t f[2];
-		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2,
-			panel ? panel_reduce_max : reduce_max, 1, f);
-		if (sk_split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
+		const sch_iter *it = &st->stages[s].iters[n.reduce[r]];
+		const int64_t *max = panel ? panel_reduce_max : reduce_max;
+		int64_t f[2], g = group_raxis >= 0 && it->origin == SCH_AXIS &&
+			it->axis == st->stages[s].te->ndim + group_raxis &&
+			it->extent % group == 0 ? group : 1;
+		int64_t max_in_groups[2] = { 0, max[1] / g };
+		sk_perfect_tile(rng, it->extent / g, 2, max_in_groups, 1, f);
+		if (sk_split_iter(st, s, n.reduce[r], f[1] * g, &r0[r], &r1[r]))
 			return -1;
 	}
 	for (int r = 0; r < n.nreduce; r++)
@@ -1034,7 +1041,7 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
  * along the innermost axis, or with "lane_axis" >= 0 along that axis of
  * "outer", which "inner" stores last (store_axis_last). */
 static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int inner,
-	const stage_info *panel, int lane_axis, uint64_t *rng)
+	const stage_info *panel, int lane_axis, int group, int group_raxis, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, outer, &n) || n.nreduce)
@@ -1082,7 +1089,7 @@ static int tile_two_stages(const tune_space *sp, sch_state *st, int outer, int i
 		return -1;
 	if (lane_dim == nd - 1)
 		sk_try_annotate(st, outer, l2[nd - 1], sch_vectorize);
-	return tile_inner(sp, st, inner, t_inner, panel, rng);
+	return tile_inner(sp, st, inner, t_inner, panel, group, group_raxis, rng);
 }
 
 static int do_cache_read_global(sch_state *st, const char *tensor, const char *reader)
@@ -1331,7 +1338,8 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	if (lane_axis >= 0 && store_axis_last(st, inner, lane_axis))
 		return -1;
 	int o = sk_stage_named(st, outer), i = sk_stage_named(st, inner);
-	if (o < 0 || i < 0 || tile_two_stages(sp, st, o, i, panel, lane_axis, rng))
+	if (o < 0 || i < 0 ||
+	    tile_two_stages(sp, st, o, i, panel, lane_axis, group, group_raxis, rng))
 		return -1;
 	return group ? group_products(st, inner, group, group_raxis) : 0;
 }
