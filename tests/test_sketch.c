@@ -628,7 +628,9 @@ Test(sketch, products_summed_in_groups)
 	const char *conv_groups[] = { "split_storage Wt_global.ax1 4\n",
 		"reorder_storage Wt_global.ax1o Wt_global.ax2 Wt_global.ax3 "
 		"Wt_global.ax0 Wt_global.ax1i\n", " dot_quads 1\n", NULL };
-	cr_expect_gt(samples_holding(&f, k, 10, 6, conv_groups), 0);
+	int conv_packed = samples_holding(&f, k, 10, 6, conv_groups);
+	cr_expect_geq(conv_packed, 8, "%d of 10 samples sum the channels in quads "
+		"(their inner factor drawn in multiples of 4)", conv_packed);
 	cr_expect_gt(sample_all(&f, 3, 27, "split_storage"), 0);
 	fixture_fini(&f);
 }
