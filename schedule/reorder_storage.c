@@ -15,10 +15,8 @@
 
 #include "ir/rewrite.h"
 #include "ir/te_impl.h"
+#include "schedule/layout.h"
 #include "schedule/primitives.h"
-#include "schedule/trace.h"
-
-int sch_stage_inside(const sch_state *st, int s);
 
 /* Store in "*stage" the stage that "axes" (each "STAGE.AXIS") all name
  * and in "perm" the position of each among the stage's axes; refuse
@@ -56,39 +54,12 @@ int sch_reorder_storage(sch_state *st, int n, const char *const *axes)
 			TESSEL_MAX_DIMS);
 	if (parse_axes(st, n, axes, &s, perm))
 		return -1;
-	sch_stage *ss = &st->stages[s];
-	const char *name = ss->name;
-	if (ss->te->is_output)
-		return sch_refuse(st, "reorder_storage %s: it is an output of the op; its "
-			"layout is the caller's", name);
-	if (ss->attach != SCH_ROOT)
-		return sch_refuse(st, "reorder_storage %s: the stage is %s; apply "
-			"reorder_storage first", name,
-			ss->attach == SCH_INLINE ? "inlined" : "computed at a loop");
-	if (!sch_stage_is_default(ss))
-		return sch_refuse(st, "reorder_storage %s: the stage's loops are already "
-			"transformed; apply reorder_storage first", name);
-	for (int d = 0; d < ss->te->ndim; d++)
-		if (ss->align_factor[d])
-			return sch_refuse(st, "reorder_storage %s: apply it before "
-				"storage_align", name);
-	int inside = sch_stage_inside(st, s);
-	if (inside >= 0)
-		return sch_refuse(st, "reorder_storage %s: stage '%s' is computed inside "
-			"it", name, st->stages[inside].name);
+	if (sch_layout_check(st, s, "reorder_storage"))
+		return -1;
 	sch_step step;
 	sch_step_init(&step, "reorder_storage");
 	for (int i = 0; i < n; i++)
 		sch_step_arg(&step, "%s", axes[i]);
-	loop_scope scope = ss->scope;
-	tessel_op *op = te_op_reorder_storage(st->op, ss->te, perm);
-	if (!op)
-		return sch_refuse(st, "reorder_storage %s: %s", name,
-			tessel_ctx_error(st->ctx)->message);
-	char kept[SCH_NAME_MAX];
-	snprintf(kept, sizeof(kept), "%s", name);
-	sch_state_rebase(st, op, kept);
-	st->stages[sch_find_stage(st, kept)].scope = scope;
-	sch_trace_append(st->trace, &step);
-	return 0;
+	return sch_layout_take(st, s, te_op_reorder_storage(st->op, st->stages[s].te, perm),
+		"reorder_storage", &step);
 }

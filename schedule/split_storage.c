@@ -17,36 +17,21 @@
 
 #include "ir/rewrite.h"
 #include "ir/te_impl.h"
+#include "schedule/layout.h"
 #include "schedule/primitives.h"
-#include "schedule/trace.h"
-
-int sch_stage_inside(const sch_state *st, int s);
 
 int sch_split_storage(sch_state *st, const char *axis, int64_t factor)
 {
 	int s, d;
 	if (sch_find_axis(st, "split_storage", axis, &s, &d))
 		return -1;
-	sch_stage *ss = &st->stages[s];
-	const tessel_stage *t = ss->te;
-	const char *name = ss->name;
-	if (t->is_output)
-		return sch_refuse(st, "split_storage %s: it is an output of the op; its "
-			"layout is the caller's", name);
+	const tessel_stage *t = st->stages[s].te;
+	const char *name = st->stages[s].name;
+	if (sch_layout_check(st, s, "split_storage"))
+		return -1;
 	if (t->nraxes)
 		return sch_refuse(st, "split_storage %s: the stage reduces; split the "
 			"storage of a stage that copies or computes elementwise", name);
-	if (ss->attach != SCH_ROOT)
-		return sch_refuse(st, "split_storage %s: the stage is %s; apply "
-			"split_storage first", name,
-			ss->attach == SCH_INLINE ? "inlined" : "computed at a loop");
-	if (!sch_stage_is_default(ss))
-		return sch_refuse(st, "split_storage %s: the stage's loops are already "
-			"transformed; apply split_storage first", name);
-	for (int k = 0; k < t->ndim; k++)
-		if (ss->align_factor[k])
-			return sch_refuse(st, "split_storage %s: apply it before "
-				"storage_align", name);
 	if (t->ndim >= TESSEL_MAX_DIMS)
 		return sch_refuse(st, "split_storage %s: the stage has %d axes already, "
 			"the most a stage has", name, t->ndim);
@@ -54,23 +39,10 @@ int sch_split_storage(sch_state *st, const char *axis, int64_t factor)
 		return sch_refuse(st, "split_storage %s: factor %lld must be at least 2 "
 			"and divide the extent %lld", axis, (long long)factor,
 			(long long)t->extent[d]);
-	int inside = sch_stage_inside(st, s);
-	if (inside >= 0)
-		return sch_refuse(st, "split_storage %s: stage '%s' is computed inside "
-			"it", name, st->stages[inside].name);
 	sch_step step;
 	sch_step_init(&step, "split_storage");
 	sch_step_arg(&step, "%s", axis);
 	sch_step_arg(&step, "%lld", (long long)factor);
-	loop_scope scope = ss->scope;
-	tessel_op *op = te_op_split_storage(st->op, t, d, factor);
-	if (!op)
-		return sch_refuse(st, "split_storage %s: %s", name,
-			tessel_ctx_error(st->ctx)->message);
-	char kept[SCH_NAME_MAX];
-	snprintf(kept, sizeof(kept), "%s", name);
-	sch_state_rebase(st, op, kept);
-	st->stages[sch_find_stage(st, kept)].scope = scope;
-	sch_trace_append(st->trace, &step);
-	return 0;
+	return sch_layout_take(st, s, te_op_split_storage(st->op, t, d, factor),
+		"split_storage", &step);
 }

@@ -1682,6 +1682,23 @@ static double te_op_error(const char *src, const char *text,
 	return err;
 }
 
+/* A register tile of C = A * B, 6 rows by 32 columns, summing A's
+ * quads of k in vpdpbusd; and the flags of a target without AVX512 VNNI
+ * (its plain loop). */
+static const char quads_trace[] =
+	"cache_write C local -> C_local\n"
+	"split C.i 6 -> C.io C.ii\n"
+	"split C.j 32 -> C.jo C.ji\n"
+	"reorder C.io C.jo C.ii C.ji\n"
+	"compute_at C_local C.jo\n"
+	"split C_local.k 4 -> C_local.ko C_local.kk\n"
+	"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+	"unroll C_local.i\n"
+	"vectorize C_local.j\n"
+	"annotate C_local.kk dot_quads 1\n";
+static const char *const no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
+	"-std=gnu17", NULL };
+
 /* A loop of four reduction iterations annotated dot_quads around a
  * vector loop of products of i8 values summed into i32 runs on
  * vpdpbusd (unsigned by signed bytes: one side offset by 128, the
@@ -1696,23 +1713,10 @@ Test(codegen, i8_dot_quads)
 		"op q(A: i8[K, M], B: i8[K, N]) -> C {\n"
 		"  C[i, j] : i32[M, N] = sum(k) i32(A[k, i]) * i32(B[k, j])\n}\n",
 	};
-	static const char trace[] =
-		"cache_write C local -> C_local\n"
-		"split C.i 6 -> C.io C.ii\n"
-		"split C.j 32 -> C.jo C.ji\n"
-		"reorder C.io C.jo C.ii C.ji\n"
-		"compute_at C_local C.jo\n"
-		"split C_local.k 4 -> C_local.ko C_local.kk\n"
-		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
-		"unroll C_local.i\n"
-		"vectorize C_local.j\n"
-		"annotate C_local.kk dot_quads 1\n";
-	const char *no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
-		"-std=gnu17", NULL };
 	for (int i = 0; i < 2; i++)
-		cr_expect_eq(te_op_error(src[i], trace, NULL, "_mm512_dpbusd_epi32(tsl_acc",
+		cr_expect_eq(te_op_error(src[i], quads_trace, NULL, "_mm512_dpbusd_epi32(tsl_acc",
 			true), 0, "%s", src[i]);
-	cr_expect_eq(te_op_error(src[0], trace, no_vnni, "_mm512_dpbusd_epi32(tsl_acc",
+	cr_expect_eq(te_op_error(src[0], quads_trace, no_vnni, "_mm512_dpbusd_epi32(tsl_acc",
 		true), 0);
 }
 
@@ -1737,27 +1741,14 @@ Test(codegen, u8_dot_quads)
 		"_mm512_dpbusd_epi32(tsl_acc, tsl_quads, tsl_quad)",
 		"_mm512_add_epi32(_mm512_dpbusd_epi32(tsl_acc, tsl_quad, _mm512_xor_si512",
 	};
-	static const char trace[] =
-		"cache_write C local -> C_local\n"
-		"split C.i 6 -> C.io C.ii\n"
-		"split C.j 32 -> C.jo C.ji\n"
-		"reorder C.io C.jo C.ii C.ji\n"
-		"compute_at C_local C.jo\n"
-		"split C_local.k 4 -> C_local.ko C_local.kk\n"
-		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
-		"unroll C_local.i\n"
-		"vectorize C_local.j\n"
-		"annotate C_local.kk dot_quads 1\n";
-	const char *no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
-		"-std=gnu17", NULL };
 	char packed[1200];
 	snprintf(packed, sizeof(packed), "cache_read B global C -> B_global\n"
 		"split_storage B_global.ax0 4\n"
-		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n%s", trace);
+		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n%s", quads_trace);
 	for (int i = 0; i < 3; i++) {
-		cr_expect_eq(te_op_error(src[i], trace, NULL, form[i], true), 0, "%s",
+		cr_expect_eq(te_op_error(src[i], quads_trace, NULL, form[i], true), 0, "%s",
 			src[i]);
-		cr_expect_eq(te_op_error(src[i], trace, no_vnni, form[i], true), 0, "%s",
+		cr_expect_eq(te_op_error(src[i], quads_trace, no_vnni, form[i], true), 0, "%s",
 			src[i]);
 		cr_expect_eq(te_op_error(src[i], packed, NULL, "__m512i tsl_lanes[1];",
 			true), 0, "B packed in quads: %s", src[i]);
