@@ -104,6 +104,19 @@ tessel_expr *te_copy_expr(te_copier *c, const tessel_expr *e)
 	return d;
 }
 
+tessel_expr *te_copy_expr_subst(te_copier *c, const tessel_stage *s,
+	tessel_expr *const *subst, const tessel_expr *e)
+{
+	c->stage = s;
+	c->subst_stage = s;
+	c->subst = subst;
+	tessel_expr *d = te_copy_expr(c, e);
+	c->stage = NULL;
+	c->subst_stage = NULL;
+	c->subst = NULL;
+	return d;
+}
+
 static tessel_var *copy_var(te_copier *c, const tessel_var *v)
 {
 	tessel_var *d = te_arena_alloc(&c->dst->arena, sizeof(*d));

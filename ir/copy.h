@@ -31,6 +31,10 @@ void te_copier_fini(te_copier *c);
 /* Append a copy of the source stage "s" to the copy; return it. */
 tessel_stage *te_copy_stage(te_copier *c, const tessel_stage *s);
 tessel_expr *te_copy_expr(te_copier *c, const tessel_expr *e);
+/* Copy the expression "e" of the source stage "s" with the variables of
+ * "s" (its axes, then its reduction axes) replaced by "subst". */
+tessel_expr *te_copy_expr_subst(te_copier *c, const tessel_stage *s,
+	tessel_expr *const *subst, const tessel_expr *e);
 /* Copy the outputs, in declared order, then the symbols and parameters. */
 void te_copy_outputs(te_copier *c);
 void te_copy_symbols_and_params(te_copier *c);

@@ -236,13 +236,7 @@ static tessel_stage *add_split_stage(te_copier *c, const tessel_stage *s, int ax
 				TESSEL_MUL, subst[d], tessel_int(dst, factor)),
 				tessel_var_ref(dst, t->axes[k + 1]));
 	}
-	c->stage = s;
-	c->subst_stage = s;
-	c->subst = subst;
-	tessel_expr *body = te_copy_expr(c, s->body);
-	c->stage = NULL;
-	c->subst_stage = NULL;
-	c->subst = NULL;
+	tessel_expr *body = te_copy_expr_subst(c, s, subst, s->body);
 	if (tessel_stage_set_shape(t, s->dtype, dims) ||
 	    tessel_stage_set_body(t, TESSEL_REDUCE_NONE, body))
 		return NULL;

@@ -129,12 +129,7 @@ static tessel_stage *build_rf(te_copier *c, const sch_stage *s, int factored,
 	for (int k = 0; k < t->nraxes; k++)
 		subst[t->ndim + k] = tessel_binary_op(dst, TESSEL_ADD,
 			te_copy_expr(c, t->raxes[k]->lo), iter_expr(&rv, t->ndim + k));
-	c->subst_stage = t;
-	c->subst = subst;
-	c->stage = t;
-	tessel_expr *body = te_copy_expr(c, t->body);
-	c->stage = NULL;
-	c->subst = NULL;
+	tessel_expr *body = te_copy_expr_subst(c, t, subst, t->body);
 	tessel_expr *guard = split_guard(&rv);
 	if (guard)
 		body = tessel_select(dst, guard, body, identity(dst, t));
