@@ -18,7 +18,11 @@
 # picks itself either way, reorders untimed), memory (softmax and
 # layer_norm over [4096, 1024]); not run unless named: layout (a
 # 4096x4096 transposition, an NCHW to NHWC copy of [16, 256, 56, 56], a
-# sum over the rows of [4096, 4096]).  Trials per workload: TRIALS (default
+# sum over the rows of [4096, 4096]) and lowp (against oneDNN: matmul
+# 512^3 in u8 with i8 weights, i8 and bf16, summed in i32 or f32; the
+# ResNet-50 layer C=64 56x56 3x3 and dense 128x768->3072 in u8 with i8
+# weights; on CPUs without AVX512 VNNI or BF16 they run without the dot
+# instructions).  Trials per workload: TRIALS (default
 # 1000, the budget) and CONV_TRIALS (default TRIALS).  A re-run on
 # the same DB resumes: records already there count as known and are not
 # measured again, so the budget is the trials of this run.
@@ -107,6 +111,15 @@ for group in ${BENCH_GROUPS:-matmul irregular linear conv memory}; do
 		tune_and_bandwidth softmax "shape=[4096, 1024]" "$trials" "$bytes"
 		tune_and_bandwidth layer_norm "shape=[4096, 1024]" "$trials" "$bytes"
 		;;
+	lowp)
+		q=dtype=u8,weight_dtype=i8,out_dtype=i32
+		tune_and_compare matmul "M=512,N=512,K=512,$q" "$trials" onednn
+		tune_and_compare matmul M=512,N=512,K=512,dtype=i8,out_dtype=i32 "$trials" onednn
+		tune_and_compare matmul M=512,N=512,K=512,dtype=bf16,out_dtype=f32 "$trials" onednn
+		tune_and_compare conv2d "N=1,C=64,H=56,W=56,F=64,R=3,S=3,padding=1,layout=$conv_layout,$q" \
+			"$conv_trials" onednn
+		tune_and_compare dense "batch=128,in_features=768,out_features=3072,$q" "$trials" onednn
+		;;
 	layout)
 		tune_and_bandwidth transpose "shape=[4096, 4096],perm=[1, 0]" "$trials" \
 			$((2 * 4096 * 4096 * 4))
@@ -116,7 +129,7 @@ for group in ${BENCH_GROUPS:-matmul irregular linear conv memory}; do
 			$((4096 * 4096 * 4 + 4096 * 4))
 		;;
 	*)
-		echo "unknown group '$group' (matmul irregular linear conv memory layout)" >&2
+		echo "unknown group '$group' (matmul irregular linear conv memory layout lowp)" >&2
 		exit 1
 		;;
 	esac
