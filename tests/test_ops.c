@@ -283,6 +283,21 @@ Test(ops_linalg, matmul_shapes_of_inputs)
 	case_close(&c);
 }
 
+/* Expect the integer output of the matmul "c" (A[M, K], B[K, N]) to be
+ * the exact sum of products of its inputs as tessel reads them. */
+static void expect_int_matmul(const op_case *c, int64_t m, int64_t n, int64_t k)
+{
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			int64_t s = 0;
+			for (int64_t l = 0; l < k; l++)
+				s += tessel_tensor_get_i64(c->in[0], i * k + l) *
+				     tessel_tensor_get_i64(c->in[1], l * n + j);
+			cr_expect_eq(tessel_tensor_get_i64(c->out[0], i * n + j), s,
+				"C[%lld, %lld]", (long long)i, (long long)j);
+		}
+}
+
 Test(ops_linalg, matmul_f32_and_i32)
 {
 	op_case c;
@@ -300,14 +315,7 @@ Test(ops_linalg, matmul_f32_and_i32)
 	case_open(&c, "matmul", "M=3 N=2 K=5 dtype=i32", 4);
 	case_run(&c);
 	cr_expect_eq(c.out[0]->dtype, TESSEL_I32);
-	for (int64_t i = 0; i < 3; i++)
-		for (int64_t j = 0; j < 2; j++) {
-			int64_t s = 0;
-			for (int64_t k = 0; k < 5; k++)
-				s += tessel_tensor_get_i64(c.in[0], i * 5 + k) *
-				     tessel_tensor_get_i64(c.in[1], k * 2 + j);
-			cr_expect_eq(tessel_tensor_get_i64(c.out[0], i * 2 + j), s);
-		}
+	expect_int_matmul(&c, 3, 2, 5);
 	case_close(&c);
 }
 
@@ -389,14 +397,7 @@ Test(ops_linalg, quantized_matmul_sums_in_i32)
 	case_run(&c);
 	cr_expect_eq(c.in[0]->dtype, TESSEL_I8);
 	cr_expect_eq(c.out[0]->dtype, TESSEL_I32);
-	for (int64_t i = 0; i < 3; i++)
-		for (int64_t j = 0; j < 2; j++) {
-			int64_t s = 0;
-			for (int64_t k = 0; k < 40; k++)
-				s += tessel_tensor_get_i64(c.in[0], i * 40 + k) *
-				     tessel_tensor_get_i64(c.in[1], k * 2 + j);
-			cr_expect_eq(tessel_tensor_get_i64(c.out[0], i * 2 + j), s);
-		}
+	expect_int_matmul(&c, 3, 2, 40);
 	cr_expect_eq(tessel_op_int_ops(c.op), 2.0 * 3 * 2 * 40);
 	cr_expect_eq(tessel_op_flops(c.op), 0);
 	case_close(&c);
@@ -409,14 +410,9 @@ Test(ops_linalg, quantized_matmul_sums_in_i32)
 	for (int64_t i = 0; i < 40 * 2; i++)
 		tessel_tensor_set_i64(c.in[1], i, -128 + i % 3);
 	case_run(&c);
-	for (int64_t i = 0; i < 3; i++)
-		for (int64_t j = 0; j < 2; j++) {
-			int64_t s = 0;
-			for (int64_t k = 0; k < 40; k++)
-				s += (200 + (i * 40 + k) % 56) * (-128 + (k * 2 + j) % 3);
-			cr_expect_eq(tessel_tensor_get_i64(c.out[0], i * 2 + j), s,
-				"u8 data read unsigned, i8 weights signed");
-		}
+	cr_expect_eq(tessel_tensor_get_i64(c.in[0], 0), 200, "u8 data read unsigned");
+	cr_expect_eq(tessel_tensor_get_i64(c.in[1], 0), -128, "i8 weights signed");
+	expect_int_matmul(&c, 3, 2, 40);
 	case_close(&c);
 
 	case_open(&c, "dense", "batch=2 in_features=6 out_features=3 dtype=bf16 "
