@@ -1961,22 +1961,26 @@ static void print_vectorized(cg_printer *pr, const loop_stmt *s)
 
 /* What a loop annotated dot_pairs or dot_quads sums in groups: the
  * accumulator's dtype, the operands' dtypes (each "operand" or
- * "alt_operand"), the macro of the instruction's extension, and the bytes
- * of one vector of operands per iteration. */
+ * "alt_operand"), the macro of the instruction's extension, the target's
+ * vector bytes it needs, and the bytes of one vector of operands per
+ * iteration.  The last kind, pairs of 8-bit integers widened to i16 and
+ * summed by AVX2's vpmaddwd, is "int_pairs". */
 typedef struct dot_kind {
 	int group;
 	tessel_dtype acc, operand, alt_operand;
 	const char *guard;
-	int lane_bytes;
+	int vector_bytes, lane_bytes;
 } dot_kind;
 
 static const dot_kind dot_kinds[] = {
-	{ 2, TESSEL_F32, TESSEL_BF16, TESSEL_BF16, "__AVX512BF16__", 32 },
-	{ 4, TESSEL_I32, TESSEL_I8, TESSEL_U8, "__AVX512VNNI__", 16 },
+	{ 2, TESSEL_F32, TESSEL_BF16, TESSEL_BF16, "__AVX512BF16__", 64, 32 },
+	{ 4, TESSEL_I32, TESSEL_I8, TESSEL_U8, "__AVX512VNNI__", 64, 16 },
+	{ 2, TESSEL_I32, TESSEL_I8, TESSEL_U8, "__AVX2__", 32, 8 },
 };
+static const dot_kind *const int_pairs = &dot_kinds[2];
 
 /* A loop of "kind->group" iterations whose body is the vectorized loop
- * "vec" of at least one whole vector of 16 lanes, whose body updates the
+ * "vec" of at least one whole vector of i32 or f32 lanes, whose body updates the
  * element "store" of kind->acc (contiguous along it, the same in every
  * iteration) by adding the product of the loads of kind->operand "lanes"
  * (contiguous along it, or "packed": the group's elements of each lane
@@ -2030,22 +2034,32 @@ static bool packed_groups(const cg_printer *pr, const loop_expr *e, const loop_v
 	return clean && clean_g && lane_step == group && group_step == 1;
 }
 
+/* Return the kind of the dot group "group" summed into "acc" on a target
+ * with vectors of "vector_bytes", or NULL. */
+static const dot_kind *dot_kind_of(int group, tessel_dtype acc, int vector_bytes)
+{
+	for (size_t i = 0; i < sizeof(dot_kinds) / sizeof(*dot_kinds); i++)
+		if (dot_kinds[i].group == group && dot_kinds[i].acc == acc &&
+		    dot_kinds[i].vector_bytes == vector_bytes)
+			return &dot_kinds[i];
+	return NULL;
+}
+
 /* Return whether the loop "s" annotated with a dot group has the form
- * of its kind, described in "d", on a target with vectors of 64 bytes. */
+ * of its kind on the target of "pr", described in "d". */
 static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 {
-	const dot_kind *kind = NULL;
-	for (size_t i = 0; i < sizeof(dot_kinds) / sizeof(*dot_kinds); i++)
-		if (dot_kinds[i].group == s->u.for_.dot_group)
-			kind = &dot_kinds[i];
 	const loop_stmt *v = only_stmt(s->u.for_.body);
-	if (!kind || pr->target.vector_bytes < 64 || s->u.for_.extent->kind != LX_INT ||
-	    s->u.for_.extent->u.ival != kind->group || v->kind != LS_FOR ||
-	    v->u.for_.kind != LOOP_VECTORIZED || v->u.for_.extent->kind != LX_INT ||
-	    v->u.for_.extent->u.ival < 16)
+	if (s->u.for_.extent->kind != LX_INT || v->kind != LS_FOR ||
+	    v->u.for_.kind != LOOP_VECTORIZED || v->u.for_.extent->kind != LX_INT)
 		return false;
 	const loop_stmt *st = only_stmt(v->u.for_.body);
-	if (st->kind != LS_STORE || st->u.store.buf->dtype != kind->acc)
+	if (st->kind != LS_STORE)
+		return false;
+	const dot_kind *kind = dot_kind_of(s->u.for_.dot_group, st->u.store.buf->dtype,
+		pr->target.vector_bytes);
+	if (!kind || s->u.for_.extent->u.ival != kind->group ||
+	    v->u.for_.extent->u.ival < kind->vector_bytes / 4)
 		return false;
 	for (int i = 0; i < st->u.store.n; i++)
 		if (cg_expr_uses_var(st->u.store.index[i], s->u.for_.var))
@@ -2095,10 +2109,16 @@ static void print_element(cg_printer *pr, const loop_buffer *b, int n,
  * operand with an i8 one takes it as is; two i8 operands offset the
  * invariant one by 128 (as u8) and take 128 times the sum of the other
  * off; two u8 operands offset the varying one by -128 (as i8) and add 128
- * times the sum of the invariant one.  Each is exact in i32's wrapping
- * arithmetic. */
+ * times the sum of the invariant one.  Int pairs (vpmaddwd) multiply
+ * i16 pairs, the operands widened, the first iteration's in the lower
+ * half.  Each is exact in i32's wrapping arithmetic. */
 static void print_dot_sum(cg_printer *pr, const dot_group *d)
 {
+	if (d->kind == int_pairs) {
+		cg_line(pr, "tsl_acc = _mm256_add_epi32(tsl_acc, _mm256_madd_epi16(tsl_quads, "
+			"_mm256_set1_epi32((int)tsl_bytes)));\n");
+		return;
+	}
 	if (d->kind->group == 2) {
 		cg_line(pr, "tsl_acc = _mm512_dpbf16_ps(tsl_acc, "
 			"(__m512bh)_mm512_set1_epi32((int)tsl_bytes), (__m512bh)tsl_quads);\n");
@@ -2141,9 +2161,16 @@ static bool group_adjacent(const loop_expr *e, const loop_var *g)
 /* Print tsl_quads, the groups of the lanes of "d" as print_dot_sum takes
  * them, from tsl_lanes: one vector of packed groups (a bf16 pair's halves
  * swapped), or the group's iterations of a contiguous operand
- * interleaved. */
+ * interleaved; int pairs' bytes widened to i16. */
 static void print_groups(cg_printer *pr, const dot_group *d)
 {
+	if (d->kind == int_pairs) {
+		const char *widen = d->lanes->u.load.buf->dtype == TESSEL_U8 ?
+			"_mm256_cvtepu8_epi16" : "_mm256_cvtepi8_epi16";
+		cg_line(pr, "__m256i tsl_quads = %s(%s);\n", widen, d->packed ? "tsl_lanes[0]" :
+			"_mm_unpacklo_epi8(tsl_lanes[0], tsl_lanes[1])");
+		return;
+	}
 	if (d->packed) {
 		cg_line(pr, "__m512i tsl_quads = %s;\n", d->kind->group == 2 ?
 			"_mm512_rol_epi32(tsl_lanes[0], 16)" : "tsl_lanes[0]");
@@ -2166,7 +2193,8 @@ static void print_groups(cg_printer *pr, const dot_group *d)
  * pairs of bf16, the first iteration in the odd half, which it adds
  * first, so that the sums are the plain loop's bit for bit (a product of
  * two bf16 values is exact in f32); AVX512 VNNI's vpdpbusd for quads of
- * i8 or u8 (print_dot_sum).  Per vector, the invariant operand's group
+ * i8 or u8; AVX2's vpmaddwd for pairs of them (print_dot_sum).  Per
+ * vector of 16 (int pairs 8) lanes, the invariant operand's group
  * is broadcast; a packed operand's groups are one load (bf16 pairs
  * swapped in each 32 bits), a contiguous operand's iterations are
  * interleaved (print_groups). */
@@ -2179,20 +2207,24 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	char include[160];
 	snprintf(include, sizeof(include), "#if defined(%s)\n#include <immintrin.h>\n"
 		"#endif\n", k->guard);
-	cg_need_helper(pr, k->group == 2 ? "tsl_dot_pairs_include" : "tsl_dot_quads_include",
-		include);
+	char helper[64];
+	snprintf(helper, sizeof(helper), "tsl_dot_include%s", k->guard);
+	cg_need_helper(pr, helper, include);
 	const loop_expr *l = d.lanes, *b = d.bcast;
 	const loop_stmt *st = d.store;
-	const char *acc_type = k->group == 2 ? "__m512" : "__m512i";
+	int lanes = k->vector_bytes / 4, lane_bytes = d.packed ? k->group * k->lane_bytes :
+		k->lane_bytes;
+	const char *acc_type = k->acc == TESSEL_F32 ? "__m512" : k->vector_bytes == 64 ?
+		"__m512i" : "__m256i";
 	cg_line(pr, "#if defined(%s)\n", k->guard);
 	cg_bind_loop_range(pr, s);
 	cg_bind_loop_range(pr, d.vec);
-	int64_t extent = d.vec->u.for_.extent->u.ival, whole = extent / 16 * 16;
-	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, NULL, whole, 16);
+	int64_t extent = d.vec->u.for_.extent->u.ival, whole = extent / lanes * lanes;
+	cg_print_for(pr, d.vec->u.for_.var, d.vec->u.for_.min, 0, NULL, whole, lanes);
 	pr->depth++;
-	cg_line(pr, "%s tsl_lanes[%d];\n", d.packed ? "__m512i" : k->lane_bytes == 32 ?
+	cg_line(pr, "%s tsl_lanes[%d];\n", lane_bytes == 64 ? "__m512i" : lane_bytes == 32 ?
 		"__m256i" : "__m128i", d.packed ? 1 : k->group);
-	bool adjacent = group_adjacent(b, s->u.for_.var);
+	bool adjacent = k != int_pairs && group_adjacent(b, s->u.for_.var);
 	if (adjacent)
 		cg_line(pr, "uint32_t tsl_bytes;\n");
 	else
@@ -2201,17 +2233,22 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 		cg_line(pr, "{\n");
 		pr->depth++;
 		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), g);
-		if (!d.packed || g == 0) {
+		if (lane_bytes == 8) {
+			cg_line(pr, "tsl_lanes[%d] = _mm_loadl_epi64((const __m128i *)&", g);
+			print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
+			cg_put(pr, ");\n");
+		} else if (!d.packed || g == 0) {
 			cg_line(pr, "memcpy(&tsl_lanes[%d], &", g);
 			print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
-			cg_put(pr, ", %d);\n", d.packed ? 64 : k->lane_bytes);
+			cg_put(pr, ", %d);\n", lane_bytes);
 		}
 		if (adjacent && g == 0) {
 			cg_line(pr, "memcpy(&tsl_bytes, &");
 			print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
 			cg_put(pr, ", 4);\n");
 		} else if (!adjacent) {
-			cg_line(pr, "tsl_elem[%d] = %s", g, k->group == 2 ? "" : "(uint8_t)");
+			cg_line(pr, "tsl_elem[%d] = %s", g, k == int_pairs ? "(uint16_t)(int16_t)" :
+				k->group == 2 ? "" : "(uint8_t)");
 			print_element(pr, b->u.load.buf, b->u.load.n, b->u.load.index);
 			cg_put(pr, ";\n");
 		}
@@ -2220,6 +2257,8 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	}
 	if (adjacent && k->group == 2)
 		cg_line(pr, "tsl_bytes = tsl_bytes << 16 | tsl_bytes >> 16;\n");
+	else if (k == int_pairs)
+		cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] | tsl_elem[1] << 16;\n");
 	else if (!adjacent && k->group == 2)
 		cg_line(pr, "uint32_t tsl_bytes = tsl_elem[0] << 16 | tsl_elem[1];\n");
 	else if (!adjacent)
@@ -2229,11 +2268,11 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 	cg_line(pr, "%s tsl_acc;\n", acc_type);
 	cg_line(pr, "memcpy(&tsl_acc, &");
 	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
-	cg_put(pr, ", 64);\n");
+	cg_put(pr, ", %d);\n", k->vector_bytes);
 	print_dot_sum(pr, &d);
 	cg_line(pr, "memcpy(&");
 	print_element(pr, st->u.store.buf, st->u.store.n, st->u.store.index);
-	cg_put(pr, ", &tsl_acc, 64);\n");
+	cg_put(pr, ", &tsl_acc, %d);\n", k->vector_bytes);
 	pr->depth--;
 	cg_line(pr, "}\n");
 	if (whole < extent) {

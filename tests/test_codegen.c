@@ -1506,12 +1506,14 @@ Test(codegen, random_schedules_match_evaluator)
 }
 
 /* The relative error against the interpreter of "op" (three
- * arguments: two inputs, one output) compiled under the schedule "text"
- * with "flags" (NULL: the defaults, this machine's); expect its loop
+ * arguments: two inputs, one output) compiled under the schedule "text",
+ * printed for vectors of "vector_bytes", with "flags" (NULL: the
+ * defaults, this machine's); expect its loop
  * program to hold "line" and its source to hold "needle" or not, where
  * given.  Releases "op". */
 static double scheduled_error(tessel_ctx *ctx, tessel_op *op, const char *text,
-	const char *const *flags, const char *line, const char *needle, bool present)
+	const char *const *flags, const char *line, const char *needle, bool present,
+	int vector_bytes)
 {
 	sch_state *st = sch_state_new(ctx, op);
 	sch_trace *t = sch_trace_parse(ctx, "t.trace", text);
@@ -1534,7 +1536,7 @@ static double scheduled_error(tessel_ctx *ctx, tessel_op *op, const char *text,
 	want[0] = tessel_tensor_new(p->args[2]->dtype, 2, p->args[2]->shape, NULL, 0);
 	cr_assert(want[0] && tessel_interp(op, args, want) == 0);
 	kernel kern;
-	build_with(p, 64, flags, &kern);
+	build_with(p, vector_bytes, flags, &kern);
 	if (needle)
 		expect_text(kern.source, needle, present);
 	tessel_kernel_env env;
@@ -1563,7 +1565,7 @@ static double matmul_error(const char *const *kv, const char *text,
 		(const char *[]){ kv[0], kv[2], kv[4], kv[6], kv[8], kv[10] },
 		(const char *[]){ kv[1], kv[3], kv[5], kv[7], kv[9], kv[11] });
 	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
-	double err = scheduled_error(ctx, op, text, flags, NULL, needle, present);
+	double err = scheduled_error(ctx, op, text, flags, NULL, needle, present, 64);
 	tessel_ctx_free(ctx);
 	return err;
 }
@@ -1578,7 +1580,7 @@ static double f16_sum_error(const char *k, const char *text, const char *line)
 		(const char *[]){ "M", "N", "K", "dtype" },
 		(const char *[]){ "4", "4", k, "f16" });
 	cr_assert(op);
-	double err = scheduled_error(ctx, op, text, NULL, line, NULL, false);
+	double err = scheduled_error(ctx, op, text, NULL, line, NULL, false, 64);
 	tessel_ctx_free(ctx);
 	return err;
 }
@@ -1608,7 +1610,7 @@ Test(codegen, f16_sums_accumulate_in_f32)
  * order (the results are the plain loop's, bit for bit: a product of two
  * bf16 values is exact in f32), the broadcast pair adjacent in A or a
  * row apart (A transposed), the lanes past the last whole vector (24 =
- * 16 + 8) in plain loops after; compiled for a target without AVX512
+ * 16 + 8) in plain loops after; compiled for the host without AVX512
  * BF16 it runs the plain loop.  A vector loop of 8 lanes (no whole
  * vector), or lanes that read B across its rows (B transposed), stay
  * plain.  B packed in pairs ([k / 2, j, k % 2], plain or transposed) is
@@ -1638,8 +1640,8 @@ Test(codegen, bf16_dot_pairs)
 		"transpose_b", "0", "dtype", "bf16" };
 	const char *bt[] = { "M", "30", "N", "64", "K", "40", "transpose_a", "0",
 		"transpose_b", "1", "dtype", "bf16" };
-	const char *no_bf16[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
-		"-std=gnu17", NULL };
+	const char *no_bf16[] = { "-O3", "-march=native", "-mno-avx512bf16", "-fPIC",
+		"-shared", "-std=gnu17", NULL };
 	double e1 = matmul_error(plain, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
 	double e2 = matmul_error(at, t32, NULL, "_mm512_dpbf16_ps(tsl_acc", true);
 	double e3 = matmul_error(plain, t32, no_bf16, "_mm512_dpbf16_ps(tsl_acc", true);
@@ -1666,9 +1668,9 @@ Test(codegen, bf16_dot_pairs)
 }
 
 /* scheduled_error of the op in the .te text "src" bound to M=30, N=64,
- * K=40. */
-static double te_op_error(const char *src, const char *text,
-	const char *const *flags, const char *needle, bool present)
+ * K=40, printed for vectors of "vector_bytes". */
+static double te_op_error_at(const char *src, const char *text,
+	const char *const *flags, const char *needle, bool present, int vector_bytes)
 {
 	tessel_ctx *ctx = tessel_ctx_new();
 	tessel_module *m = tessel_parse(ctx, "q.te", src, strlen(src));
@@ -1677,9 +1679,16 @@ static double te_op_error(const char *src, const char *text,
 		(const char *[]){ "M", "N", "K" }, (const int64_t[]){ 30, 64, 40 });
 	tessel_module_free(m);
 	cr_assert(op, "%s", tessel_ctx_error(ctx)->message);
-	double err = scheduled_error(ctx, op, text, flags, NULL, needle, present);
+	double err = scheduled_error(ctx, op, text, flags, NULL, needle, present,
+		vector_bytes);
 	tessel_ctx_free(ctx);
 	return err;
+}
+
+static double te_op_error(const char *src, const char *text,
+	const char *const *flags, const char *needle, bool present)
+{
+	return te_op_error_at(src, text, flags, needle, present, 64);
 }
 
 /* A register tile of C = A * B, 6 rows by 32 columns, summing A's
@@ -1696,15 +1705,15 @@ static const char quads_trace[] =
 	"unroll C_local.i\n"
 	"vectorize C_local.j\n"
 	"annotate C_local.kk dot_quads 1\n";
-static const char *const no_vnni[] = { "-O3", "-march=skylake-avx512", "-fPIC", "-shared",
-	"-std=gnu17", NULL };
+static const char *const no_vnni[] = { "-O3", "-march=native", "-mno-avx512vnni", "-fPIC",
+	"-shared", "-std=gnu17", NULL };
 
 /* A loop of four reduction iterations annotated dot_quads around a
  * vector loop of products of i8 values summed into i32 runs on
  * vpdpbusd (unsigned by signed bytes: one side offset by 128, the
  * offset's products taken off), exactly, the quad of the invariant
- * operand adjacent in A or a row apart; compiled for a target without
- * AVX512 VNNI it runs the plain loop. */
+ * operand adjacent in A or a row apart; compiled for the host without
+ * AVX512 VNNI (and on a host without it) it runs the plain loop. */
 Test(codegen, i8_dot_quads)
 {
 	static const char *const src[] = {
@@ -1754,6 +1763,65 @@ Test(codegen, u8_dot_quads)
 			true), 0, "B packed in quads: %s", src[i]);
 		cr_expect_eq(te_op_error(src[i], packed, NULL, "memcpy(&tsl_bytes, &A[",
 			true), 0, "A's quad one load: %s", src[i]);
+	}
+}
+
+/* A register tile of C = A * B in pairs of k, 6 rows by 24 columns on a
+ * target with vectors of 32 bytes (AVX2), so that vpmaddwd sums each
+ * pair of 8-bit products widened to i16: exactly, for i8 and u8 in
+ * either operand, over u8 values drawn from all of [0, 256).  The 64
+ * columns of N leave a tile of 16, and a vector loop of 12 lanes (in
+ * the second trace) one whole vector and 4 plain lanes.  Compiled for
+ * x86-64 without AVX2 it runs the plain loop; B packed in pairs
+ * ([k / 2, j, k % 2]) is one load of 16 bytes a vector.  With vectors
+ * of 64 bytes the loop stays plain. */
+Test(codegen, int8_dot_pairs_avx2)
+{
+	static const char *const src[] = {
+		"op q(A: i8[M, K], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: u8[M, K], B: i8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: i8[M, K], B: u8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[i, k]) * i32(B[k, j])\n}\n",
+		"op q(A: u8[K, M], B: u8[K, N]) -> C {\n"
+		"  C[i, j] : i32[M, N] = sum(k) i32(A[k, i]) * i32(B[k, j])\n}\n",
+	};
+	static const char *const widen[] = { "_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(",
+		"_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(", "_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(",
+		"_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(" };
+	static const char pairs_trace[] =
+		"cache_write C local -> C_local\n"
+		"split C.i 6 -> C.io C.ii\n"
+		"split C.j %d -> C.jo C.ji\n"
+		"reorder C.io C.jo C.ii C.ji\n"
+		"compute_at C_local C.jo\n"
+		"split C_local.k 2 -> C_local.ko C_local.kk\n"
+		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+		"unroll C_local.i\n"
+		"vectorize C_local.j\n"
+		"annotate C_local.kk dot_pairs 1\n";
+	static const char *const generic[] = { "-O3", "-march=x86-64", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	char t24[1024], t12[1024], packed[1400];
+	snprintf(t24, sizeof(t24), pairs_trace, 24);
+	snprintf(t12, sizeof(t12), pairs_trace, 12);
+	snprintf(packed, sizeof(packed), "cache_read B global C -> B_global\n"
+		"split_storage B_global.ax0 2\n"
+		"reorder_storage B_global.ax0o B_global.ax1 B_global.ax0i\n%s", t24);
+	const char *sum = "_mm256_add_epi32(tsl_acc, _mm256_madd_epi16(tsl_quads";
+	for (int i = 0; i < 4; i++) {
+		cr_expect_eq(te_op_error_at(src[i], t24, NULL, sum, true, 32), 0, "%s", src[i]);
+		cr_expect_eq(te_op_error_at(src[i], t24, NULL, widen[i], true, 32), 0, "%s",
+			src[i]);
+		cr_expect_eq(te_op_error_at(src[i], t12, NULL, sum, true, 32), 0,
+			"a vector and 4 lanes: %s", src[i]);
+		cr_expect_eq(te_op_error_at(src[i], t24, generic, sum, true, 32), 0,
+			"the plain loop: %s", src[i]);
+		cr_expect_eq(te_op_error_at(src[i], packed, NULL, "(tsl_lanes[0]);", true, 32),
+			0, "B packed in pairs: %s", src[i]);
+		cr_expect_eq(te_op_error_at(src[i], t24, NULL, "_mm256_madd_epi16", false, 64),
+			0, "no int pairs with vectors of 64 bytes: %s", src[i]);
 	}
 }
 

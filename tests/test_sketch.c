@@ -508,9 +508,9 @@ Test(sketch, lanes_along_another_axis_where_rows_are_short)
 	fixture_fini(&f);
 }
 
-/* The x86-64-v4 features, with AVX512 BF16 or without. */
-#define V4_FEATURES "sse2,sse3,ssse3,sse4.1,sse4.2,popcnt,avx,f16c,fma,bmi1,bmi2," \
-	"avx2,avx512f,avx512cd,avx512bw,avx512dq,avx512vl"
+/* The x86-64-v3 and -v4 features (v4 with AVX512 BF16 or without). */
+#define V3_FEATURES "sse2,sse3,ssse3,sse4.1,sse4.2,popcnt,avx,f16c,fma,bmi1,bmi2,avx2"
+#define V4_FEATURES V3_FEATURES ",avx512f,avx512cd,avx512bw,avx512dq,avx512vl"
 
 /* The op of the .te text "src" bound to M=48, N=64, K=24, on "target". */
 static void fixture_te_on(fixture *f, const char *src, const char *target)
@@ -534,7 +534,9 @@ static void fixture_te_on(fixture *f, const char *src, const char *target)
  * with AVX512 VNNI gets "i8 quads" (dot_quads, the reduction split by
  * 4), and so does one of u8 data and i8 weights, with B packed in
  * quads ([k / 4, j, k % 4]) in a sketch of its own, the only one where
- * each element of B is read by many rows. */
+ * each element of B is read by many rows.  On an AVX2 target (vectors
+ * of 32 bytes) the i8 sum gets "i8 pairs" (dot_pairs, split by 2)
+ * instead; on AVX512 without VNNI, neither. */
 Test(sketch, products_summed_in_groups)
 {
 	const char *mm[] = { "M", "48", "N", "64", "K", "24", "dtype", "bf16" };
@@ -587,6 +589,19 @@ Test(sketch, products_summed_in_groups)
 	int in_quads = samples_holding(&f, k, 20, 8, grouped);
 	cr_expect_geq(in_quads, 15, "%d of 20 samples summed quads", in_quads);
 	cr_expect_gt(sample_all(&f, 4, 23, "dot_quads"), 0);
+	fixture_fini(&f);
+
+	fixture_te_on(&f, quads, "cpu -features=" V3_FEATURES " -cores=2");
+	cr_expect_eq(sketch_named(&f, "i8 quads"), -1, "no AVX512 VNNI");
+	k = sketch_named(&f, "i8 pairs");
+	cr_assert_geq(k, 0, "%s", tune_space_sketch_name(f.space, 0));
+	int in_pairs = samples_holding(&f, k, 20, 8, pairs + 1);
+	cr_expect_geq(in_pairs, 15, "%d of 20 samples summed pairs of i8", in_pairs);
+	cr_expect_gt(sample_all(&f, 4, 29, "dot_pairs"), 0);
+	fixture_fini(&f);
+	fixture_te_on(&f, quads, "cpu -features=" V4_FEATURES " -cores=2");
+	cr_expect_eq(sketch_named(&f, "i8 pairs"), -1, "vectors of 64 bytes");
+	cr_expect_eq(sketch_named(&f, "i8 quads"), -1, "no AVX512 VNNI");
 	fixture_fini(&f);
 
 	const char *qmm[] = { "M", "30", "N", "48", "K", "32", "dtype", "u8",

@@ -590,9 +590,14 @@ static void find_group_input(const tessel_stage *t, int lane_axis, int group,
 }
 
 /* Return the dot group of the tiled stage "t" on the CPU "cpu" with
- * vectors of "vector_bytes" (stage_info.dot_group). */
+ * vectors of "vector_bytes" (stage_info.dot_group): bf16 pairs and i8
+ * quads with AVX512's dot instructions, and on AVX2 pairs of 8-bit
+ * integers widened to i16 (vpmaddwd). */
 static int dot_group_of(const tessel_stage *t, const rt_cpu_target *cpu, int vector_bytes)
 {
+	if (vector_bytes == 32 && rt_cpu_has(cpu, RT_CPU_AVX2) && t->dtype == TESSEL_I32 &&
+	    sums_products(t, TESSEL_I32, TESSEL_I8, TESSEL_U8))
+		return 2;
 	if (vector_bytes < 64)
 		return 0;
 	if (rt_cpu_has(cpu, RT_CPU_AVX512_BF16) &&
@@ -614,6 +619,8 @@ static void analyse_groups(const tessel_stage *t, const rt_cpu_target *cpu,
 	in->dot_group = dot_group_of(t, cpu, vector_bytes);
 	if (!in->dot_group)
 		return;
+	in->dot_name = in->dot_group == 4 ? "i8 quads" : t->dtype == TESSEL_I32 ? "i8 pairs" :
+		"bf16 pairs";
 	find_group_input(t, t->ndim - 1, in->dot_group, &in->group_input, &in->group_dim,
 		&in->group_lane_dim, &in->group_raxis, &in->group_reuse);
 	find_group_input(t, in->lane_axis, in->dot_group, &in->lane_group_input,
@@ -700,7 +707,7 @@ static void add_sketch(tune_space *sp, sketch k)
 				", %s panel", in->panel_input);
 		if (k.dot_groups && in->dot_group && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
-				in->dot_group == 2 ? ", bf16 pairs" : ", i8 quads");
+				", %s", in->dot_name);
 		if (grouped && len < sizeof(k.name))
 			len += (size_t)snprintf(k.name + len, sizeof(k.name) - len,
 				" of %s packed in groups", grouped);

@@ -54,9 +54,12 @@ typedef struct stage_info {
 	                           * sum over the rows of a matrix) */
 	int dot_group;            /* ROLE_TILE: 2 for a sum of products of two
 	                           * bf16 tensors on a target whose vdpbf16ps
-	                           * sums them in pairs, 4 for one of two i8
-	                           * or u8 tensors into i32 where vpdpbusd
-	                           * sums them in quads, else 0 */
+	                           * sums them in pairs, or of two i8 or u8
+	                           * tensors into i32 on AVX2 (vpmaddwd), 4
+	                           * for one of two i8 or u8 tensors into i32
+	                           * where vpdpbusd sums them in quads, else 0 */
+	const char *dot_name;     /* the groups, in a sketch's name: "bf16
+	                           * pairs", "i8 pairs" or "i8 quads" */
 	const char *group_input;  /* dot_group: the input whose elements the
 	                           * vector lanes along the innermost spatial
 	                           * axis multiply, when that axis alone
