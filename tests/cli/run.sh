@@ -523,10 +523,20 @@ expect 0 'trials: 4 measured' -- tune matmul --set M=64,N=48,K=32 --trials 4 --b
 
 # Sums in groups (dot_pairs, dot_quads): every candidate of a short tuning
 # run of a bf16 and of two quantized matmuls (i8, u8 with i8 weights) that
-# carries one computes the op, where the CPU has the instructions.
+# carries one computes the op, where the CPU has the instructions: AVX512
+# BF16 and VNNI, or AVX2 without AVX-512 (pairs of 8-bit integers).
+group_specs=()
 if grep -qw avx512_bf16 /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo; then
-	for spec in M=48,N=64,K=40,dtype=bf16 M=48,N=64,K=40,dtype=i8,out_dtype=i32 \
-		M=48,N=64,K=40,dtype=u8,weight_dtype=i8,out_dtype=i32; do
+	group_specs=(M=48,N=64,K=40,dtype=bf16 M=48,N=64,K=40,dtype=i8,out_dtype=i32
+		M=48,N=64,K=40,dtype=u8,weight_dtype=i8,out_dtype=i32)
+elif grep -qw avx2 /proc/cpuinfo && ! grep -qw avx512f /proc/cpuinfo; then
+	group_specs=(M=48,N=64,K=40,dtype=i8,out_dtype=i32
+		M=48,N=64,K=40,dtype=u8,weight_dtype=i8,out_dtype=i32)
+else
+	echo "skip: sums in groups (this CPU has neither AVX512 BF16 and VNNI nor AVX2 alone)"
+fi
+if [ "${#group_specs[@]}" -gt 0 ]; then
+	for spec in "${group_specs[@]}"; do
 		gdb="$work/groups.db"
 		rm -f "$gdb" "$work"/group-*.trace
 		"$tessel" tune matmul --set "$spec" --trials 24 --seed 2 --min-time 0.002 \
