@@ -1605,6 +1605,20 @@ Test(codegen, f16_sums_accumulate_in_f32)
 	cr_expect_gt(own, 3 * fmax(scalar, cached), "error %g in the f16 output", own);
 }
 
+/* A register tile of C = A * B, 6 rows by a column split of "%d",
+ * summing pairs of k in one instruction (dot_pairs). */
+static const char pairs_trace[] =
+	"cache_write C local -> C_local\n"
+	"split C.i 6 -> C.io C.ii\n"
+	"split C.j %d -> C.jo C.ji\n"
+	"reorder C.io C.jo C.ii C.ji\n"
+	"compute_at C_local C.jo\n"
+	"split C_local.k 2 -> C_local.ko C_local.kk\n"
+	"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
+	"unroll C_local.i\n"
+	"vectorize C_local.j\n"
+	"annotate C_local.kk dot_pairs 1\n";
+
 /* A loop of two reduction iterations annotated dot_pairs around a
  * vector loop of bf16 products sums them with vdpbf16ps, in the loop's
  * order (the results are the plain loop's, bit for bit: a product of two
@@ -1617,21 +1631,10 @@ Test(codegen, f16_sums_accumulate_in_f32)
  * one load a vector, its halves swapped, and sums as the plain loop. */
 Test(codegen, bf16_dot_pairs)
 {
-	static const char *const trace =
-		"cache_write C local -> C_local\n"
-		"split C.i 6 -> C.io C.ii\n"
-		"split C.j %d -> C.jo C.ji\n"
-		"reorder C.io C.jo C.ii C.ji\n"
-		"compute_at C_local C.jo\n"
-		"split C_local.k 2 -> C_local.ko C_local.kk\n"
-		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
-		"unroll C_local.i\n"
-		"vectorize C_local.j\n"
-		"annotate C_local.kk dot_pairs 1\n";
 	char t32[1024], t24[1024], t8[1024];
-	snprintf(t32, sizeof(t32), trace, 32);
-	snprintf(t24, sizeof(t24), trace, 24);
-	snprintf(t8, sizeof(t8), trace, 8);
+	snprintf(t32, sizeof(t32), pairs_trace, 32);
+	snprintf(t24, sizeof(t24), pairs_trace, 24);
+	snprintf(t8, sizeof(t8), pairs_trace, 8);
 	const char *plain[] = { "M", "30", "N", "64", "K", "40", "transpose_a", "0",
 		"transpose_b", "0", "dtype", "bf16" };
 	const char *n48[] = { "M", "30", "N", "48", "K", "40", "transpose_a", "0",
@@ -1790,17 +1793,6 @@ Test(codegen, int8_dot_pairs_avx2)
 	static const char *const widen[] = { "_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(",
 		"_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(", "_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(",
 		"_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(" };
-	static const char pairs_trace[] =
-		"cache_write C local -> C_local\n"
-		"split C.i 6 -> C.io C.ii\n"
-		"split C.j %d -> C.jo C.ji\n"
-		"reorder C.io C.jo C.ii C.ji\n"
-		"compute_at C_local C.jo\n"
-		"split C_local.k 2 -> C_local.ko C_local.kk\n"
-		"reorder C_local.ko C_local.i C_local.kk C_local.j\n"
-		"unroll C_local.i\n"
-		"vectorize C_local.j\n"
-		"annotate C_local.kk dot_pairs 1\n";
 	static const char *const generic[] = { "-O3", "-march=x86-64", "-fPIC", "-shared",
 		"-std=gnu17", NULL };
 	char t24[1024], t12[1024], packed[1400];
