@@ -1980,12 +1980,12 @@ static const dot_kind dot_kinds[] = {
 static const dot_kind *const int_pairs = &dot_kinds[2];
 
 /* A loop of "kind->group" iterations whose body is the vectorized loop
- * "vec" of at least one whole vector of i32 or f32 lanes, whose body updates the
- * element "store" of kind->acc (contiguous along it, the same in every
- * iteration) by adding the product of the loads of kind->operand "lanes"
- * (contiguous along it, or "packed": the group's elements of each lane
- * adjacent, lane after lane, as a vector of groups) and "bcast"
- * (invariant in it). */
+ * "vec" of at least one whole vector of i32 or f32 lanes, whose body
+ * updates the element "store" of kind->acc (contiguous along it, the
+ * same in every iteration) by adding the product of the loads of
+ * kind->operand "lanes" (contiguous along it, or "packed": the group's
+ * elements of each lane adjacent, lane after lane, as a vector of
+ * groups) and "bcast" (invariant in it). */
 typedef struct dot_group {
 	const dot_kind *kind;
 	const loop_stmt *vec, *store;
@@ -2233,7 +2233,7 @@ static bool cpu_print_dot_group(cg_printer *pr, const loop_stmt *s)
 		cg_line(pr, "{\n");
 		pr->depth++;
 		cg_line(pr, "const int64_t %s = %d;\n", cg_var_name(pr, s->u.for_.var), g);
-		if (lane_bytes == 8) {
+		if (k == int_pairs && !d.packed) {
 			cg_line(pr, "tsl_lanes[%d] = _mm_loadl_epi64((const __m128i *)&", g);
 			print_element(pr, l->u.load.buf, l->u.load.n, l->u.load.index);
 			cg_put(pr, ");\n");
