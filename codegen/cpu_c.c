@@ -1182,13 +1182,17 @@ static const char *lanewise_helper(cg_printer *pr, const char *op, vclass c,
  * x - n ln 2 in two parts, a degree-6 polynomial, times 2^n built in the
  * exponent bits; within 2 ulp of expf over its range, with expf's
  * overflow to infinity, underflow to 0 (denormal results flushed) and
- * NaN.  One vector instruction stream instead of a call per lane. */
+ * NaN.  The input is clamped to [-88.38, 88.73] so that n stays within
+ * [-127, 128]; 2^128 has no exponent bits, so where n is 128 the product
+ * takes 2^127 and is doubled (exact: the result is finite below the
+ * overflow bound).  One vector instruction stream instead of a call per
+ * lane. */
 #define VEXP_F32_PORTABLE \
 	"$4 $0 $5($0 x)\n{\n" \
 	"\tconst $0 zero = { 0 };\n" \
 	"\t$1 over = x > 88.72283935546875f, under = x < -87.33654022216797f;\n" \
-	"\t$1 hi = x > 88.3762626647949f, lo = x < -88.3762626647949f;\n" \
-	"\t$0 c = ($0)((($1)x & ~(hi | lo)) | (($1)(zero + 88.3762626647949f) & hi) |\n" \
+	"\t$1 hi = x > 88.7228393554688f, lo = x < -88.3762626647949f;\n" \
+	"\t$0 c = ($0)((($1)x & ~(hi | lo)) | (($1)(zero + 88.7228393554688f) & hi) |\n" \
 	"\t\t(($1)(zero - 88.3762626647949f) & lo));\n" \
 	"\t$0 fx = c * 1.44269504088896341f + 0.5f;\n" \
 	"\t$1 n = __builtin_convertvector(fx, $1);\n" \
@@ -1202,11 +1206,47 @@ static const char *lanewise_helper(cg_printer *pr, const char *op, vclass c,
 	"\ty = y * c + 1.6666665459e-1f;\n" \
 	"\ty = y * c + 5.0000001201e-1f;\n" \
 	"\ty = y * (c * c) + c + 1.0f;\n" \
-	"\ty = y * ($0)((n + 127) << 23);\n" \
+	"\t$1 top = n > 127;\n" \
+	"\ty = y * ($0)((n + top + 127) << 23);\n" \
+	"\ty = y + ($0)(($1)y & top);\n" \
 	"\ty = ($0)((($1)y & ~over) | (($1)(zero + __builtin_inff()) & over));\n" \
 	"\treturn ($0)(($1)y & ~under);\n}\n"
 
 static const char vexp_f32_tmpl[] = VEXP_F32_PORTABLE;
+
+/* The same exp on 8 float lanes where the compiler targets AVX2 and FMA:
+ * the input clamped by vminps and vmaxps (which keep a NaN), n rounded
+ * by vroundps, the polynomial in FMAs, 2^n from the exponent bits (2^127
+ * then doubled where n is 128, as above), and the overflow and underflow
+ * applied by a blend and a mask: about two thirds of the instructions of
+ * the portable form, which is the one compiled otherwise. */
+static const char vexp_f32x8_tmpl[] =
+	"#if defined(__AVX2__) && defined(__FMA__)\n#include <immintrin.h>\n"
+	"$4 $0 $5($0 x)\n{\n"
+	"\t__m256 v = (__m256)x;\n"
+	"\t__m256 over = _mm256_cmp_ps(v, _mm256_set1_ps(88.72283935546875f), _CMP_GT_OQ);\n"
+	"\t__m256 under = _mm256_cmp_ps(v, _mm256_set1_ps(-87.33654022216797f), _CMP_LT_OQ);\n"
+	"\tv = _mm256_max_ps(_mm256_set1_ps(-87.5f), v);\n"
+	"\tv = _mm256_min_ps(_mm256_set1_ps(88.75f), v);\n"
+	"\t__m256 t = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(1.44269504088896341f)),\n"
+	"\t\t_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n"
+	"\t__m256 c = _mm256_fnmadd_ps(t, _mm256_set1_ps(0.693359375f), v);\n"
+	"\tc = _mm256_fnmadd_ps(t, _mm256_set1_ps(-2.12194440e-4f), c);\n"
+	"\t__m256 y = _mm256_set1_ps(1.9875691500e-4f);\n"
+	"\ty = _mm256_fmadd_ps(y, c, _mm256_set1_ps(1.3981999507e-3f));\n"
+	"\ty = _mm256_fmadd_ps(y, c, _mm256_set1_ps(8.3334519073e-3f));\n"
+	"\ty = _mm256_fmadd_ps(y, c, _mm256_set1_ps(4.1665795894e-2f));\n"
+	"\ty = _mm256_fmadd_ps(y, c, _mm256_set1_ps(1.6666665459e-1f));\n"
+	"\ty = _mm256_fmadd_ps(y, c, _mm256_set1_ps(5.0000001201e-1f));\n"
+	"\ty = _mm256_fmadd_ps(y, _mm256_mul_ps(c, c), _mm256_add_ps(c, _mm256_set1_ps(1.0f)));\n"
+	"\t__m256 t127 = _mm256_min_ps(t, _mm256_set1_ps(127.0f));\n"
+	"\ty = _mm256_fmadd_ps(y, _mm256_sub_ps(t, t127), y);\n"
+	"\t__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(t127),\n"
+	"\t\t_mm256_set1_epi32(127)), 23);\n"
+	"\ty = _mm256_mul_ps(y, _mm256_castsi256_ps(e));\n"
+	"\ty = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), over);\n"
+	"\treturn ($0)_mm256_andnot_ps(under, y);\n}\n"
+	"#else\n" VEXP_F32_PORTABLE "#endif\n";
 
 /* The same exp on 16 float lanes where the compiler targets AVX-512: the
  * same reduction and polynomial, with n rounded by vrndscaleps and 2^n
@@ -1342,7 +1382,8 @@ static const char vsigmoid_f32_tmpl[] =
 static const char *vexp_helper(cg_printer *pr, vclass c, char *buf, size_t len)
 {
 	need_vector_helper(pr, vector_helper_name(pr, "vexp", c, buf, len), c,
-		pr->lanes == 16 ? vexp_f32x16_tmpl : vexp_f32_tmpl);
+		pr->lanes == 16 ? vexp_f32x16_tmpl : pr->lanes == 8 ? vexp_f32x8_tmpl
+		: vexp_f32_tmpl);
 	return buf;
 }
 

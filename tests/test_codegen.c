@@ -695,6 +695,18 @@ Test(codegen, vector_extent_16)
 	loop_prog_free(p);
 }
 
+/* B[i] = op(A[i]) over "n" elements, vectorized. */
+static loop_prog *unary_vector(tessel_unary op, int64_t n)
+{
+	loop_prog *p = loop_prog_new("unary_vector");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(n), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(n), true);
+	loop_var *i = loop_var_new(p, "i");
+	p->body = loop(p, i, n, LOOP_VECTORIZED,
+		store(p, B, op1(p, op, load(p, A, var(p, i))), var(p, i)));
+	return p;
+}
+
 /* Fill the first argument evenly from "lo" to "hi" (exp of that when
  * "log_spaced"), then put the "n" values "special" at every 7th element. */
 static void fill_range(tessel_tensor *const *args, double lo, double hi, bool log_spaced,
@@ -714,35 +726,43 @@ static void fill_range(tessel_tensor *const *args, double lo, double hi, bool lo
 static void exp_range(tessel_tensor *const *args)
 {
 	static const double special[] = { INFINITY, -INFINITY, NAN, 88.7, 88.73, -87.3,
-		-87.4, -103.9, -104.0, 0.0, -0.0, 1e-8 };
+		-87.4, -103.9, -104.0, 0.0, -0.0, 1e-8, 88.5, 88.3763, 88.72283,
+		88.7228394, -87.33654, -87.0 };
 	fill_range(args, -120.0, 120.0, false, special, sizeof(special) / sizeof(*special));
 }
 
+/* Inputs from 86 up to the overflow bound of expf, where 2^n of the
+ * reduction reaches 2^128. */
+static void exp_top(tessel_tensor *const *args)
+{
+	fill_range(args, 86.0, 88.72283, false, NULL, 0);
+}
+
 /* The vector exp agrees with expf everywhere (within the f32 tolerance),
- * in the form the host compiles (AVX-512 where it has it). */
+ * in the forms the host compiles for 64, 32 and 16-byte vectors
+ * (AVX-512, AVX2 with FMA where it has them), and in the portable form
+ * for 32-byte vectors; a bare exp, so that nothing after it hides an
+ * error near overflow. */
 Test(codegen, vector_exp_over_its_range)
 {
-	loop_prog *p = exp_scale(1024);
+	static const char *const generic[] = { "-O3", "-march=x86-64", "-fPIC", "-shared",
+		"-std=gnu17", NULL };
+	loop_prog *p = unary_vector(TESSEL_EXP, 1024);
 	char *src = check_program(p, 64, 1, exp_range);
 	expect_text(src, "_mm512_scalef_ps", true);
 	expect_text(src, "__builtin_convertvector", true);
 	free(src);
+	check(p, 64, 1, exp_top);
 	src = check_program(p, 32, 1, exp_range);
 	expect_text(src, "_mm512_scalef_ps", false);
+	expect_text(src, "_mm256_round_ps", true);
 	free(src);
+	check(p, 32, 1, exp_top);
+	free(check_program_with(p, 32, 1, exp_range, generic));
+	free(check_program_with(p, 32, 1, exp_top, generic));
+	check(p, 16, 1, exp_range);
+	check(p, 16, 1, exp_top);
 	loop_prog_free(p);
-}
-
-/* B[i] = op(A[i]) over "n" elements, vectorized. */
-static loop_prog *unary_vector(tessel_unary op, int64_t n)
-{
-	loop_prog *p = loop_prog_new("unary_vector");
-	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 1, SHAPE(n), false);
-	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 1, SHAPE(n), true);
-	loop_var *i = loop_var_new(p, "i");
-	p->body = loop(p, i, n, LOOP_VECTORIZED,
-		store(p, B, op1(p, op, load(p, A, var(p, i))), var(p, i)));
-	return p;
 }
 
 /* Inputs from -8 to 8, with the edges of the pieces of the vector erf
@@ -909,10 +929,11 @@ Test(codegen, vector_exp_portable_form)
 {
 	static const char *const avx2[] = { "-O3", "-march=x86-64-v3", "-fPIC",
 		"-shared", "-std=gnu17", NULL };
-	loop_prog *p = exp_scale(1024);
+	loop_prog *p = unary_vector(TESSEL_EXP, 1024);
 	char *src = check_program_with(p, 64, 1, exp_range, avx2);
 	expect_text(src, "__builtin_convertvector", true);
 	free(src);
+	free(check_program_with(p, 64, 1, exp_top, avx2));
 	loop_prog_free(p);
 }
 
