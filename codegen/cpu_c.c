@@ -1742,17 +1742,49 @@ static void print_vexpr(cg_printer *pr, const loop_expr *e, vclass want, int pre
 	}
 }
 
-/* Print the store "s" of a vector. */
+/* Write into "t" the helper "$5" storing a vector of "bytes" bytes at "p"
+ * with the non-temporal store of its width where the compiler targets
+ * it and "p" is aligned to the vector (the instruction requires it),
+ * with a plain store elsewhere. */
+static void stream_helper(te_strbuf *t, int bytes)
+{
+	const char *guard = bytes == 64 ? "__AVX512F__" : bytes == 32 ? "__AVX__" :
+		bytes == 16 ? "__SSE2__" : NULL;
+	const char *store = bytes == 64 ? "_mm512_stream_si512" : bytes == 32 ?
+		"_mm256_stream_si256" : "_mm_stream_si128";
+	const char *type = bytes == 64 ? "__m512i" : bytes == 32 ? "__m256i" : "__m128i";
+	if (guard)
+		te_sb_printf(t, "#if defined(%s)\n#include <immintrin.h>\n#endif\n", guard);
+	te_sb_puts(t, "$4 void $5($2 *p, $0 v)\n{\n");
+	if (guard)
+		te_sb_printf(t, "#if defined(%s)\n"
+			"\tif (((uintptr_t)p & %d) == 0) {\n"
+			"\t\t%s((%s *)p, (%s)v);\n\t\treturn;\n\t}\n#endif\n",
+			guard, bytes - 1, store, type, type);
+	te_sb_puts(t, "\tmemcpy(p, &v, sizeof(v));\n}\n");
+}
+
+/* Return whether "s" stores into a buffer stored streaming. */
+static bool is_stream_store(const loop_stmt *s)
+{
+	return s->kind == LS_STORE && s->u.store.buf->stream;
+}
+
+/* Print the store "s" of a vector: non-temporal where its buffer is
+ * stored streaming (but for halves, which are converted first). */
 static void print_vstore(cg_printer *pr, const loop_stmt *s)
 {
 	const loop_buffer *b = s->u.store.buf;
 	char name[80], op[32];
 	vclass c = float_class(b->dtype);
-	snprintf(op, sizeof(op), "vstore%s", b->dtype == TESSEL_F16 ? "_f16" :
-		b->dtype == TESSEL_BF16 ? "_bf16" : "");
-	vector_helper_name(pr, op, c, name, sizeof(name));
 	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
+	bool stream = b->stream && !half;
+	snprintf(op, sizeof(op), "%s%s", stream ? "vstream" : "vstore",
+		b->dtype == TESSEL_F16 ? "_f16" : b->dtype == TESSEL_BF16 ? "_bf16" : "");
+	vector_helper_name(pr, op, c, name, sizeof(name));
 	te_strbuf t = { 0 };
+	if (stream)
+		stream_helper(&t, pr->lanes * (c == V_F64 ? 8 : 4));
 	if (half) {
 		const char *convert = b->dtype == TESSEL_F16 ? "tsl_f32_to_f16" :
 			"tsl_f32_to_bf16";
@@ -1764,7 +1796,7 @@ static void print_vstore(cg_printer *pr, const loop_stmt *s)
 	cg_put(pr, "], ");
 	print_vexpr(pr, cg_stored_value(s->u.store.value, b->dtype), c, CG_PREC_NONE);
 	cg_put(pr, ");\n");
-	need_vector_helper(pr, name, c, half ? te_sb_str(&t) : store_tmpl);
+	need_vector_helper(pr, name, c, half || stream ? te_sb_str(&t) : store_tmpl);
 	te_sb_free(&t);
 }
 
@@ -2344,9 +2376,18 @@ static void cpu_print_loop(cg_printer *pr, const loop_stmt *s)
 
 /* ---- the file ----------------------------------------------------------------- */
 
+/* What orders the non-temporal stores of a function before what follows
+ * it (they are weakly ordered: another thread that the pool's join lets
+ * read the output must find them in memory). */
+static const char stream_fence_text[] =
+	"#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n"
+	"static inline void tsl_stream_fence(void)\n{\n"
+	"#if defined(__SSE__)\n\t_mm_sfence();\n#endif\n}\n";
+
 /* Print the statements of a function: heap allocations, "status" when a
  * parallel loop inside may fail, "body" (inside the chunk loop of
- * "own_loop" for an outlined function), frees, and the kernel's return. */
+ * "own_loop" for an outlined function), the fence of its streaming
+ * stores, frees, and the kernel's return. */
 static void print_function_body(cg_printer *pr, const loop_stmt *body,
 	const loop_stmt *own_loop)
 {
@@ -2364,6 +2405,10 @@ static void print_function_body(cg_printer *pr, const loop_stmt *body,
 		cg_line(pr, "}\n");
 	} else {
 		cg_print_stmt(pr, body);
+	}
+	if (any_stmt(body, is_stream_store, false)) {
+		cg_need_helper(pr, "tsl_stream_fence", stream_fence_text);
+		cg_line(pr, "tsl_stream_fence();\n");
 	}
 	print_heap_exit(pr, &heap);
 	if (!pr->fn->outlined)

@@ -32,6 +32,8 @@ typedef struct loop_buffer {
 	bool is_output;
 	bool fenced;      /* shared: its maker placed its barriers (cross-thread
 	                   * reductions); loop_insert_barriers adds none */
+	bool stream;      /* an output stored with non-temporal stores where
+	                   * the code generator can (schedule/stream.c) */
 } loop_buffer;
 
 typedef struct loop_var {

@@ -268,6 +268,8 @@ static void print_args(te_strbuf *sb, const loop_prog *p, bool outputs)
 			continue;
 		te_sb_printf(sb, "%s%s: ", first ? "" : ", ", b->name);
 		print_buffer_type(sb, b);
+		if (b->stream)
+			te_sb_puts(sb, " streamed");
 		first = false;
 	}
 }

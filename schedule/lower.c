@@ -924,6 +924,9 @@ static void make_arguments(lowering *L)
 			t->extent, LOOP_GLOBAL);
 		b->arg = i;
 		b->is_output = out;
+		for (int k = 0; out && k < L->st->nstages; k++)
+			if (L->st->stages[k].te == t)
+				b->stream = L->st->stages[k].stream;
 		L->p->args[L->p->nargs++] = b;
 		L->buf[t->index] = b;
 	}

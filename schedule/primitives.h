@@ -41,6 +41,9 @@ int sch_annotate(sch_state *st, const char *loop, const char *key,
  * (schedule/prefetch.c). */
 int sch_prefetch(sch_state *st, const char *loop, const char *tensor,
 	int64_t distance);
+/* Store the output "stage" with non-temporal stores ("on" 1) or plain
+ * ones ("on" 0) (schedule/stream.c). */
+int sch_stream(sch_state *st, const char *stage, int64_t on);
 /* Substitute stage "stage" into its consumers (refused for outputs and
  * reductions). */
 int sch_compute_inline(sch_state *st, const char *stage);

@@ -236,6 +236,16 @@ static int try_prefetch(sch_state *st, int s, uint64_t *rng)
 		below(rng, 4));
 }
 
+/* Streaming stores of a random output of the op, on three times in four. */
+static int try_stream(sch_state *st, uint64_t *rng)
+{
+	const tessel_op *op = st->op;
+	if (op->noutputs == 0)
+		return -1;
+	return sch_stream(st, op->outputs[below(rng, op->noutputs)]->name,
+		below(rng, 4) != 0);
+}
+
 int sch_random_step(sch_state *st, uint64_t *rng)
 {
 	int s = (int)below(rng, st->nstages);
@@ -262,7 +272,7 @@ int sch_random_step(sch_state *st, uint64_t *rng)
 		return sch_reverse_compute_at(st, st->stages[s].name, loop);
 	}
 	case 17: return try_storage_align(st, s, rng);
-	case 22: return try_prefetch(st, s, rng);
+	case 22: return below(rng, 2) ? try_prefetch(st, s, rng) : try_stream(st, rng);
 	case 23: return try_split_storage(st, s, rng);
 	case 15: {
 		char loop[160];

@@ -74,7 +74,7 @@ static void init_stage(sch_state *st, sch_stage *s, tessel_stage *te)
 bool sch_stage_is_default(const sch_stage *s)
 {
 	int naxes = s->te->ndim + s->te->nraxes;
-	if (s->niters != naxes || s->nleaves != naxes)
+	if (s->niters != naxes || s->nleaves != naxes || s->stream)
 		return false;
 	for (int i = 0; i < naxes; i++)
 		if (s->leaves[i] != i || s->iters[i].kind != LOOP_SERIAL ||

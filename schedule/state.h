@@ -70,6 +70,7 @@ typedef struct sch_stage {
 	int init_iter;            /* decompose_reduction: initialize before this loop, or -1 */
 	int64_t align_factor[TESSEL_MAX_DIMS];  /* storage_align per axis, 0 when none */
 	int64_t align_offset[TESSEL_MAX_DIMS];
+	bool stream;              /* an output stored streaming (schedule/stream.c) */
 } sch_stage;
 
 typedef struct sch_trace sch_trace;

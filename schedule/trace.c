@@ -317,6 +317,12 @@ int sch_apply_step(sch_state *st, const sch_step *s)
 			return arity_error(st, s, "prefetch STAGE.LOOP INPUT DISTANCE");
 		return sch_prefetch(st, s->args[0], s->args[1], distance);
 	}
+	if (strcmp(p, "stream") == 0) {
+		int64_t on;
+		if (s->nargs != 2 || s->nouts || !parse_int(s->args[1], &on))
+			return arity_error(st, s, "stream STAGE ON");
+		return sch_stream(st, s->args[0], on);
+	}
 	if (strcmp(p, "cache_read") == 0) {
 		const char *readers[SCH_MAX_ARGS];
 		for (int i = 2; i < s->nargs; i++)

@@ -35,6 +35,7 @@ static const struct decision_rule {
 	{ "tile", { 2, 3, -1 }, true, NULL },
 	{ "annotate", { 2, -1 }, true, NULL },
 	{ "prefetch", { 2, -1 }, true, NULL },
+	{ "stream", { 1, -1 }, true, NULL },
 	{ "compute_at", { 1, -1 }, false, NULL },
 	{ "reverse_compute_at", { 1, -1 }, false, NULL },
 };

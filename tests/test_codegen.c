@@ -344,6 +344,56 @@ Test(codegen, matmul_parallel_vectorized)
 	loop_prog_free(p);
 }
 
+/* An output stored streaming (C of a matmul, which the kernel also reads
+ * back as it accumulates): whole vectors go through the non-temporal
+ * store of their width, each function that stores them fences them, and
+ * the values are the interpreter's at every width, from a parallel loop;
+ * an output that is not aligned to the vector takes plain stores and
+ * gets the same values. */
+Test(codegen, streaming_stores)
+{
+	static const struct {
+		int vector_bytes;
+		const char *store;
+	} cases[] = {
+		{ 64, "_mm512_stream_si512((__m512i *)p, (__m512i)v);" },
+		{ 32, "_mm256_stream_si256((__m256i *)p, (__m256i)v);" },
+		{ 16, "_mm_stream_si128((__m128i *)p, (__m128i)v);" },
+	};
+	loop_prog *p = matmul(64, 32, 48, LOOP_PARALLEL, LOOP_VECTORIZED);
+	p->args[2]->stream = true;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		char *src = check_program(p, cases[c].vector_bytes, 4, NULL);
+		expect_text(src, cases[c].store, true);
+		expect_text(src, "tsl_vstream_f32x", true);
+		expect_text(src, "\t\t}\n\t}\n\ttsl_stream_fence();\n}\n", true);
+		free(src);
+	}
+	float *a = calloc(64 * 32, sizeof(float)), *b = calloc(32 * 48, sizeof(float));
+	float *want = calloc(64 * 48, sizeof(float)), *got = calloc(64 * 48 + 1, sizeof(float));
+	cr_assert(a && b && want && got);
+	for (int i = 0; i < 64 * 32; i++)
+		a[i] = (float)(i % 13) - 6;
+	for (int i = 0; i < 32 * 48; i++)
+		b[i] = (float)(i % 7) - 3;
+	kernel k;
+	build_with(p, 32, NULL, &k);
+	tessel_kernel_env env;
+	rt_pool_env(NULL, &env);
+	void *aligned[] = { a, b, want }, *shifted[] = { a, b, got + 1 };
+	cr_assert_eq(k.fn(aligned, &env), 0);
+	cr_assert_eq(k.fn(shifted, &env), 0);
+	cr_assert(memcmp(want, got + 1, 64 * 48 * sizeof(float)) == 0,
+		"a misaligned streaming output differs from an aligned one");
+	free(k.source);
+	rt_module_close(k.module);
+	free(a);
+	free(b);
+	free(want);
+	free(got);
+	loop_prog_free(p);
+}
+
 /* B[i] = select(i >= 2 && i < 18, A[i - 2], 0), a padding guard. */
 static loop_prog *padded(loop_kind kind)
 {

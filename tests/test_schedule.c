@@ -211,10 +211,10 @@ Test(random_schedules, shared_locations)
 		fixture f;
 		fixture_init(&f, ops[i], 1, keys, values);
 		int shared = 0;
-		cr_expect_eq(fuzz_counting(&f, ops[i], 600, 77 + (uint64_t)i,
+		cr_expect_eq(fuzz_counting(&f, ops[i], 1000, 77 + (uint64_t)i,
 			&(fuzz_opts){ .steps = 12, .shared = &shared }), 0);
-		cr_log_info("%s: %d of 600 share a loop", ops[i], shared);
-		cr_expect_geq(shared, 6, "%s: %d of 600 random schedules share a loop",
+		cr_log_info("%s: %d of 1000 share a loop", ops[i], shared);
+		cr_expect_geq(shared, 6, "%s: %d of 1000 random schedules share a loop",
 			ops[i], shared);
 		fixture_fini(&f);
 	}

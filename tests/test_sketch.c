@@ -807,6 +807,54 @@ static int vector_splits_off_width(const sch_trace *t, int64_t lanes)
 	return n;
 }
 
+/* Count the samples of every sketch of "f" ("per" each) whose trace
+ * has "text", and in "flipped" the mutations of them that drop it. */
+static int samples_with(fixture *f, int per, const char *text, int *flipped, uint64_t rng)
+{
+	int n = 0;
+	for (int k = 0; k < tune_space_num_sketches(f->space); k++)
+		for (int i = 0; i < per; i++) {
+			sch_state *st = tune_space_sample(f->space, k, &rng);
+			cr_assert(st);
+			char *t = sch_trace_to_text(st->trace);
+			bool has = strstr(t, text) != NULL;
+			n += has;
+			free(t);
+			for (int m = 0; has && flipped && m < 40; m++) {
+				sch_state *child = tune_space_mutate(f->space, st->trace, &rng);
+				if (!child)
+					continue;
+				t = sch_trace_to_text(child->trace);
+				*flipped += strstr(t, text) == NULL;
+				free(t);
+				sch_state_free(child);
+			}
+			sch_state_free(st);
+		}
+	return n;
+}
+
+/* An output larger than the L2 caches of the target's cores is stored
+ * streaming in some samples and not in others, and mutation flips it;
+ * a small output never gets the decision. */
+Test(sketch, streaming_output_is_a_decision)
+{
+	const char *big[] = { "shape", "[4096, 1024]" }, *small[] = { "shape", "[64, 256]" };
+	fixture f;
+	int flipped = 0;
+	fixture_lib_on(&f, "softmax", 1, big, "cpu -isa=avx2 -cores=2 -l2=512K");
+	int on = samples_with(&f, 10, "stream Y 1", &flipped, 5);
+	int off = samples_with(&f, 10, "stream Y 0", NULL, 6);
+	cr_expect_gt(on, 0, "no sample stored the output streaming");
+	cr_expect_gt(off, 0, "every sample stored the output streaming");
+	cr_expect_gt(flipped, 0, "no mutation turned streaming off");
+	fixture_fini(&f);
+	fixture_lib_on(&f, "softmax", 1, small, "cpu -isa=avx2 -cores=2 -l2=512K");
+	cr_expect_eq(samples_with(&f, 10, "stream Y", NULL, 7), 0,
+		"a small output was stored streaming");
+	fixture_fini(&f);
+}
+
 /* A split whose inner loop is vectorized in whole vectors stays a
  * multiple of the vector width under mutation (a factor of 1 made
  * softmax's output loop scalar); the rfactor sketch vectorizes the

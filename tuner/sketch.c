@@ -1772,6 +1772,38 @@ static void maybe_prefetch(sch_state *st, uint64_t *rng)
 	}
 }
 
+/* ---- streaming stores ------------------------------------------------------------------ */
+
+/* Return whether stage "s" has a vectorized loop. */
+static bool has_vector_loop(const sch_stage *s)
+{
+	for (int i = 0; i < s->nleaves; i++)
+		if (s->iters[s->leaves[i]].kind == LOOP_VECTORIZED)
+			return true;
+	return false;
+}
+
+/* Rule "stream": an output of the op that is stored in vectors and
+ * larger than the L2 caches of all the cores together (so that it
+ * leaves them anyway) is stored streaming or not, drawn, as a decision
+ * the search can flip: a row-wise pass over memory then writes its
+ * output once instead of reading it first (schedule/stream.c). */
+static void maybe_stream(const tune_space *sp, sch_state *st, uint64_t *rng)
+{
+	const rt_cpu_target *cpu = &sp->task->cpu;
+	int64_t l2 = (cpu->l2_bytes > 0 ? cpu->l2_bytes : 256 * 1024) * sp->cores;
+	for (int s = 0; s < st->nstages; s++) {
+		const sch_stage *ss = &st->stages[s];
+		int64_t bytes = tessel_dtype_size(ss->te->dtype);
+		for (int d = 0; d < ss->te->ndim; d++)
+			bytes *= ss->te->extent[d];
+		if (!ss->te->is_output || bytes <= l2 || !has_vector_loop(ss))
+			continue;
+		if (sch_stream(st, ss->name, sk_chance(rng, 50)))
+			tessel_ctx_clear_error(st->ctx);
+	}
+}
+
 /* ---- sampling ------------------------------------------------------------------------- */
 
 /* Apply sketch "k" with random decisions to the fresh state "st": inline
@@ -1829,8 +1861,10 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 		else if (sch_stage_is_default(&st->stages[s]))
 			r = schedule_plain(sp, st, s, rng);
 	}
-	if (r == 0)
+	if (r == 0) {
 		maybe_prefetch(st, rng);
+		maybe_stream(sp, st, rng);
+	}
 	free(skip);
 	free(fuse);
 	return r;
@@ -1959,8 +1993,8 @@ static int replay_repaired(sch_state *st, sch_state *parent, sch_step *s)
 /* Change one decision of step "step" of "st" (replayed up to it): a tile
  * factor (a multiple of "multiple" when it was one: the vector width of
  * a loop the trace vectorizes; at most "cap" when not 0), an unroll limit, the blocks a kernel asks
- * to fit a multiprocessor (0, 2 or 4), a prefetch distance, a
- * compute location.  Return 0, or -1 when the step has no decision that
+ * to fit a multiprocessor (0, 2 or 4), a prefetch distance, streaming
+ * stores on or off, a compute location.  Return 0, or -1 when the step has no decision that
  * can change. */
 static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t multiple,
 	int64_t cap)
@@ -1977,6 +2011,10 @@ static int mutate_step(sch_state *st, sch_step *step, uint64_t *rng, int64_t mul
 		if (v == pick->value)
 			return -1;
 		snprintf(arg, sizeof(step->args[0]), "%lld", (long long)v);
+		return 0;
+	}
+	if (strcmp(step->prim, "stream") == 0) {
+		snprintf(arg, sizeof(step->args[0]), "%d", pick->value ? 0 : 1);
 		return 0;
 	}
 	if (strcmp(step->prim, "annotate") == 0 || strcmp(step->prim, "prefetch") == 0) {

@@ -124,6 +124,12 @@ expect 0 'C\[ii \+ 16, jo \* 4 \+ ji\]' -- lower matmul --set M=20,N=12,K=5 --sc
 expect 0 'for ji in 0\.\.4 vectorized' -- lower matmul --set M=20,N=12,K=5 --sched "$work/mm.trace"
 expect 0 'parallel_for' -- codegen matmul --set M=20,N=12,K=5 --sched "$work/mm.trace"
 expect 0 'C: relative error .* ok' -- run matmul --set M=20,N=12,K=5 --sched "$work/mm.trace" --min-time 0.01
+# an output stored streaming: marked in the program, non-temporal stores
+# and a fence in the source, the interpreter's values
+printf 'split Y.j 8 -> Y.jo Y.ji\nvectorize Y.ji\nparallel Y.i\nstream Y 1\n' > "$work/stream.trace"
+expect 0 'Y: f32\[33, 100\] streamed' -- lower layer_norm --set 'shape=[33, 100]' --sched "$work/stream.trace"
+expect 0 'tsl_stream_fence\(\);' -- codegen layer_norm --set 'shape=[33, 100]' --sched "$work/stream.trace"
+expect 0 'Y: relative error .* ok' -- run layer_norm --set 'shape=[33, 100]' --sched "$work/stream.trace" --min-time 0.01
 expect 0 '"median_s": [0-9.e-]+, "min_s"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
 expect 0 '"name": "C", "rel_error"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
 expect 0 '"cpu_wait": ([0-9.e-]+|null), "outputs"' -- run matmul --set M=20,N=12,K=5 --min-time 0.01 --json
