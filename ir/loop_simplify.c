@@ -915,8 +915,55 @@ static loop_expr *balanced_compare(simplifier *S, tessel_binary op, const affine
 	return lx_cmp(S->p, op, affine_expr(S, &L), affine_expr(S, &R));
 }
 
+/* Write into "x" and "y" the two values the i64 atom "e" takes one of (the
+ * sides of a select, of a min or of a max); return false for other atoms. */
+static bool two_cases(const loop_expr *e, loop_expr **x, loop_expr **y)
+{
+	if (e->dtype != TESSEL_I64)
+		return false;
+	if (e->kind == LX_SELECT) {
+		*x = e->u.sel.then_;
+		*y = e->u.sel.else_;
+		return true;
+	}
+	if (e->kind == LX_BINARY && (e->u.bin.op == TESSEL_MIN || e->u.bin.op == TESSEL_MAX)) {
+		*x = e->u.bin.a;
+		*y = e->u.bin.b;
+		return true;
+	}
+	return false;
+}
+
+/* Return the truth of "D op 0" decided case by case: for the first atom
+ * of "D" that is one of two values (two_cases), with each in its place,
+ * when the ranges decide both alike; -1 otherwise.  What a range of the
+ * atom as a whole loses: "x <= min(x + 15, 1023) - 15" holds for x up to
+ * 1008, though min(x + 15, 1023) - 15 - x ranges over [-x, 0]. */
+static int decide_by_cases(simplifier *S, tessel_binary op, const affine *D)
+{
+	for (int i = 0; i < D->n; i++) {
+		loop_expr *side[2];
+		if (!D->t[i].coef || !two_cases(D->t[i].atom, &side[0], &side[1]))
+			continue;
+		int truth = -1;
+		for (int k = 0; k < 2; k++) {
+			affine C = *D, X = affine_of(S, side[k]);
+			C.t[i].coef = 0;
+			add_scaled(&C, &X, D->t[i].coef);
+			range r = affine_range(S, &C);
+			int t = r.known ? decide(op, r) : -1;
+			if (t < 0 || (k == 1 && t != truth))
+				return -1;
+			truth = t;
+		}
+		return truth;
+	}
+	return -1;
+}
+
 /* Return the comparison "e": decided when its operands are i64 and the
- * ranges decide it, else balanced (balanced_compare). */
+ * ranges decide it (case by case where an atom is one of two values),
+ * else balanced (balanced_compare). */
 static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
 {
 	loop_expr *a = simplify_expr(S, e->u.bin.a), *b = simplify_expr(S, e->u.bin.b);
@@ -931,6 +978,8 @@ static loop_expr *simplify_compare(simplifier *S, loop_expr *e)
 	if (!d.known)
 		return with_operands(S, e, a, b);
 	int truth = decide(op, d);
+	if (truth < 0)
+		truth = decide_by_cases(S, op, &D);
 	if (truth >= 0)
 		return lx_bool(S->p, truth);
 	loop_expr *r = balanced_compare(S, op, &D);

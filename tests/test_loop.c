@@ -1050,6 +1050,29 @@ Test(loop_simplify, comparisons_by_ranges)
 		lx_add(P, LOAD(P, s->Z, ii(s)), I(P, 1)))), "select(Z[ii] < Z[ii] + 1, 1, 0)");
 }
 
+/* A comparison with a select, min or max inside is decided when both of
+ * its values decide it alike, as a partition's guards need: "x <=
+ * min(x + 15, 1023) - 15" holds for every x up to 1008. */
+static loop_expr *io16(scope *s)
+{
+	return lx_mul(s->p, io(s), I(s->p, 16));
+}
+
+Test(loop_simplify, comparisons_case_by_case)
+{
+	EXPECT_SIMPLIFIED(64, as_int(s, lx_cmp(P, TESSEL_LE, io16(s), lx_sub(P, lx_select(P,
+		lx_cmp(P, TESSEL_GE, io16(s), I(P, 1008)), I(P, 1023),
+		lx_add(P, io16(s), I(P, 15)), TESSEL_I64), I(P, 15)))), "1");
+	EXPECT_SIMPLIFIED(64, as_int(s, lx_cmp(P, TESSEL_LE, io16(s), lx_sub(P,
+		lx_min(P, lx_add(P, io16(s), I(P, 15)), I(P, 1023)), I(P, 15)))), "1");
+	EXPECT_SIMPLIFIED(64, as_int(s, lx_cmp(P, TESSEL_GT, io16(s), lx_select(P,
+		lx_cmp(P, TESSEL_LT, ii(s), I(P, 3)), lx_add(P, io16(s), I(P, 1)),
+		lx_add(P, io16(s), I(P, 2)), TESSEL_I64))), "0");
+	EXPECT_SIMPLIFIED(65, as_int(s, lx_cmp(P, TESSEL_LE, io16(s), lx_sub(P,
+		lx_min(P, lx_add(P, io16(s), I(P, 15)), I(P, 1023)), I(P, 15)))),
+		"select(io * 16 <= min(io * 16 + 15, 1023) - 15, 1, 0)");
+}
+
 Test(loop_simplify, boolean_logic)
 {
 	EXPECT_SIMPLIFIED(100, as_int(s, lx_unary(P, TESSEL_NOT,
