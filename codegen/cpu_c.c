@@ -1216,8 +1216,8 @@ static const char vexp_f32_tmpl[] = VEXP_F32_PORTABLE;
 
 /* The same exp on 8 float lanes where the compiler targets AVX2 and FMA:
  * the input clamped by vminps and vmaxps (which keep a NaN), n rounded
- * by vroundps, the polynomial in FMAs, 2^n from the exponent bits (2^127
- * then doubled where n is 128, as above), and the overflow and underflow
+ * by vroundps, the polynomial in FMAs, 2^n from the exponent bits (where
+ * n is 128, the polynomial doubled and 2^127), and the overflow and underflow
  * applied by a blend and a mask: about two thirds of the instructions of
  * the portable form, which is the one compiled otherwise. */
 static const char vexp_f32x8_tmpl[] =
@@ -1748,11 +1748,21 @@ static void print_vexpr(cg_printer *pr, const loop_expr *e, vclass want, int pre
  * with a plain store elsewhere. */
 static void stream_helper(te_strbuf *t, int bytes)
 {
-	const char *guard = bytes == 64 ? "__AVX512F__" : bytes == 32 ? "__AVX__" :
-		bytes == 16 ? "__SSE2__" : NULL;
-	const char *store = bytes == 64 ? "_mm512_stream_si512" : bytes == 32 ?
-		"_mm256_stream_si256" : "_mm_stream_si128";
-	const char *type = bytes == 64 ? "__m512i" : bytes == 32 ? "__m256i" : "__m128i";
+	static const struct {
+		int bytes;
+		const char *guard, *store, *type;
+	} widths[] = {
+		{ 64, "__AVX512F__", "_mm512_stream_si512", "__m512i" },
+		{ 32, "__AVX__", "_mm256_stream_si256", "__m256i" },
+		{ 16, "__SSE2__", "_mm_stream_si128", "__m128i" },
+	};
+	const char *guard = NULL, *store = NULL, *type = NULL;
+	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
+		if (widths[i].bytes == bytes) {
+			guard = widths[i].guard;
+			store = widths[i].store;
+			type = widths[i].type;
+		}
 	if (guard)
 		te_sb_printf(t, "#if defined(%s)\n#include <immintrin.h>\n#endif\n", guard);
 	te_sb_puts(t, "$4 void $5($2 *p, $0 v)\n{\n");

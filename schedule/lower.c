@@ -924,9 +924,8 @@ static void make_arguments(lowering *L)
 			t->extent, LOOP_GLOBAL);
 		b->arg = i;
 		b->is_output = out;
-		for (int k = 0; out && k < L->st->nstages; k++)
-			if (L->st->stages[k].te == t)
-				b->stream = L->st->stages[k].stream;
+		int si = out ? sch_stage_of(L->st, t) : -1;
+		b->stream = si >= 0 && L->st->stages[si].stream;
 		L->p->args[L->p->nargs++] = b;
 		L->buf[t->index] = b;
 	}

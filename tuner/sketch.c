@@ -475,6 +475,7 @@ static void analyse_stage(const sch_state *st, int i, int vector_bytes, stage_in
 		if (it->leaf)
 			*(it->reduce ? &info->reduction : &info->spatial) *= it->extent;
 	}
+	info->bytes = info->spatial * size;
 	if (t->nraxes == 0)
 		info->role = t->is_output ? ROLE_SIMPLE : ROLE_INLINE;
 	else if (t->ndim > 0 && has_reuse(t))
@@ -1792,14 +1793,12 @@ static void maybe_stream(const tune_space *sp, sch_state *st, uint64_t *rng)
 {
 	const rt_cpu_target *cpu = &sp->task->cpu;
 	int64_t l2 = (cpu->l2_bytes > 0 ? cpu->l2_bytes : 256 * 1024) * sp->cores;
-	for (int s = 0; s < st->nstages; s++) {
-		const sch_stage *ss = &st->stages[s];
-		int64_t bytes = tessel_dtype_size(ss->te->dtype);
-		for (int d = 0; d < ss->te->ndim; d++)
-			bytes *= ss->te->extent[d];
-		if (!ss->te->is_output || bytes <= l2 || !has_vector_loop(ss))
+	for (int i = 0; i < sp->nstages; i++) {
+		const stage_info *in = &sp->info[i];
+		int s = in->is_output && in->bytes > l2 ? sk_stage_named(st, in->name) : -1;
+		if (s < 0 || !has_vector_loop(&st->stages[s]))
 			continue;
-		if (sch_stream(st, ss->name, sk_chance(rng, 50)))
+		if (sch_stream(st, in->name, sk_chance(rng, 50)))
 			tessel_ctx_clear_error(st->ctx);
 	}
 }

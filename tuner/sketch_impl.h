@@ -32,6 +32,7 @@ typedef struct stage_info {
 	int ndim, nraxes;
 	int64_t spatial;          /* product of the spatial extents */
 	int64_t reduction;        /* product of the reduction extents */
+	int64_t bytes;            /* of its buffer: spatial times the element size */
 	int fusable_consumer;     /* the only reader, elementwise with identity
 	                           * indices: a stage index, or -1 */
 	const char *pack_input;   /* ROLE_TILE: an input the stage's vector
