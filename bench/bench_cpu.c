@@ -237,7 +237,7 @@ static int load_c_kernel(tessel_op *op, const char *path, tessel_job *job)
 {
 	char *text = read_text(path);
 	char err[2048];
-	const char *flags[9];
+	const char *flags[10];
 	rt_cpu_target cpu;
 	rt_cpu_target_host(&cpu);
 	cg_cpu_flags(&cpu, flags);

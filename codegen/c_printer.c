@@ -1949,6 +1949,20 @@ static char *print_source(const loop_prog *p, const cg_target *t,
 		t = &plain_c;
 	if (check_target(ctx, p, t) < 0)
 		return NULL;
+	loop_prog *own = NULL;
+	if (dialects[t->dialect]->prepare) {
+		own = loop_prog_clone(p);
+		if (!own) {
+			te_error(ctx, TESSEL_ERR_LIMIT, (tessel_loc){ NULL, 0, 0 },
+				"kernel '%s': out of memory", p->name);
+			return NULL;
+		}
+		if (dialects[t->dialect]->prepare(own, t, ctx)) {
+			loop_prog_free(own);
+			return NULL;
+		}
+		p = own;
+	}
 	te_strbuf out = { 0 };
 	cg_printer pr = {
 		.p = p, .d = dialects[t->dialect], .target = *t, .ctx = ctx,
@@ -1962,6 +1976,7 @@ static char *print_source(const loop_prog *p, const cg_target *t,
 	int r = pr.d->print_file(&pr);
 	te_sb_free(&pr.functions);
 	te_arena_reset(&pr.arena);
+	loop_prog_free(own);
 	if (r < 0 || pr.failed) {
 		te_sb_free(&out);
 		return NULL;

@@ -187,6 +187,11 @@ typedef struct cg_dialect {
 	/* Identifiers the printed code may not give to buffers and
 	 * variables: keywords, library names; NULL-terminated. */
 	const char *const *reserved;
+	/* Rewrite "p", the printer's own copy of the program, into the form
+	 * the dialect prints best for "t" (the CPU's register tiles); NULL
+	 * for none.
+	 * Return 0, or -1 with the error in "ctx". */
+	int (*prepare)(loop_prog *p, const cg_target *t, tessel_ctx *ctx);
 	/* Print the whole file for the program of "pr" into "pr->out". */
 	int (*print_file)(cg_printer *pr);
 	/* Print the loop "s" of a kind other than serial and unrolled. */
@@ -263,6 +268,7 @@ struct cg_printer {
 	cg_function *fn;
 	const loop_var *vector_var; /* the var of the loop printed on vectors */
 	int lanes;
+	bool lanes_aligned;         /* vector_var runs over multiples of lanes */
 	int64_t auto_unroll;        /* auto_unroll_max_step of the nearest
 	                             * enclosing loop that has one, or 0 */
 	int64_t launch[LOOP_KIND_COUNT]; /* GPU dialects: the launch's extent

@@ -108,6 +108,7 @@ static const char *const cpu_reserved[] = {
 	NULL
 };
 
+static int cpu_prepare(loop_prog *p, const cg_target *t, tessel_ctx *ctx);
 static int cpu_print_file(cg_printer *pr);
 static void cpu_print_loop(cg_printer *pr, const loop_stmt *s);
 static void cpu_print_alloc(cg_printer *pr, const loop_stmt *s);
@@ -139,11 +140,32 @@ const cg_dialect cg_dialect_cpu_c = {
 	.pow_fn = { "powf", "pow" },
 	.prefetch_fn = "__builtin_prefetch",
 	.reserved = cpu_reserved,
+	.prepare = cpu_prepare,
 	.print_file = cpu_print_file,
 	.print_loop = cpu_print_loop,
 	.print_alloc = cpu_print_alloc,
 	.print_dot_group = cpu_print_dot_group,
 };
+
+/* ---- the printer's own passes ---------------------------------------------- */
+
+/* Rewrite the printer's copy of the program: tiles accumulated in place
+ * across a serial loop become local buffers (ir/loop_promote.c), which
+ * the compiler keeps in registers, and the vectors every row of such a
+ * tile reads are read once and kept in registers too
+ * (ir/loop_pin_loads.c; 32 vector registers with AVX-512, 16 below).
+ * The program is not verified again: it may be one a test made invalid
+ * on purpose, and the passes keep valid programs valid
+ * (tests/test_loop.c, "loop_promote"). */
+static int cpu_prepare(loop_prog *p, const cg_target *t, tessel_ctx *ctx)
+{
+	(void)ctx;
+	int changed = loop_promote_accumulators(p);
+	changed += loop_pin_loads(p, t->vector_bytes, t->vector_bytes >= 64 ? 32 : 16);
+	if (changed)
+		loop_simplify(p);
+	return 0;
+}
 
 /* ---- buffers -------------------------------------------------------------- */
 
@@ -1515,12 +1537,86 @@ static void half_helper(cg_printer *pr, te_strbuf *t, bool load, bool f16,
 	te_sb_puts(t, "}\n");
 }
 
+/* Return whether the contiguous vector access "index" of "b" lies at an
+ * address aligned to the vector in every iteration: "b" is a local
+ * buffer of floats (the stack's arrays and the workspace's blocks are
+ * aligned to CPU_ALIGN), the vector no wider, and its offset a multiple
+ * of the lanes (the vector variable's runs start at one).  Such an
+ * access is printed as the vector it is, not copied through memcpy: gcc
+ * then keeps a tile accumulated there in registers without copying it
+ * from one register to another in every iteration. */
+static bool aligned_vector(const cg_printer *pr, const loop_buffer *b, int n,
+	loop_expr *const *index)
+{
+	if (b->scope != LOOP_LOCAL || (b->dtype != TESSEL_F32 && b->dtype != TESSEL_F64) ||
+	    pr->lanes * (int)tessel_dtype_size(b->dtype) > CPU_ALIGN || !pr->lanes_aligned)
+		return false;
+	cg_affine aff;
+	bool clean;
+	cg_affine_offset(b, n, index, &aff);
+	if (cg_affine_coef(&aff, pr->vector_var, &clean) != 1 || !clean ||
+	    aff.constant % pr->lanes)
+		return false;
+	for (int i = 0; i < aff.n; i++)
+		if (aff.var[i] != pr->vector_var && aff.coef[i] % pr->lanes)
+			return false;
+	return true;
+}
+
+/* What keeps a vector of "bytes" in a register: an empty asm statement
+ * that takes it there and gives it back changed, as far as the compiler
+ * knows, so that it cannot fold a load of it into each instruction that
+ * uses it; nothing where the target has no register of that width. */
+static void in_register_helper(cg_printer *pr, int bytes, char *name, size_t len)
+{
+	static const struct {
+		int bytes;
+		const char *guard, *constraint;
+	} widths[] = {
+		{ 64, "__AVX512F__", "v" },
+		{ 32, "__AVX__", "x" },
+		{ 16, "__SSE__", "x" },
+	};
+	snprintf(name, len, "TSL_IN_REGISTER_%d", bytes);
+	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++) {
+		if (widths[i].bytes != bytes)
+			continue;
+		char text[400];
+		snprintf(text, sizeof(text),
+			"#if defined(%s)\n#define %s(v) __asm__(\"\" : \"+%s\"(v))\n"
+			"#else\n#define %s(v) ((void)0)\n#endif\n", widths[i].guard, name,
+			widths[i].constraint, name);
+		cg_need_helper(pr, name, text);
+		return;
+	}
+	char text[200];
+	snprintf(text, sizeof(text), "#define %s(v) ((void)0)\n", name);
+	cg_need_helper(pr, name, text);
+}
+
+/* Print the aligned vector access "index" of "b" as an lvalue. */
+static void print_aligned_vector(cg_printer *pr, const loop_buffer *b, int n,
+	loop_expr *const *index)
+{
+	char type[64];
+	vector_type(pr, float_class(b->dtype), false, type, sizeof(type));
+	cg_put(pr, "*(%s *)&%s[", type, buffer_name(pr, b));
+	cg_print_offset(pr, b, n, index);
+	cg_put(pr, "]");
+}
+
 /* Print the load "e", contiguous or of every other element, as a vector. */
 static void print_vload(cg_printer *pr, const loop_expr *e)
 {
 	const loop_buffer *b = e->u.load.buf;
 	char name[80], op[32];
 	vclass c = float_class(b->dtype);
+	if (aligned_vector(pr, b, e->u.load.n, e->u.load.index)) {
+		cg_put(pr, "(");
+		print_aligned_vector(pr, b, e->u.load.n, e->u.load.index);
+		cg_put(pr, ")");
+		return;
+	}
 	if (every_other(pr, e)) {
 		need_vload_every_other(pr, vector_helper_name(pr, "vload_s2", c, name,
 			sizeof(name)), c);
@@ -1789,6 +1885,22 @@ static void print_vstore(cg_printer *pr, const loop_stmt *s)
 	vclass c = float_class(b->dtype);
 	bool half = b->dtype == TESSEL_F16 || b->dtype == TESSEL_BF16;
 	bool stream = b->stream && !half;
+	if (aligned_vector(pr, b, s->u.store.n, s->u.store.index)) {
+		cg_line(pr, "%s", "");
+		print_aligned_vector(pr, b, s->u.store.n, s->u.store.index);
+		cg_put(pr, " = ");
+		print_vexpr(pr, cg_stored_value(s->u.store.value, b->dtype), c, CG_PREC_NONE);
+		cg_put(pr, ";\n");
+		if (b->pinned) {
+			char keep[64];
+			in_register_helper(pr, pr->lanes * (int)tessel_dtype_size(b->dtype), keep,
+				sizeof(keep));
+			cg_line(pr, "%s(", keep);
+			print_aligned_vector(pr, b, s->u.store.n, s->u.store.index);
+			cg_put(pr, ");\n");
+		}
+		return;
+	}
 	snprintf(op, sizeof(op), "%s%s", stream ? "vstream" : "vstore",
 		b->dtype == TESSEL_F16 ? "_f16" : b->dtype == TESSEL_BF16 ? "_bf16" : "");
 	vector_helper_name(pr, op, c, name, sizeof(name));
@@ -1994,8 +2106,10 @@ static void print_scalar_vector_loop(cg_printer *pr, const loop_stmt *s)
 static void print_vector_run(cg_printer *pr, const loop_stmt *s, int64_t lo,
 	int64_t hi, int lanes)
 {
+	const loop_expr *min = s->u.for_.min;
 	pr->vector_var = s->u.for_.var;
 	pr->lanes = lanes;
+	pr->lanes_aligned = min->kind == LX_INT && (min->u.ival + lo) % lanes == 0;
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, lo, NULL, hi, lanes);
 	pr->depth++;
 	print_vector_stmt(pr, s->u.for_.body);

@@ -32,6 +32,7 @@ void cg_cpu_flags(const rt_cpu_target *cpu, const char **flags)
 	if (isa == RT_ISA_AVX512)
 		flags[n++] = "-mprefer-vector-width=512";
 	flags[n++] = "-fno-math-errno";
+	flags[n++] = "-falign-loops=32";
 	flags[n++] = "-fPIC";
 	flags[n++] = "-shared";
 	flags[n++] = "-std=gnu17";
@@ -51,7 +52,7 @@ int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	char *source = cg_print_c(p, &t, ctx);
 	if (!source)
 		return -1;
-	const char *flags[9];
+	const char *flags[10];
 	static const char *const libm[] = { "-lm", NULL };
 	cg_compile_opts o = opts ? *opts : (cg_compile_opts){ 0 };
 	if (!o.extra_flags)

@@ -354,6 +354,99 @@ loop_stmt *ls_prefetch(loop_prog *p, loop_buffer *b, int n, loop_expr *const *in
 	return s;
 }
 
+/* ---- copies --------------------------------------------------------------- */
+
+static loop_expr *clone_expr(loop_prog *q, const loop_expr *e)
+{
+	loop_expr *c = new_expr(q, e->kind, e->dtype);
+	c->u = e->u;
+	switch (e->kind) {
+	case LX_LOAD:
+		c->u.load.index = te_arena_alloc(&q->arena,
+			sizeof(loop_expr *) * (size_t)(e->u.load.n + 1));
+		for (int i = 0; i < e->u.load.n; i++)
+			c->u.load.index[i] = clone_expr(q, e->u.load.index[i]);
+		break;
+	case LX_UNARY:
+		c->u.un.a = clone_expr(q, e->u.un.a);
+		break;
+	case LX_BINARY:
+		c->u.bin.a = clone_expr(q, e->u.bin.a);
+		c->u.bin.b = clone_expr(q, e->u.bin.b);
+		break;
+	case LX_SELECT:
+		c->u.sel.cond = clone_expr(q, e->u.sel.cond);
+		c->u.sel.then_ = clone_expr(q, e->u.sel.then_);
+		c->u.sel.else_ = clone_expr(q, e->u.sel.else_);
+		break;
+	case LX_CAST:
+		c->u.cast.a = clone_expr(q, e->u.cast.a);
+		break;
+	default:
+		break;
+	}
+	return c;
+}
+
+static loop_expr **clone_index(loop_prog *q, int n, loop_expr *const *index)
+{
+	loop_expr **c = te_arena_alloc(&q->arena, sizeof(loop_expr *) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		c[i] = clone_expr(q, index[i]);
+	return c;
+}
+
+static loop_stmt *clone_stmt(loop_prog *q, const loop_stmt *s)
+{
+	if (!s)
+		return NULL;
+	loop_stmt *c = new_stmt(q, s->kind);
+	c->u = s->u;
+	switch (s->kind) {
+	case LS_FOR:
+		c->u.for_.min = clone_expr(q, s->u.for_.min);
+		c->u.for_.extent = clone_expr(q, s->u.for_.extent);
+		c->u.for_.body = clone_stmt(q, s->u.for_.body);
+		break;
+	case LS_SEQ:
+		c->u.seq.n = 0;
+		c->u.seq.items = NULL;
+		for (int i = 0; i < s->u.seq.n; i++)
+			ls_seq_append(q, c, clone_stmt(q, s->u.seq.items[i]));
+		break;
+	case LS_STORE:
+		c->u.store.index = clone_index(q, s->u.store.n, s->u.store.index);
+		c->u.store.value = clone_expr(q, s->u.store.value);
+		break;
+	case LS_IF:
+		c->u.if_.cond = clone_expr(q, s->u.if_.cond);
+		c->u.if_.then_ = clone_stmt(q, s->u.if_.then_);
+		c->u.if_.else_ = clone_stmt(q, s->u.if_.else_);
+		break;
+	case LS_ALLOC:
+		c->u.alloc.body = clone_stmt(q, s->u.alloc.body);
+		break;
+	case LS_PREFETCH:
+		c->u.prefetch.index = clone_index(q, s->u.prefetch.n, s->u.prefetch.index);
+		break;
+	default:
+		break;
+	}
+	return c;
+}
+
+loop_prog *loop_prog_clone(const loop_prog *p)
+{
+	loop_prog *q = loop_prog_new(p->name);
+	if (!q)
+		return NULL;
+	q->nargs = p->nargs;
+	q->args = p->args;
+	q->nvars = p->nvars;
+	q->body = clone_stmt(q, p->body);
+	return q;
+}
+
 bool loop_expr_loads(const loop_expr *e, const loop_buffer *b)
 {
 	switch (e->kind) {

@@ -34,6 +34,8 @@ typedef struct loop_buffer {
 	                   * reductions); loop_insert_barriers adds none */
 	bool stream;      /* an output stored with non-temporal stores where
 	                   * the code generator can (schedule/stream.c) */
+	bool pinned;      /* local: each vector stored in it is kept in a
+	                   * register (ir/loop_pin_loads.c) */
 } loop_buffer;
 
 typedef struct loop_var {
@@ -159,6 +161,10 @@ typedef struct loop_prog {
 
 loop_prog *loop_prog_new(const char *name);
 void loop_prog_free(loop_prog *p);
+/* Return a copy of "p" whose statements and expressions are its own, to
+ * be changed without changing "p"; its buffers, variables and names are
+ * those of "p", which must outlive it.  NULL when memory runs out. */
+loop_prog *loop_prog_clone(const loop_prog *p);
 
 loop_buffer *loop_buffer_new(loop_prog *p, const char *name, tessel_dtype dt,
 	int ndim, const int64_t *shape, loop_scope scope);
@@ -241,5 +247,21 @@ int loop_partition_lanes(loop_prog *p);
  * vectorized or GPU-bound loops prefetch nothing.  Return the number of
  * loops given prefetches; run loop_simplify after it when not 0. */
 int loop_expand_prefetch(loop_prog *p, int line_bytes);
+/* Move the tiles of global buffers that a serial loop updates in every
+ * iteration (an accumulation in place: X[I(t)] = X[I(t)] + f over a
+ * register tile t) into local buffers read before the loop and written
+ * after it, so that the C compiler can keep them in registers
+ * (ir/loop_promote.c has the rules).  Programs with GPU-bound loops are
+ * left alone.  Return the number of buffers promoted; run loop_simplify
+ * after it when not 0. */
+int loop_promote_accumulators(loop_prog *p);
+/* In serial loops whose bodies are register tiles (unrolled and
+ * vectorized loops of constant bounds around stores into local buffers),
+ * read each vector load that some unrolled loop repeats once per
+ * iteration into a pinned local buffer (ir/loop_pin_loads.c), while the
+ * tile and the pinned vectors leave two of the target's "registers"
+ * vectors of "vector_bytes" free.  Return the number of loads pinned;
+ * run loop_simplify after it when not 0. */
+int loop_pin_loads(loop_prog *p, int vector_bytes, int registers);
 
 #endif

@@ -394,6 +394,109 @@ Test(codegen, streaming_stores)
 	loop_prog_free(p);
 }
 
+/* ---- register tiles --------------------------------------------------------- */
+
+/* How a tile of C is indexed in tiled_matmul: as a matmul does, or in
+ * ways that leave it no fixed tile of distinct elements. */
+typedef enum tile_form {
+	TILE_FIXED,         /* C[i * rows + ia, jo * cols + j] */
+	TILE_MOVES_WITH_K,  /* C[(i * rows + ia + k) % m, ...] */
+	TILE_OVERLAPS,      /* C[i * rows, jo * cols + ia + j]: rows share elements */
+	TILE_GUARDED,       /* the update under "if j < cols - 1" */
+} tile_form;
+
+/* C[m, n] = A[m, k] @ B[k, n] accumulated in place over register tiles
+ * of "rows" x "cols": for i in 0..m/rows (parallel), jo in 0..n/cols
+ * { zero the tile; for kk in 0..k { for ia in 0..rows unrolled { for j in
+ * 0..cols vectorized { C[..] = C[..] + A[i * rows + ia, kk] * B[kk,
+ * jo * cols + j] } } } }, the tile's indices by "form". */
+static loop_prog *tiled_matmul(int64_t m, int64_t k, int64_t n, int64_t rows,
+	int64_t cols, tile_form form)
+{
+	loop_prog *p = loop_prog_new("tiled");
+	loop_buffer *A = add_arg(p, "A", TESSEL_F32, 2, SHAPE(m, k), false);
+	loop_buffer *B = add_arg(p, "B", TESSEL_F32, 2, SHAPE(k, n), false);
+	loop_buffer *C = add_arg(p, "C", TESSEL_F32, 2, SHAPE(m, n), true);
+	loop_var *i = loop_var_new(p, "i"), *jo = loop_var_new(p, "jo");
+	loop_var *ia0 = loop_var_new(p, "ia_init"), *j0 = loop_var_new(p, "j_init");
+	loop_var *kk = loop_var_new(p, "k"), *ia = loop_var_new(p, "ia");
+	loop_var *j = loop_var_new(p, "j");
+	loop_expr *row0 = lx_add(p, lx_mul(p, var(p, i), lx_int(p, rows)), var(p, ia0));
+	loop_expr *col0 = lx_add(p, lx_mul(p, var(p, jo), lx_int(p, cols)), var(p, j0));
+	loop_stmt *init = loop(p, ia0, rows, LOOP_UNROLLED, loop(p, j0, cols,
+		LOOP_VECTORIZED, store(p, C, f32(p, 0), row0, col0)));
+	loop_expr *row = lx_add(p, lx_mul(p, var(p, i), lx_int(p, rows)), var(p, ia));
+	loop_expr *col = lx_add(p, lx_mul(p, var(p, jo), lx_int(p, cols)), var(p, j));
+	loop_expr *c_row = row, *c_col = col;
+	if (form == TILE_MOVES_WITH_K)
+		c_row = lx_mod(p, lx_add(p, row, var(p, kk)), lx_int(p, m));
+	if (form == TILE_OVERLAPS) {
+		c_row = lx_mul(p, var(p, i), lx_int(p, rows));
+		c_col = lx_add(p, lx_add(p, lx_mul(p, var(p, jo), lx_int(p, cols)),
+			var(p, ia)), var(p, j));
+	}
+	loop_expr *prod = op2(p, TESSEL_MUL, load(p, A, row, var(p, kk)),
+		load(p, B, var(p, kk), col));
+	loop_stmt *update = store(p, C, op2(p, TESSEL_ADD, load(p, C, c_row, c_col), prod),
+		c_row, c_col);
+	if (form == TILE_GUARDED)
+		update = ls_if(p, lx_cmp(p, TESSEL_LT, var(p, j), lx_int(p, cols - 1)),
+			update, NULL);
+	loop_stmt *tile = loop(p, kk, k, LOOP_SERIAL, loop(p, ia, rows, LOOP_UNROLLED,
+		loop(p, j, form == TILE_OVERLAPS ? cols - rows : cols, LOOP_VECTORIZED,
+			update)));
+	p->body = loop(p, i, m / rows, LOOP_PARALLEL,
+		loop(p, jo, n / cols, LOOP_SERIAL, seq(p, 2, init, tile)));
+	return p;
+}
+
+/* A tile accumulated in place across the serial k loop is read into a
+ * local buffer before it and written back after (ir/loop_promote.c), and
+ * the vector of B each row of it reads is read once per k and kept in a
+ * register (ir/loop_pin_loads.c), at every vector width, with the
+ * interpreter's values; the loop program the schedule lowered to is left
+ * as it was. */
+Test(register_tiles, an_accumulation_in_place_becomes_a_register_tile)
+{
+	loop_prog *p = tiled_matmul(32, 24, 64, 4, 16, TILE_FIXED);
+	char *before = loop_prog_print(p);
+	for (int w = 0; w <= 64; w = w ? 2 * w : 16) {
+		char *src = check_program(p, w, 2, NULL);
+		expect_text(src, "float C_acc[64] __attribute__((aligned(64)));", true);
+		if (w == 32) {
+			expect_text(src, "float B_pin[16] __attribute__((aligned(64)));", true);
+			expect_text(src, "TSL_IN_REGISTER_32(*(tsl_f32x8 *)&B_pin[", true);
+			expect_text(src, "*(tsl_f32x8 *)&C_acc[", true);
+		}
+		/* 16 vectors of 16 bytes hold the tile: no register left for B */
+		expect_text(src, "B_pin", w >= 32);
+		free(src);
+	}
+	char *after = loop_prog_print(p);
+	cr_expect_str_eq(after, before);
+	free(before);
+	free(after);
+	loop_prog_free(p);
+}
+
+/* Tiles that are not a fixed set of distinct elements in every iteration
+ * of the loop stay where they are, and keep their values. */
+Test(register_tiles, tiles_that_are_not_fixed_stay_in_place)
+{
+	static const tile_form forms[] = { TILE_MOVES_WITH_K, TILE_OVERLAPS, TILE_GUARDED };
+	for (size_t f = 0; f < sizeof(forms) / sizeof(*forms); f++) {
+		loop_prog *p = tiled_matmul(32, 24, 64, 4, 16, forms[f]);
+		loop_prog *q = loop_prog_clone(p);
+		cr_assert(q);
+		cr_expect_eq(loop_promote_accumulators(q), 0, "form %zu promoted", f);
+		loop_prog_free(q);
+		char *src = check_program(p, 32, 2, NULL);
+		expect_text(src, "C_acc", false);
+		free(src);
+		loop_prog_free(p);
+	}
+}
+
 /* B[i] = select(i >= 2 && i < 18, A[i - 2], 0), a padding guard. */
 static loop_prog *padded(loop_kind kind)
 {
@@ -889,7 +992,7 @@ Test(codegen, vector_log)
 Test(codegen, vector_sqrt_calls_no_libm)
 {
 	loop_prog *p = unary_vector(TESSEL_SQRT, 256);
-	const char *flags[9];
+	const char *flags[10];
 	cg_cpu_flags(NULL, flags);
 	bool no_errno = false;
 	for (int i = 0; flags[i]; i++)

@@ -1514,6 +1514,7 @@ typedef struct gen {
 	loop_buffer *A, *I, *O, *P;
 	loop_buffer *T;    /* the innermost allocated buffer, or NULL */
 	bool big;          /* draw constants and loop minima near the limits */
+	bool cpu;          /* no loops bound to GPU indices */
 } gen;
 
 static loop_expr *gen_int(gen *g, int depth);
@@ -1628,6 +1629,8 @@ static loop_kind gen_kind(gen *g, bool constant_positive)
 		LOOP_VECTORIZED, LOOP_THREAD_X, LOOP_VTHREAD
 	};
 	loop_kind k = kinds[rng_below(&g->r, 8)];
+	if (g->cpu && (k == LOOP_THREAD_X || k == LOOP_VTHREAD))
+		k = LOOP_UNROLLED;
 	return k == LOOP_VECTORIZED && !constant_positive ? LOOP_SERIAL : k;
 }
 
@@ -1715,10 +1718,10 @@ static loop_stmt *gen_block(gen *g, int level)
 }
 
 /* Return the random program of "seed", with constants near the limits
- * of i64 when "big". */
-static loop_prog *gen_program(uint64_t seed, bool big)
+ * of i64 when "big", without GPU loops when "cpu". */
+static loop_prog *gen_program_for(uint64_t seed, bool big, bool cpu)
 {
-	gen g = { .r = { seed * 0x9e3779b97f4a7c15ull + 1 }, .big = big };
+	gen g = { .r = { seed * 0x9e3779b97f4a7c15ull + 1 }, .big = big, .cpu = cpu };
 	g.p = loop_prog_new("random");
 	g.A = add_arg(g.p, "A", TESSEL_F64, 1, SHAPE(16), false);
 	g.I = add_arg(g.p, "I", TESSEL_I64, 1, SHAPE(16), false);
@@ -1730,6 +1733,11 @@ static loop_prog *gen_program(uint64_t seed, bool big)
 	ls_seq_append(g.p, body, gen_stmt(&g, 0));
 	g.p->body = body;
 	return g.p;
+}
+
+static loop_prog *gen_program(uint64_t seed, bool big)
+{
+	return gen_program_for(seed, big, false);
 }
 
 /* The arguments of a random program: inputs from "seed", outputs set to
@@ -1849,4 +1857,50 @@ Test(loop_simplify, random_programs_are_simplified)
 		loop_prog_free(p);
 	}
 	cr_expect_geq(changed, 80, "only %d of 100 random programs changed", changed);
+}
+
+/* ---- the CPU printer's passes preserve meaning: random programs ---------- */
+
+/* Promote accumulators and pin loads (ir/loop_promote.c,
+ * ir/loop_pin_loads.c) in copies of random CPU programs: each copy stays
+ * valid and computes the same outputs bit for bit.  Enough of them must
+ * change for the check to mean something. */
+Test(loop_promote, random_programs_keep_their_meaning)
+{
+	int changed = 0, failed = 0, count = 600;
+	for (uint64_t seed = 1; seed <= (uint64_t)count; seed++) {
+		tessel_ctx *ctx = tessel_ctx_new();
+		loop_prog *p = gen_program_for(seed, false, true);
+		run_args x, y;
+		args_init(&x, seed);
+		args_init(&y, seed);
+		cr_assert_eq(loop_verify(ctx, p), 0, "seed %llu: invalid program",
+			(unsigned long long)seed);
+		if (loop_eval(ctx, p, x.t) == 0) {
+			loop_prog *q = loop_prog_clone(p);
+			cr_assert(q);
+			int n = loop_promote_accumulators(q) + loop_pin_loads(q, 32, 16);
+			loop_simplify(q);
+			const char *failure = loop_verify(ctx, q) ? "the result is invalid" :
+				loop_eval(ctx, q, y.t) ? "the result fails" :
+				!same_outputs(&x, &y) ? "the outputs differ" : NULL;
+			if (failure) {
+				char *before = loop_prog_print(p), *after = loop_prog_print(q);
+				cr_log_error("seed %llu: %s (%s)\nbefore:\n%s\nafter:\n%s",
+					(unsigned long long)seed, failure,
+					tessel_ctx_error(ctx)->message, before, after);
+				free(before);
+				free(after);
+				failed++;
+			}
+			changed += n > 0;
+			loop_prog_free(q);
+		}
+		args_fini(&x);
+		args_fini(&y);
+		loop_prog_free(p);
+		tessel_ctx_free(ctx);
+	}
+	cr_expect_eq(failed, 0, "%d of %d random programs changed meaning", failed, count);
+	cr_expect_geq(changed, 25, "only %d of %d random programs promoted", changed, count);
 }
