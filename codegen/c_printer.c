@@ -606,53 +606,6 @@ static bool is_comparison(tessel_binary op)
 	return op >= TESSEL_LT && op <= TESSEL_NE;
 }
 
-/* Return whether "v" occurs anywhere in "e", load indices included. */
-bool cg_expr_uses_var(const loop_expr *e, const loop_var *v)
-{
-	switch (e->kind) {
-	case LX_VAR:
-		return e->u.var == v;
-	case LX_LOAD:
-		for (int i = 0; i < e->u.load.n; i++)
-			if (cg_expr_uses_var(e->u.load.index[i], v))
-				return true;
-		return false;
-	case LX_UNARY:
-		return cg_expr_uses_var(e->u.un.a, v);
-	case LX_BINARY:
-		return cg_expr_uses_var(e->u.bin.a, v) || cg_expr_uses_var(e->u.bin.b, v);
-	case LX_SELECT:
-		return cg_expr_uses_var(e->u.sel.cond, v) ||
-			cg_expr_uses_var(e->u.sel.then_, v) ||
-			cg_expr_uses_var(e->u.sel.else_, v);
-	case LX_CAST:
-		return cg_expr_uses_var(e->u.cast.a, v);
-	default:
-		return false;
-	}
-}
-
-/* Return whether "e" reads a buffer anywhere. */
-bool cg_expr_has_load(const loop_expr *e)
-{
-	switch (e->kind) {
-	case LX_LOAD:
-		return true;
-	case LX_UNARY:
-		return cg_expr_has_load(e->u.un.a);
-	case LX_BINARY:
-		return cg_expr_has_load(e->u.bin.a) || cg_expr_has_load(e->u.bin.b);
-	case LX_SELECT:
-		return cg_expr_has_load(e->u.sel.cond) ||
-			cg_expr_has_load(e->u.sel.then_) ||
-			cg_expr_has_load(e->u.sel.else_);
-	case LX_CAST:
-		return cg_expr_has_load(e->u.cast.a);
-	default:
-		return false;
-	}
-}
-
 /* Return whether "a" and "b" are structurally equal (same kinds, dtypes,
  * operators, literals bit for bit, variables and buffers). */
 
@@ -945,7 +898,7 @@ int64_t cg_affine_coef(const cg_affine *aff, const loop_var *v, bool *clean)
 		if (aff->var[i] == v)
 			coef += aff->coef[i];
 		else if (aff->rest[i] && aff->coef[i] &&
-			 cg_expr_uses_var(aff->rest[i], v))
+			 loop_expr_uses_var(aff->rest[i], v))
 			*clean = false;
 	}
 	return coef;

@@ -308,10 +308,6 @@ void cg_write_helpers(const cg_printer *pr, te_strbuf *sb);
 
 /* Return the number of elements the storage of "b" spans. */
 int64_t cg_buffer_elems(const loop_buffer *b);
-/* Return whether "e" mentions the variable "v". */
-bool cg_expr_uses_var(const loop_expr *e, const loop_var *v);
-/* Return whether "e" contains a load. */
-bool cg_expr_has_load(const loop_expr *e);
 /* Return the range of the integer expression "e". */
 cg_range cg_range_of(const cg_printer *pr, const loop_expr *e);
 /* Set the range of "v" from the loop "s" that binds it. */

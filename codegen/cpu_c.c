@@ -160,8 +160,10 @@ const cg_dialect cg_dialect_cpu_c = {
 static int cpu_prepare(loop_prog *p, const cg_target *t, tessel_ctx *ctx)
 {
 	(void)ctx;
-	int changed = loop_promote_accumulators(p);
-	changed += loop_pin_loads(p, t->vector_bytes, t->vector_bytes >= 64 ? 32 : 16);
+	int registers = t->vector_bytes >= 64 ? 32 : 16;
+	int changed = loop_promote_accumulators(p,
+		(int64_t)registers * (t->vector_bytes > 0 ? t->vector_bytes : 16));
+	changed += loop_pin_loads(p, t->vector_bytes, registers);
 	if (changed)
 		loop_simplify(p);
 	return 0;
@@ -757,7 +759,7 @@ static vclass binary_class(const cg_printer *pr, const loop_expr *e)
 		return arith_class(a) && arith_class(b) ? V_MASK : V_NONE;
 	if (op == TESSEL_AND || op == TESSEL_OR) {
 		bool masks = (a == V_MASK || a == V_SCALAR) && (b == V_MASK || b == V_SCALAR);
-		return masks && !cg_expr_has_load(e->u.bin.b) ? V_MASK : V_NONE;
+		return masks && !loop_expr_has_load(e->u.bin.b) ? V_MASK : V_NONE;
 	}
 	if (!is_float(e->dtype) || !arith_class(a) || !arith_class(b))
 		return V_NONE;
@@ -774,8 +776,8 @@ static vclass select_class(const cg_printer *pr, const loop_expr *e)
 		return V_NONE;
 	if (c == V_SCALAR)
 		return float_class(e->dtype);
-	if (c == V_MASK && !cg_expr_has_load(e->u.sel.then_) &&
-	    !cg_expr_has_load(e->u.sel.else_))
+	if (c == V_MASK && !loop_expr_has_load(e->u.sel.then_) &&
+	    !loop_expr_has_load(e->u.sel.else_))
 		return float_class(e->dtype);
 	return V_NONE;
 }
@@ -783,7 +785,7 @@ static vclass select_class(const cg_printer *pr, const loop_expr *e)
 /* Return how "e" is computed in the vector loop of "pr". */
 static vclass vector_class(const cg_printer *pr, const loop_expr *e)
 {
-	if (!cg_expr_uses_var(e, pr->vector_var))
+	if (!loop_expr_uses_var(e, pr->vector_var))
 		return V_SCALAR;
 	switch (e->kind) {
 	case LX_LOAD:
@@ -823,7 +825,7 @@ static bool vector_stmt_ok(const cg_printer *pr, const loop_stmt *s)
 				return false;
 		return true;
 	case LS_IF:
-		return !cg_expr_uses_var(s->u.if_.cond, pr->vector_var) &&
+		return !loop_expr_uses_var(s->u.if_.cond, pr->vector_var) &&
 			vector_stmt_ok(pr, s->u.if_.then_) &&
 			(!s->u.if_.else_ || vector_stmt_ok(pr, s->u.if_.else_));
 	case LS_BARRIER:
@@ -1996,7 +1998,7 @@ static bool vector_reduction(cg_printer *pr, const loop_stmt *s, vreduction *r)
 	if (op != TESSEL_ADD && op != TESSEL_MUL && op != TESSEL_MIN && op != TESSEL_MAX)
 		return false;
 	for (int d = 0; d < b->u.store.n; d++)
-		if (cg_expr_uses_var(b->u.store.index[d], s->u.for_.var))
+		if (loop_expr_uses_var(b->u.store.index[d], s->u.for_.var))
 			return false;
 	const loop_expr *x = is_stored_element(v->u.bin.a, b) ? v->u.bin.b :
 		is_stored_element(v->u.bin.b, b) ? v->u.bin.a : NULL;
@@ -2035,6 +2037,7 @@ static void print_vector_reduction(cg_printer *pr, const loop_stmt *s,
 	bool minmax_op = r->op == TESSEL_MIN || r->op == TESSEL_MAX;
 	pr->vector_var = s->u.for_.var;
 	pr->lanes = lanes;
+	pr->lanes_aligned = s->u.for_.min->kind == LX_INT && s->u.for_.min->u.ival % lanes == 0;
 	vector_type(pr, r->c, false, type, sizeof(type));
 	need_vector_helper(pr, vector_helper_name(pr, "splat", r->c, splat, sizeof(splat)),
 		r->c, splat_tmpl);
@@ -2058,6 +2061,7 @@ static void print_vector_reduction(cg_printer *pr, const loop_stmt *s,
 	pr->depth--;
 	cg_line(pr, "}\n");
 	pr->vector_var = NULL;
+	pr->lanes_aligned = false;
 	cg_line(pr, "for (int %s_l = 0; %s_l < %d; %s_l++) {\n", var, var, lanes, var);
 	pr->depth++;
 	cg_line(pr, "%s", "");
@@ -2116,6 +2120,7 @@ static void print_vector_run(cg_printer *pr, const loop_stmt *s, int64_t lo,
 	pr->depth--;
 	cg_line(pr, "}\n");
 	pr->vector_var = NULL;
+	pr->lanes_aligned = false;
 }
 
 /* Print the vectorized loop "s": a loop over whole vectors of "lanes"
@@ -2259,7 +2264,7 @@ static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 	    v->u.for_.extent->u.ival < kind->vector_bytes / 4)
 		return false;
 	for (int i = 0; i < st->u.store.n; i++)
-		if (cg_expr_uses_var(st->u.store.index[i], s->u.for_.var))
+		if (loop_expr_uses_var(st->u.store.index[i], s->u.for_.var))
 			return false;
 	const loop_expr *sum = st->u.store.value;
 	if (sum->kind != LX_BINARY || sum->u.bin.op != TESSEL_ADD)
@@ -2283,7 +2288,7 @@ static bool match_dot_group(cg_printer *pr, const loop_stmt *s, dot_group *d)
 	pr->vector_var = NULL;
 	const loop_expr *lanes = x_lanes || x_packed ? x : y_lanes || y_packed ? y : NULL;
 	const loop_expr *bcast = lanes == x ? y : x;
-	if (!ok || !lanes || cg_expr_uses_var(bcast, lane))
+	if (!ok || !lanes || loop_expr_uses_var(bcast, lane))
 		return false;
 	*d = (dot_group){ kind, v, st, lanes, bcast, lanes == x ? x_packed : y_packed };
 	return true;

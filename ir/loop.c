@@ -447,6 +447,50 @@ loop_prog *loop_prog_clone(const loop_prog *p)
 	return q;
 }
 
+bool loop_expr_uses_var(const loop_expr *e, const loop_var *v)
+{
+	switch (e->kind) {
+	case LX_VAR:
+		return e->u.var == v;
+	case LX_LOAD:
+		for (int i = 0; i < e->u.load.n; i++)
+			if (loop_expr_uses_var(e->u.load.index[i], v))
+				return true;
+		return false;
+	case LX_UNARY:
+		return loop_expr_uses_var(e->u.un.a, v);
+	case LX_BINARY:
+		return loop_expr_uses_var(e->u.bin.a, v) || loop_expr_uses_var(e->u.bin.b, v);
+	case LX_SELECT:
+		return loop_expr_uses_var(e->u.sel.cond, v) ||
+		       loop_expr_uses_var(e->u.sel.then_, v) ||
+		       loop_expr_uses_var(e->u.sel.else_, v);
+	case LX_CAST:
+		return loop_expr_uses_var(e->u.cast.a, v);
+	default:
+		return false;
+	}
+}
+
+bool loop_expr_has_load(const loop_expr *e)
+{
+	switch (e->kind) {
+	case LX_LOAD:
+		return true;
+	case LX_UNARY:
+		return loop_expr_has_load(e->u.un.a);
+	case LX_BINARY:
+		return loop_expr_has_load(e->u.bin.a) || loop_expr_has_load(e->u.bin.b);
+	case LX_SELECT:
+		return loop_expr_has_load(e->u.sel.cond) || loop_expr_has_load(e->u.sel.then_) ||
+		       loop_expr_has_load(e->u.sel.else_);
+	case LX_CAST:
+		return loop_expr_has_load(e->u.cast.a);
+	default:
+		return false;
+	}
+}
+
 bool loop_expr_loads(const loop_expr *e, const loop_buffer *b)
 {
 	switch (e->kind) {

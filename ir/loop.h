@@ -211,6 +211,10 @@ const char *loop_kind_name(loop_kind k);
 const char *loop_scope_name(loop_scope s);
 /* Print "p" in the loop-IR text form (stable; golden-tested); malloc'ed. */
 char *loop_prog_print(const loop_prog *p);
+/* Return whether the variable "v" occurs in "e", load indices included. */
+bool loop_expr_uses_var(const loop_expr *e, const loop_var *v);
+/* Return whether "e" reads a buffer anywhere. */
+bool loop_expr_has_load(const loop_expr *e);
 /* Return true when "e" loads from "b" (indices of loads included). */
 bool loop_expr_loads(const loop_expr *e, const loop_buffer *b);
 /* Return true when "a" and "b" are the same expression: the same tree of
@@ -247,14 +251,14 @@ int loop_partition_lanes(loop_prog *p);
  * vectorized or GPU-bound loops prefetch nothing.  Return the number of
  * loops given prefetches; run loop_simplify after it when not 0. */
 int loop_expand_prefetch(loop_prog *p, int line_bytes);
-/* Move the tiles of global buffers that a serial loop updates in every
- * iteration (an accumulation in place: X[I(t)] = X[I(t)] + f over a
- * register tile t) into local buffers read before the loop and written
- * after it, so that the C compiler can keep them in registers
- * (ir/loop_promote.c has the rules).  Programs with GPU-bound loops are
- * left alone.  Return the number of buffers promoted; run loop_simplify
- * after it when not 0. */
-int loop_promote_accumulators(loop_prog *p);
+/* Move the tiles (of at most "max_tile_bytes") that a serial loop
+ * updates in every iteration (an accumulation in place: X[I(t)] =
+ * X[I(t)] + f over unrolled and vectorized loops t) into local buffers
+ * read before the loop and written after it, so that the C compiler can
+ * keep them in registers (ir/loop_promote.c has the rules).  Programs
+ * with GPU-bound loops are left alone.  Return the number of buffers
+ * promoted; run loop_simplify after it when not 0. */
+int loop_promote_accumulators(loop_prog *p, int64_t max_tile_bytes);
 /* In serial loops whose bodies are register tiles (unrolled and
  * vectorized loops of constant bounds around stores into local buffers),
  * read each vector load that some unrolled loop repeats once per

@@ -54,30 +54,6 @@ typedef struct pinner {
 	int vectors;                 /* the pinned vectors */
 } pinner;
 
-static bool uses_var(const loop_expr *e, const loop_var *v)
-{
-	switch (e->kind) {
-	case LX_VAR:
-		return e->u.var == v;
-	case LX_LOAD:
-		for (int i = 0; i < e->u.load.n; i++)
-			if (uses_var(e->u.load.index[i], v))
-				return true;
-		return false;
-	case LX_UNARY:
-		return uses_var(e->u.un.a, v);
-	case LX_BINARY:
-		return uses_var(e->u.bin.a, v) || uses_var(e->u.bin.b, v);
-	case LX_SELECT:
-		return uses_var(e->u.sel.cond, v) || uses_var(e->u.sel.then_, v) ||
-		       uses_var(e->u.sel.else_, v);
-	case LX_CAST:
-		return uses_var(e->u.cast.a, v);
-	default:
-		return false;
-	}
-}
-
 /* Return whether "s" stores "b". */
 static bool stores(const loop_stmt *s, const loop_buffer *b)
 {
@@ -101,7 +77,7 @@ static bool stores(const loop_stmt *s, const loop_buffer *b)
  * 0 when not. */
 static int64_t stride_in(const loop_expr *e, const loop_var *v)
 {
-	if (!uses_var(e, v))
+	if (!loop_expr_uses_var(e, v))
 		return 0;
 	if (e->kind == LX_VAR)
 		return 1;
@@ -110,8 +86,8 @@ static int64_t stride_in(const loop_expr *e, const loop_var *v)
 	const loop_expr *a = e->u.bin.a, *b = e->u.bin.b;
 	switch (e->u.bin.op) {
 	case TESSEL_ADD:
-		return uses_var(a, v) && uses_var(b, v) ? 0 :
-		       uses_var(a, v) ? stride_in(a, v) : stride_in(b, v);
+		return loop_expr_uses_var(a, v) && loop_expr_uses_var(b, v) ? 0 :
+		       loop_expr_uses_var(a, v) ? stride_in(a, v) : stride_in(b, v);
 	case TESSEL_MUL:
 		if (b->kind == LX_INT)
 			return stride_in(a, v) * b->u.ival;
@@ -123,7 +99,9 @@ static int64_t stride_in(const loop_expr *e, const loop_var *v)
 	}
 }
 
-/* Consider the load "e" at the current place of the walk for pinning. */
+/* Consider the load "e" at the current place of the walk for pinning
+ * (never one in a branch of a select or the right operand of && or ||,
+ * which may not run: a padding's load outside its input). */
 static void consider(pinner *P, loop_expr *e)
 {
 	const loop_stmt *vec = P->depth > 0 ? P->path[P->depth - 1] : NULL;
@@ -133,7 +111,7 @@ static void consider(pinner *P, loop_expr *e)
 	const loop_buffer *b = e->u.load.buf;
 	int64_t stride = 0;
 	for (int i = 0; i < e->u.load.n; i++) {
-		if (e->u.load.index[i]->kind == LX_LOAD)
+		if (loop_expr_has_load(e->u.load.index[i]))
 			return;
 		stride += stride_in(e->u.load.index[i], vec->u.for_.var) * b->strides[i];
 	}
@@ -147,7 +125,7 @@ static void consider(pinner *P, loop_expr *e)
 		const loop_stmt *f = P->path[k];
 		bool used = false;
 		for (int i = 0; i < e->u.load.n && !used; i++)
-			used = uses_var(e->u.load.index[i], f->u.for_.var);
+			used = loop_expr_uses_var(e->u.load.index[i], f->u.for_.var);
 		if (used) {
 			P->around[P->nloads][n++] = f;
 			copies *= f->u.for_.extent->u.ival;
@@ -177,12 +155,11 @@ static void scan_expr(pinner *P, loop_expr *e)
 		return;
 	case LX_BINARY:
 		scan_expr(P, e->u.bin.a);
-		scan_expr(P, e->u.bin.b);
+		if (e->u.bin.op != TESSEL_AND && e->u.bin.op != TESSEL_OR)
+			scan_expr(P, e->u.bin.b);
 		return;
 	case LX_SELECT:
 		scan_expr(P, e->u.sel.cond);
-		scan_expr(P, e->u.sel.then_);
-		scan_expr(P, e->u.sel.else_);
 		return;
 	case LX_CAST:
 		scan_expr(P, e->u.cast.a);

@@ -25,8 +25,9 @@
  *     and one runs at least once with a constant extent, so that every
  *     element read before L is one the loop reads (none outside X);
  *   - L holds only serial, unrolled and vectorized loops, stores and
- *     sequences (no allocation, barrier or prefetch), and the tile takes
- *     at most MAX_TILE_BYTES.
+ *     sequences (no allocation, barrier or prefetch), and the tile fits
+ *     the target's vector registers (a larger one would be stored and
+ *     reloaded in every iteration either way, and the copies cost).
  * Values are unchanged: the loop reads and writes the same elements in the
  * same order, through a copy no other buffer can alias.  What it changes
  * is what the C compiler may do: it keeps a local array in registers,
@@ -43,15 +44,13 @@
 
 #include "ir/loop.h"
 
-/* The largest tile promoted: 64 floats of 8 lanes would already exceed
- * the 32 vector registers of AVX-512. */
-#define MAX_TILE_BYTES 4096
 #define MAX_TILE_VARS 8
 
 typedef struct promoter {
 	loop_prog *p;
 	const loop_stmt *outer;            /* L */
 	const loop_buffer *buf;            /* X */
+	int64_t max_bytes;                 /* the largest tile promoted */
 	loop_expr *const *index;           /* I: the indices of its first access */
 	int nindex;
 	bool refused;
@@ -65,51 +64,6 @@ typedef struct promoter {
 	loop_var *fresh[MAX_TILE_VARS];
 	loop_buffer *acc;
 } promoter;
-
-/* Return whether "e" mentions the variable "v". */
-static bool uses_var(const loop_expr *e, const loop_var *v)
-{
-	switch (e->kind) {
-	case LX_VAR:
-		return e->u.var == v;
-	case LX_LOAD:
-		for (int i = 0; i < e->u.load.n; i++)
-			if (uses_var(e->u.load.index[i], v))
-				return true;
-		return false;
-	case LX_UNARY:
-		return uses_var(e->u.un.a, v);
-	case LX_BINARY:
-		return uses_var(e->u.bin.a, v) || uses_var(e->u.bin.b, v);
-	case LX_SELECT:
-		return uses_var(e->u.sel.cond, v) || uses_var(e->u.sel.then_, v) ||
-		       uses_var(e->u.sel.else_, v);
-	case LX_CAST:
-		return uses_var(e->u.cast.a, v);
-	default:
-		return false;
-	}
-}
-
-/* Return whether "e" holds a load. */
-static bool has_load(const loop_expr *e)
-{
-	switch (e->kind) {
-	case LX_LOAD:
-		return true;
-	case LX_UNARY:
-		return has_load(e->u.un.a);
-	case LX_BINARY:
-		return has_load(e->u.bin.a) || has_load(e->u.bin.b);
-	case LX_SELECT:
-		return has_load(e->u.sel.cond) || has_load(e->u.sel.then_) ||
-		       has_load(e->u.sel.else_);
-	case LX_CAST:
-		return has_load(e->u.cast.a);
-	default:
-		return false;
-	}
-}
 
 static bool const_int(const loop_expr *e, int64_t *v)
 {
@@ -126,10 +80,10 @@ static bool const_int(const loop_expr *e, int64_t *v)
  * before L). */
 static bool invariant(const promoter *P, const loop_expr *e)
 {
-	if (has_load(e) || uses_var(e, P->outer->u.for_.var))
+	if (loop_expr_has_load(e) || loop_expr_uses_var(e, P->outer->u.for_.var))
 		return false;
 	for (int k = 0; k < P->depth; k++)
-		if (uses_var(e, P->path[k]->u.for_.var))
+		if (loop_expr_uses_var(e, P->path[k]->u.for_.var))
 			return false;
 	return true;
 }
@@ -143,13 +97,14 @@ static void check_access(promoter *P, int n, loop_expr *const *index)
 		P->index = index;
 		P->nindex = n;
 		for (int i = 0; i < n; i++)
-			if (has_load(index[i]) || uses_var(index[i], P->outer->u.for_.var))
+			if (loop_expr_has_load(index[i]) ||
+			    loop_expr_uses_var(index[i], P->outer->u.for_.var))
 				P->refused = true;
 		for (int k = 0; k < P->depth && !P->refused; k++) {
 			const loop_stmt *f = P->path[k];
 			bool used = false;
 			for (int i = 0; i < n && !used; i++)
-				used = uses_var(index[i], f->u.for_.var);
+				used = loop_expr_uses_var(index[i], f->u.for_.var);
 			if (!used)
 				continue;
 			if (P->nvars == MAX_TILE_VARS || f->u.for_.kind == LOOP_SERIAL)
@@ -243,7 +198,7 @@ static bool affine(const promoter *P, const loop_expr *e, int64_t scale, int64_t
 {
 	bool mentions = false;
 	for (int j = 0; j < P->nvars && !mentions; j++)
-		mentions = uses_var(e, P->tile[j]->u.for_.var);
+		mentions = loop_expr_uses_var(e, P->tile[j]->u.for_.var);
 	if (!mentions)
 		return true;
 	if (e->kind == LX_VAR) {
@@ -319,7 +274,7 @@ static bool injective(const promoter *P)
 		step[j][0] = offset;
 		step[j][1] = extent;
 		if (__builtin_mul_overflow(elems, extent, &elems) ||
-		    elems * (int64_t)tessel_dtype_size(P->buf->dtype) > MAX_TILE_BYTES)
+		    elems * (int64_t)tessel_dtype_size(P->buf->dtype) > P->max_bytes)
 			return false;
 	}
 	qsort(step, (size_t)P->nvars, sizeof(step[0]), by_magnitude);
@@ -478,9 +433,10 @@ static loop_stmt *copy_nest(promoter *P, bool in)
 
 /* Promote X in the loop "*slot" (L) when it qualifies; return whether it
  * did. */
-static bool promote(loop_prog *p, loop_stmt **slot, const loop_buffer *X)
+static bool promote(loop_prog *p, loop_stmt **slot, const loop_buffer *X,
+	int64_t max_bytes)
 {
-	promoter P = { .p = p, .outer = *slot, .buf = X };
+	promoter P = { .p = p, .outer = *slot, .buf = X, .max_bytes = max_bytes };
 	scan_stmt(&P, (*slot)->u.for_.body);
 	if (P.refused || !P.index || !injective(&P) || already_tile(&P))
 		return false;
@@ -525,25 +481,25 @@ static void stored_buffers(const loop_stmt *s, const loop_buffer **bufs, int *n,
 
 /* Promote in the statement "*slot" and everything inside it; return the
  * number of buffers promoted. */
-static int promote_stmt(loop_prog *p, loop_stmt **slot)
+static int promote_stmt(loop_prog *p, loop_stmt **slot, int64_t max_bytes)
 {
 	loop_stmt *s = *slot;
 	int count = 0;
 	switch (s->kind) {
 	case LS_FOR:
-		count += promote_stmt(p, &s->u.for_.body);
+		count += promote_stmt(p, &s->u.for_.body, max_bytes);
 		break;
 	case LS_SEQ:
 		for (int i = 0; i < s->u.seq.n; i++)
-			count += promote_stmt(p, &s->u.seq.items[i]);
+			count += promote_stmt(p, &s->u.seq.items[i], max_bytes);
 		return count;
 	case LS_IF:
-		count += promote_stmt(p, &s->u.if_.then_);
+		count += promote_stmt(p, &s->u.if_.then_, max_bytes);
 		if (s->u.if_.else_)
-			count += promote_stmt(p, &s->u.if_.else_);
+			count += promote_stmt(p, &s->u.if_.else_, max_bytes);
 		return count;
 	case LS_ALLOC:
-		return promote_stmt(p, &s->u.alloc.body);
+		return promote_stmt(p, &s->u.alloc.body, max_bytes);
 	default:
 		return 0;
 	}
@@ -556,7 +512,7 @@ static int promote_stmt(loop_prog *p, loop_stmt **slot)
 	stored_buffers(s->u.for_.body, bufs, &n, 8);
 	loop_stmt **at = slot;
 	for (int i = 0; i < n; i++)
-		if (promote(p, at, bufs[i])) {
+		if (promote(p, at, bufs[i], max_bytes)) {
 			count++;
 			/* the loop now sits in the allocation's sequence */
 			at = &(*at)->u.alloc.body->u.seq.items[1];
@@ -586,9 +542,9 @@ static bool gpu_bound(const loop_stmt *s)
 	}
 }
 
-int loop_promote_accumulators(loop_prog *p)
+int loop_promote_accumulators(loop_prog *p, int64_t max_tile_bytes)
 {
 	if (!p->body || gpu_bound(p->body))
 		return 0;
-	return promote_stmt(p, &p->body);
+	return promote_stmt(p, &p->body, max_tile_bytes);
 }

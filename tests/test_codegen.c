@@ -488,7 +488,7 @@ Test(register_tiles, tiles_that_are_not_fixed_stay_in_place)
 		loop_prog *p = tiled_matmul(32, 24, 64, 4, 16, forms[f]);
 		loop_prog *q = loop_prog_clone(p);
 		cr_assert(q);
-		cr_expect_eq(loop_promote_accumulators(q), 0, "form %zu promoted", f);
+		cr_expect_eq(loop_promote_accumulators(q, 4096), 0, "form %zu promoted", f);
 		loop_prog_free(q);
 		char *src = check_program(p, 32, 2, NULL);
 		expect_text(src, "C_acc", false);

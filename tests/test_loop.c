@@ -1879,7 +1879,7 @@ Test(loop_promote, random_programs_keep_their_meaning)
 		if (loop_eval(ctx, p, x.t) == 0) {
 			loop_prog *q = loop_prog_clone(p);
 			cr_assert(q);
-			int n = loop_promote_accumulators(q) + loop_pin_loads(q, 32, 16);
+			int n = loop_promote_accumulators(q, 512) + loop_pin_loads(q, 32, 16);
 			loop_simplify(q);
 			const char *failure = loop_verify(ctx, q) ? "the result is invalid" :
 				loop_eval(ctx, q, y.t) ? "the result fails" :
