@@ -491,6 +491,38 @@ bool loop_expr_has_load(const loop_expr *e)
 	}
 }
 
+loop_expr *loop_expr_rename(loop_prog *p, loop_expr *e, int n,
+	const loop_var *const *from, loop_var *const *to)
+{
+	switch (e->kind) {
+	case LX_VAR:
+		for (int j = 0; j < n; j++)
+			if (e->u.var == from[j])
+				return lx_var(p, to[j]);
+		return e;
+	case LX_LOAD: {
+		loop_expr *ix[TESSEL_MAX_DIMS];
+		for (int i = 0; i < e->u.load.n; i++)
+			ix[i] = loop_expr_rename(p, e->u.load.index[i], n, from, to);
+		return lx_load(p, e->u.load.buf, e->u.load.n, ix);
+	}
+	case LX_UNARY:
+		return lx_unary(p, e->u.un.op, loop_expr_rename(p, e->u.un.a, n, from, to),
+			e->dtype);
+	case LX_BINARY:
+		return lx_binary(p, e->u.bin.op, loop_expr_rename(p, e->u.bin.a, n, from, to),
+			loop_expr_rename(p, e->u.bin.b, n, from, to), e->dtype);
+	case LX_SELECT:
+		return lx_select(p, loop_expr_rename(p, e->u.sel.cond, n, from, to),
+			loop_expr_rename(p, e->u.sel.then_, n, from, to),
+			loop_expr_rename(p, e->u.sel.else_, n, from, to), e->dtype);
+	case LX_CAST:
+		return lx_cast(p, e->u.cast.to, loop_expr_rename(p, e->u.cast.a, n, from, to));
+	default:
+		return e;
+	}
+}
+
 bool loop_expr_loads(const loop_expr *e, const loop_buffer *b)
 {
 	switch (e->kind) {

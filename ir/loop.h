@@ -211,6 +211,10 @@ const char *loop_kind_name(loop_kind k);
 const char *loop_scope_name(loop_scope s);
 /* Print "p" in the loop-IR text form (stable; golden-tested); malloc'ed. */
 char *loop_prog_print(const loop_prog *p);
+/* Return "e" with each variable from[j] (of "n") replaced by to[j]: new
+ * nodes in "p" where a variable changes, "e"'s own where none does. */
+loop_expr *loop_expr_rename(loop_prog *p, loop_expr *e, int n,
+	const loop_var *const *from, loop_var *const *to);
 /* Return whether the variable "v" occurs in "e", load indices included. */
 bool loop_expr_uses_var(const loop_expr *e, const loop_var *v);
 /* Return whether "e" reads a buffer anywhere. */

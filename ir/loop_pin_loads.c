@@ -211,27 +211,6 @@ static void scan_stmt(pinner *P, const loop_stmt *s)
 	}
 }
 
-/* Return "e" with the variables of the loops "from" replaced by those of
- * "to". */
-static loop_expr *renamed(loop_prog *p, loop_expr *e, const loop_stmt *const *from,
-	loop_var *const *to, int n)
-{
-	switch (e->kind) {
-	case LX_VAR:
-		for (int j = 0; j < n; j++)
-			if (e->u.var == from[j]->u.for_.var)
-				return lx_var(p, to[j]);
-		return e;
-	case LX_BINARY:
-		return lx_binary(p, e->u.bin.op, renamed(p, e->u.bin.a, from, to, n),
-			renamed(p, e->u.bin.b, from, to, n), e->dtype);
-	case LX_UNARY:
-		return lx_unary(p, e->u.un.op, renamed(p, e->u.un.a, from, to, n), e->dtype);
-	default:
-		return e;
-	}
-}
-
 /* Pin the "i"th load gathered: a buffer, its fill at the top of L's body
  * ("fill"), and the load redirected to it. */
 static loop_buffer *pin(pinner *P, int i, loop_stmt *fill)
@@ -242,10 +221,12 @@ static loop_buffer *pin(pinner *P, int i, loop_stmt *fill)
 	int n = P->naround[i];
 	int64_t shape[MAX_DEPTH];
 	loop_var *fresh[MAX_DEPTH];
+	const loop_var *old[MAX_DEPTH];
 	loop_expr *ix[MAX_DEPTH], *src[TESSEL_MAX_DIMS], *pinned_ix[MAX_DEPTH];
 	for (int j = 0; j < n; j++) {
 		shape[j] = around[j]->u.for_.extent->u.ival;
-		fresh[j] = loop_var_new(p, around[j]->u.for_.var->name);
+		old[j] = around[j]->u.for_.var;
+		fresh[j] = loop_var_new(p, old[j]->name);
 		ix[j] = lx_sub(p, lx_var(p, fresh[j]), around[j]->u.for_.min);
 		pinned_ix[j] = lx_sub(p, lx_var(p, around[j]->u.for_.var), around[j]->u.for_.min);
 	}
@@ -254,7 +235,7 @@ static loop_buffer *pin(pinner *P, int i, loop_stmt *fill)
 	loop_buffer *b = loop_buffer_new(p, name, e->dtype, n, shape, LOOP_LOCAL);
 	b->pinned = true;
 	for (int d = 0; d < e->u.load.n; d++)
-		src[d] = renamed(p, e->u.load.index[d], around, fresh, n);
+		src[d] = loop_expr_rename(p, e->u.load.index[d], n, old, fresh);
 	loop_stmt *s = ls_store(p, b, n, ix, lx_load(p, e->u.load.buf, e->u.load.n, src), NULL);
 	for (int j = n - 1; j >= 0; j--)
 		s = ls_for(p, fresh[j], around[j]->u.for_.min, around[j]->u.for_.extent,

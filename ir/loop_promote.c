@@ -305,32 +305,10 @@ static bool already_tile(const promoter *P)
 /* Return "e" with the tile's variables replaced by the fresh ones. */
 static loop_expr *renamed(promoter *P, loop_expr *e)
 {
-	loop_prog *p = P->p;
-	switch (e->kind) {
-	case LX_VAR:
-		for (int j = 0; j < P->nvars; j++)
-			if (e->u.var == P->tile[j]->u.for_.var)
-				return lx_var(p, P->fresh[j]);
-		return e;
-	case LX_LOAD: {
-		loop_expr *ix[TESSEL_MAX_DIMS];
-		for (int i = 0; i < e->u.load.n; i++)
-			ix[i] = renamed(P, e->u.load.index[i]);
-		return lx_load(p, e->u.load.buf, e->u.load.n, ix);
-	}
-	case LX_UNARY:
-		return lx_unary(p, e->u.un.op, renamed(P, e->u.un.a), e->dtype);
-	case LX_BINARY:
-		return lx_binary(p, e->u.bin.op, renamed(P, e->u.bin.a),
-			renamed(P, e->u.bin.b), e->dtype);
-	case LX_SELECT:
-		return lx_select(p, renamed(P, e->u.sel.cond), renamed(P, e->u.sel.then_),
-			renamed(P, e->u.sel.else_), e->dtype);
-	case LX_CAST:
-		return lx_cast(p, e->u.cast.to, renamed(P, e->u.cast.a));
-	default:
-		return e;
-	}
+	const loop_var *from[MAX_TILE_VARS];
+	for (int j = 0; j < P->nvars; j++)
+		from[j] = P->tile[j]->u.for_.var;
+	return loop_expr_rename(P->p, e, P->nvars, from, P->fresh);
 }
 
 /* The indices of the tile's element in X_acc: each variable less its
