@@ -1539,6 +1539,14 @@ static void half_helper(cg_printer *pr, te_strbuf *t, bool load, bool f16,
 	te_sb_puts(t, "}\n");
 }
 
+/* Return whether the vectorized loop "s", run from iteration "lo" in
+ * steps of "lanes", takes only multiples of the lanes as its variable. */
+static bool starts_aligned(const loop_stmt *s, int64_t lo, int lanes)
+{
+	const loop_expr *min = s->u.for_.min;
+	return min->kind == LX_INT && (min->u.ival + lo) % lanes == 0;
+}
+
 /* Return whether the contiguous vector access "index" of "b" lies at an
  * address aligned to the vector in every iteration: "b" is a local
  * buffer of floats (the stack's arrays and the workspace's blocks are
@@ -2037,7 +2045,7 @@ static void print_vector_reduction(cg_printer *pr, const loop_stmt *s,
 	bool minmax_op = r->op == TESSEL_MIN || r->op == TESSEL_MAX;
 	pr->vector_var = s->u.for_.var;
 	pr->lanes = lanes;
-	pr->lanes_aligned = s->u.for_.min->kind == LX_INT && s->u.for_.min->u.ival % lanes == 0;
+	pr->lanes_aligned = starts_aligned(s, 0, lanes);
 	vector_type(pr, r->c, false, type, sizeof(type));
 	need_vector_helper(pr, vector_helper_name(pr, "splat", r->c, splat, sizeof(splat)),
 		r->c, splat_tmpl);
@@ -2110,10 +2118,9 @@ static void print_scalar_vector_loop(cg_printer *pr, const loop_stmt *s)
 static void print_vector_run(cg_printer *pr, const loop_stmt *s, int64_t lo,
 	int64_t hi, int lanes)
 {
-	const loop_expr *min = s->u.for_.min;
 	pr->vector_var = s->u.for_.var;
 	pr->lanes = lanes;
-	pr->lanes_aligned = min->kind == LX_INT && (min->u.ival + lo) % lanes == 0;
+	pr->lanes_aligned = starts_aligned(s, lo, lanes);
 	cg_print_for(pr, s->u.for_.var, s->u.for_.min, lo, NULL, hi, lanes);
 	pr->depth++;
 	print_vector_stmt(pr, s->u.for_.body);

@@ -30,7 +30,6 @@
  * L).  A load is pinned only while the tile's accumulators and the pinned
  * vectors together leave two of the target's vector registers free. */
 #include <stdio.h>
-#include <string.h>
 
 #include "ir/loop.h"
 

@@ -39,8 +39,8 @@
  * Programs with GPU-bound loops are left alone: their printers have not
  * been measured with it.  Innermost loops first: a loop whose body holds
  * a promoted loop is no longer a tile. */
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ir/loop.h"
 
@@ -49,7 +49,7 @@
 typedef struct promoter {
 	loop_prog *p;
 	const loop_stmt *outer;            /* L */
-	const loop_buffer *buf;            /* X */
+	loop_buffer *buf;                  /* X */
 	int64_t max_bytes;                 /* the largest tile promoted */
 	loop_expr *const *index;           /* I: the indices of its first access */
 	int nindex;
@@ -373,11 +373,8 @@ static void retarget_stmt(promoter *P, loop_stmt *s)
 		if (s->u.store.buf == P->buf) {
 			loop_expr *ix[MAX_TILE_VARS];
 			acc_index(P, false, ix);
-			s->u.store.buf = P->acc;
-			s->u.store.n = P->acc->ndim;
-			s->u.store.index = te_arena_alloc(&P->p->arena,
-				sizeof(loop_expr *) * (size_t)(P->acc->ndim + 1));
-			memcpy(s->u.store.index, ix, sizeof(loop_expr *) * (size_t)P->acc->ndim);
+			*s = *ls_store(P->p, P->acc, P->acc->ndim, ix, s->u.store.value,
+				s->u.store.stage);
 		}
 		return;
 	default:
@@ -396,7 +393,7 @@ static loop_stmt *copy_nest(promoter *P, bool in)
 	for (int i = 0; i < P->nindex; i++)
 		ix[i] = renamed(P, P->index[i]);
 	acc_index(P, true, acc_ix);
-	loop_buffer *X = (loop_buffer *)P->buf;
+	loop_buffer *X = P->buf;
 	loop_stmt *s = in ?
 		ls_store(p, P->acc, P->acc->ndim, acc_ix, lx_load(p, X, P->nindex, ix), NULL) :
 		ls_store(p, X, P->nindex, ix, lx_load(p, P->acc, P->acc->ndim, acc_ix), NULL);
@@ -411,7 +408,7 @@ static loop_stmt *copy_nest(promoter *P, bool in)
 
 /* Promote X in the loop "*slot" (L) when it qualifies; return whether it
  * did. */
-static bool promote(loop_prog *p, loop_stmt **slot, const loop_buffer *X,
+static bool promote(loop_prog *p, loop_stmt **slot, loop_buffer *X,
 	int64_t max_bytes)
 {
 	promoter P = { .p = p, .outer = *slot, .buf = X, .max_bytes = max_bytes };
@@ -431,7 +428,7 @@ static bool promote(loop_prog *p, loop_stmt **slot, const loop_buffer *X,
 }
 
 /* The global buffers stored in "s", gathered into "bufs" (at most "cap"). */
-static void stored_buffers(const loop_stmt *s, const loop_buffer **bufs, int *n, int cap)
+static void stored_buffers(const loop_stmt *s, loop_buffer **bufs, int *n, int cap)
 {
 	if (!s)
 		return;
@@ -485,7 +482,7 @@ static int promote_stmt(loop_prog *p, loop_stmt **slot, int64_t max_bytes)
 	if (s->u.for_.kind != LOOP_SERIAL || count > 0 ||
 	    !const_int(s->u.for_.extent, &extent) || extent < 2)
 		return count;
-	const loop_buffer *bufs[8];
+	loop_buffer *bufs[8];
 	int n = 0;
 	stored_buffers(s->u.for_.body, bufs, &n, 8);
 	loop_stmt **at = slot;
