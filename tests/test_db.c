@@ -186,7 +186,7 @@ Test(db, create_and_reopen)
 	cr_assert_eq(query_int(db, "PRAGMA foreign_keys"), 1);
 	cr_assert_eq(query_int(db, "PRAGMA synchronous"), 2);
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '3'"), 1);
+		"key = 'schema_version' AND value = '4'"), 1);
 	tune_db_close(db);
 	db = open_ok(path);
 	cr_assert_eq(tune_db_find_target(db, "cpu -isa=avx2 -cores=2"), t);
@@ -233,13 +233,14 @@ Test(db, newer_schema_is_refused_untouched)
 	char path[PATH_LEN];
 	tune_db_close(open_ok(test_scratch_file(path, sizeof path, "r.db")));
 	raw_exec(path, "UPDATE meta SET value = '7' WHERE key = 'schema_version'");
-	assert_refused(path, "has schema version 7, newer than this tessel (3); "
+	assert_refused(path, "has schema version 7, newer than this tessel (4); "
 		"refusing");
 }
 
 /* Make the store at "path", holding one record, look like schema
- * "version" (1: without records.cost_scale and records.pick, 2: without
- * records.pick); return the record's workload and target in "w", "t". */
+ * "version" (1: without records.cost_scale, records.pick and the run-off
+ * tables, 2: without the last two, 3: without the run-off tables);
+ * return the record's workload and target in "w", "t". */
 static void old_store(const char *path, int version, int64_t *w, int64_t *t)
 {
 	tune_db *db = open_ok(path);
@@ -248,9 +249,11 @@ static void old_store(const char *path, int version, int64_t *w, int64_t *t)
 	tune_record r = ok_record(*w, *t, "split C.i 4 -> C.io C.ii", 2e-3);
 	cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
 	tune_db_close(db);
-	char sql[256];
-	snprintf(sql, sizeof sql, "ALTER TABLE records DROP COLUMN pick; %sUPDATE meta "
-		"SET value = '%d' WHERE key = 'schema_version'; PRAGMA user_version = %d",
+	char sql[512];
+	snprintf(sql, sizeof sql, "DROP TABLE runoff_times; DROP TABLE runoffs; %s%s"
+		"UPDATE meta SET value = '%d' WHERE key = 'schema_version'; "
+		"PRAGMA user_version = %d",
+		version <= 2 ? "ALTER TABLE records DROP COLUMN pick; " : "",
 		version == 1 ? "ALTER TABLE records DROP COLUMN cost_scale; " : "",
 		version, version);
 	raw_exec(path, sql);
@@ -263,8 +266,8 @@ static void expect_migrated(const char *path, int64_t w, int64_t t)
 {
 	tune_db *db = open_ok(path);
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '3'"), 1);
-	cr_assert_eq(query_int(db, "PRAGMA user_version"), 3);
+		"key = 'schema_version' AND value = '4'"), 1);
+	cr_assert_eq(query_int(db, "PRAGMA user_version"), 4);
 	tune_record best;
 	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
 	cr_assert_str_eq(best.trace, "split C.i 4 -> C.io C.ii");
@@ -277,13 +280,19 @@ static void expect_migrated(const char *path, int64_t w, int64_t t)
 	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
 	cr_assert_eq(best.cost_scale, 0.96);
 	cr_assert_str_eq(best.pick, "random");
+	int64_t old_id = best.id - 1;
+	tune_record_clear(&best);
+	tune_runoff_time times[] = { { old_id, 1.5e-3, "ok" } };
+	cr_assert_neq(tune_db_add_runoff(db, w, t, times, 1), 0, "%s", tune_db_error(db));
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_assert_eq(best.id, old_id, "the run-off tables work");
 	tune_record_clear(&best);
 	cr_assert_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
 	tune_db_close(db);
 }
 
 /* A store of schema "version", which lacks "missing" of the columns
- * cost_scale and pick, is migrated on opening. */
+ * cost_scale and pick and the run-off tables, is migrated on opening. */
 static void expect_version_migrated(int version, int missing)
 {
 	char path[PATH_LEN];
@@ -291,6 +300,8 @@ static void expect_version_migrated(int version, int missing)
 	old_store(test_scratch_file(path, sizeof path, "old.db"), version, &w, &t);
 	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM pragma_table_info('records') "
 		"WHERE name IN ('cost_scale', 'pick')"), 2 - missing);
+	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM sqlite_master WHERE "
+		"name LIKE 'runoff%'"), 0);
 	expect_migrated(path, w, t);
 }
 
@@ -302,6 +313,11 @@ Test(db, version_1_store_is_migrated)
 Test(db, version_2_store_is_migrated)
 {
 	expect_version_migrated(2, 1);
+}
+
+Test(db, version_3_store_is_migrated)
+{
+	expect_version_migrated(3, 0);
 }
 
 Test(db, damaged_schema_version_is_refused)
@@ -550,6 +566,103 @@ Test(db, best_is_lowest_ok_median)
 	cr_assert_str_eq(out.trace, "t5");
 	tune_record_clear(&out);
 	cr_assert_eq(tune_db_best(db, w + 5, t, &out), 1);
+	tune_db_close(db);
+}
+
+/* Add ok records of costs "costs" (traces "t0".."t{n-1}") for "w" on
+ * "t"; put their ids in "ids". */
+static void add_costs(tune_db *db, int64_t w, int64_t t, const double *costs, int n,
+	int64_t *ids)
+{
+	for (int i = 0; i < n; i++) {
+		char trace[16];
+		snprintf(trace, sizeof trace, "t%d", i);
+		tune_record r = ok_record(w, t, trace, costs[i]);
+		cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
+		ids[i] = query_int(db, "SELECT max(id) FROM records");
+	}
+}
+
+Test(db, fastest_records_come_fastest_first)
+{
+	char path[PATH_LEN];
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
+	int64_t t = tune_db_target(db, "cpu", "cpu a");
+	int64_t w = tune_db_workload(db, "w", "op", 1e9);
+	const double costs[] = { 3e-3, 1e-3, 2e-3, 1e-3, 5e-3 };
+	int64_t ids[5];
+	add_costs(db, w, t, costs, 5, ids);
+	tune_record wrong = ok_record(w, t, "fast but wrong", 1e-9);
+	wrong.error_class = "wrong";
+	cr_assert_eq(tune_db_add_record(db, &wrong, NULL), 0);
+	tune_record out[8];
+	cr_assert_eq(tune_db_fastest(db, w, t, 3, out), 3, "%s", tune_db_error(db));
+	const int64_t want[] = { ids[1], ids[3], ids[2] };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(out[i].id, want[i], "place %d: the earliest of equals first", i);
+		cr_assert(isnan(out[i].runoff_s));
+		tune_record_clear(&out[i]);
+	}
+	cr_assert_eq(tune_db_fastest(db, w, t, 8, out), 5, "only the ok records");
+	for (int i = 0; i < 5; i++)
+		tune_record_clear(&out[i]);
+	cr_assert_eq(tune_db_fastest(db, w + 9, t, 8, out), 0);
+	tune_db_close(db);
+}
+
+Test(db, best_is_the_winner_of_the_latest_runoff)
+{
+	char path[PATH_LEN];
+	tune_db *db = open_ok(test_scratch_file(path, sizeof path, "r.db"));
+	int64_t t = tune_db_target(db, "cpu", "cpu a");
+	int64_t t2 = tune_db_target(db, "cpu", "cpu b");
+	int64_t w = tune_db_workload(db, "w", "op", 1e9);
+	const double costs[] = { 1e-3, 2e-3, 3e-3, 4e-3 };
+	int64_t ids[4], other[1];
+	add_costs(db, w, t, costs, 4, ids);
+	add_costs(db, w, t2, costs, 1, other);
+	tune_runoff_time first[] = { { ids[0], 2.5e-3, "ok" }, { ids[1], 2.2e-3, "ok" },
+		{ ids[2], NAN, "wrong" } };
+	int64_t r1 = tune_db_add_runoff(db, w, t, first, 3);
+	cr_assert_gt(r1, 0, "%s", tune_db_error(db));
+	tune_record best;
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_assert_eq(best.id, ids[1], "the run-off's fastest, not the recorded fastest");
+	cr_assert_eq(best.runoff_s, 2.2e-3);
+	cr_assert_eq(best.cost_median_s, 2e-3, "the record keeps its time");
+	cr_assert_eq(tune_record_time(&best), 2.2e-3);
+	tune_record_clear(&best);
+	cr_assert_eq(tune_db_best(db, w, t2, &best), 0);
+	cr_assert_eq(best.id, other[0], "another target's run-offs do not count");
+	cr_assert(isnan(best.runoff_s));
+	cr_assert_eq(tune_record_time(&best), 1e-3);
+	tune_record_clear(&best);
+
+	tune_runoff_time second[] = { { ids[2], 3.1e-3, "ok" }, { ids[3], 3.0e-3, "ok" } };
+	cr_assert_gt(tune_db_add_runoff(db, w, t, second, 2), r1);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	cr_assert_eq(best.id, ids[3], "only the latest run-off counts");
+	tune_record_clear(&best);
+	tune_runoff_time failed[] = { { ids[0], NAN, "crash" }, { ids[1], NAN, "timeout" } };
+	cr_assert_gt(tune_db_add_runoff(db, w, t, failed, 2), 0);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	cr_assert_eq(best.id, ids[0], "no winner: the recorded fastest");
+	cr_assert(isnan(best.runoff_s));
+	tune_record_clear(&best);
+
+	tune_runoff_time bad[][1] = { { { ids[0], NAN, "ok" } }, { { ids[0], 1e-3, "wrong" } },
+		{ { ids[0], -1, "ok" } }, { { ids[0], 1e-3, "Not A Word" } },
+		{ { ids[0] + 100, 1e-3, "ok" } } };
+	int64_t runoffs = query_int(db, "SELECT count(*) FROM runoffs");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(tune_db_add_runoff(db, w, t, bad[i], 1), 0, "bad time %zu", i);
+	cr_assert_eq(query_int(db, "SELECT count(*) FROM runoffs"), runoffs,
+		"a refused run-off leaves nothing behind");
+	cr_assert_eq(tune_db_begin(db), 0);
+	cr_assert_eq(tune_db_add_runoff(db, w, t, second, 2), 0);
+	cr_assert(strstr(tune_db_error(db), "inside a batch"), "%s", tune_db_error(db));
+	tune_db_rollback(db);
+	cr_assert_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
 	tune_db_close(db);
 }
 

@@ -173,7 +173,9 @@ Test(search, a_rerun_resumes_without_measuring_again)
 	char err[512];
 	tune_db *db = open_db(&f);
 	tune_search_opts o = quick_opts(16, 3);
+	o.runoff = 0;
 	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.runoff.entrants, 0, "no run-off asked for");
 	double first_best = s.best_s;
 	tune_summary_clear(&s);
 	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
@@ -182,6 +184,61 @@ Test(search, a_rerun_resumes_without_measuring_again)
 	cr_expect(isnan(s.default_s), "the default schedule is not measured again");
 	cr_expect_leq(s.best_s, first_best);
 	cr_expect_eq(tune_db_count(db, 0, 0), 32, "nothing was measured twice");
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+/* Where the "n" records "recs" hold the record of id "id", -1 when not. */
+static int holds(const tune_record *recs, int n, int64_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (recs[i].id == id)
+			return i;
+	return -1;
+}
+
+Test(search, ends_with_a_runoff_that_chooses_the_best)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(24, 5);
+	o.runoff = 4;
+	tune_summary s;
+	char err[512];
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_runoff_summary kept = s.runoff, *ro = &kept;
+	cr_assert_eq(ro->entrants, 4, "24 trials give 4 distinct correct programs");
+	cr_expect_eq(ro->failed, 0);
+	cr_assert_gt(ro->id, 0, "the run-off is stored");
+	cr_expect_eq(s.best_record, ro->winner, "the run-off's winner is the best");
+	cr_expect_eq(s.best_s, ro->winner_s, "with its time in the run-off");
+	cr_expect_lt(trace_error(&f, s.best_trace), 1e-5, "and its trace");
+	int64_t w = tune_db_find_workload(db, f.task.key);
+	int64_t t = tune_db_find_target(db, f.task.target);
+	tune_record fastest[4], best;
+	cr_assert_eq(tune_db_fastest(db, w, t, 4, fastest), 4);
+	cr_expect_eq(ro->fastest, fastest[0].id);
+	int at = holds(fastest, 4, ro->winner);
+	cr_assert(at >= 0, "the winner is one of the 4 fastest recorded");
+	cr_expect_eq(ro->winner_recorded_s, fastest[at].cost_median_s);
+	for (int i = 0; i < 4; i++)
+		tune_record_clear(&fastest[i]);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_expect_eq(best.id, ro->winner);
+	cr_expect_eq(best.runoff_s, ro->winner_s);
+	tune_record_clear(&best);
+	tune_summary_clear(&s);
+
+	o.runoff = 0;
+	o.trials = 8;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.runoff.entrants, 0);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	cr_expect_eq(best.id, ro->winner, "without a new run-off the last one stands");
+	cr_expect_eq(s.best_record, best.id);
+	tune_record_clear(&best);
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);
@@ -788,6 +845,7 @@ Test(search, an_interrupt_records_only_what_was_measured)
 	int not_run = 0;
 	cr_expect_eq(tune_db_foreach(db, 0, 0, count_not_run, &not_run), 0);
 	cr_expect_eq(not_run, 0, "candidates the interrupt kept from running are not recorded");
+	cr_expect_eq(s.runoff.entrants, 0, "an interrupted search holds no run-off");
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);

@@ -1,5 +1,6 @@
 #include "tools/best_schedule.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "schedule/state.h"
@@ -32,8 +33,9 @@ static sch_state *schedule_of_record(tessel_ctx *ctx, tessel_op *op,
 {
 	sch_state *st = replay_record(ctx, op, r);
 	if (st)
-		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms)",
-			(long long)r->id, where, r->cost_median_s * 1e3);
+		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s)",
+			(long long)r->id, where, tune_record_time(r) * 1e3,
+			isfinite(r->runoff_s) ? " in the run-off" : "");
 	else
 		snprintf(said, saidlen, "best record #%lld from %s no longer replays "
 			"(%s); default schedule", (long long)r->id, where,

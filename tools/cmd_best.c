@@ -17,10 +17,13 @@ static const char best_help[] =
 	"default: this machine) from the record store PATH (default: $TESSEL_DB,\n"
 	"else ~/.cache/tessel/records.db): the workload key, the record's id, when\n"
 	"and by which tessel it was measured, its median time (and GFLOP/s), and\n"
-	"its trace in the text form. --out FILE also writes the trace to FILE, for\n"
+	"its trace in the text form. The best is the fastest of the latest run-off\n"
+	"(see tessel tune --help), with its time there, when the op had one, else\n"
+	"the record of lowest median time. --out FILE also writes the trace to FILE, for\n"
 	"`tessel run --sched FILE`. --json prints one JSON object instead (keys\n"
-	"found, workload, target, db, and for a record id, median_s, min_s, gflops,\n"
-	"measured_at, tessel_version, trace). Exit 1 when the store holds no\n"
+	"found, workload, target, db, and for a record id, median_s, min_s,\n"
+	"runoff_s (null: not a run-off's winner), gflops, measured_at,\n"
+	"tessel_version, trace). Exit 1 when the store holds no\n"
 	"correct record of the op on TARGET (with --json, the object then says\n"
 	"\"found\": false and still gives the workload key and target).\n";
 
@@ -68,9 +71,10 @@ static int write_trace(const char *path, const tune_task *task,
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return cli_fail("--out %s: %s", path, strerror(errno));
-	fprintf(f, "# op: %s, workload %s, on %s\n# record #%lld, median %.6g ms%s\n",
+	fprintf(f, "# op: %s, workload %s, on %s\n# record #%lld, median %.6g ms%s%s\n",
 		tessel_op_name(task->op), task->key, task->target, (long long)r->id,
-		r->cost_median_s * 1e3, r->trace[0] ? "" : "; the default schedule");
+		tune_record_time(r) * 1e3, isfinite(r->runoff_s) ? " in the run-off" : "",
+		r->trace[0] ? "" : "; the default schedule");
 	fputs(r->trace, f);
 	if (ferror(f) | fclose(f))
 		return cli_fail("--out %s: write error", path);
@@ -93,9 +97,14 @@ static void print_json(const tune_task *task, const char *db_path,
 			printf("%.9g", r->cost_min_s);
 		else
 			printf("null");
+		printf(", \"runoff_s\": ");
+		if (isfinite(r->runoff_s))
+			printf("%.9g", r->runoff_s);
+		else
+			printf("null");
 		printf(", \"gflops\": ");
 		if (task->flops > 0)
-			printf("%.6g", task->flops / r->cost_median_s * 1e-9);
+			printf("%.6g", task->flops / tune_record_time(r) * 1e-9);
 		else
 			printf("null");
 		printf(", \"measured_at\": ");
@@ -118,8 +127,10 @@ static void print_text(const tune_task *task, const char *db_path,
 	printf("time: median %.6g ms", r->cost_median_s * 1e3);
 	if (isfinite(r->cost_min_s))
 		printf(", min %.6g ms", r->cost_min_s * 1e3);
+	if (isfinite(r->runoff_s))
+		printf("; the run-off's winner at %.6g ms", r->runoff_s * 1e3);
 	if (task->flops > 0)
-		printf(", %.2f GFLOP/s", task->flops / r->cost_median_s * 1e-9);
+		printf(", %.2f GFLOP/s", task->flops / tune_record_time(r) * 1e-9);
 	printf("\ntrace:\n%s", r->trace[0] ? r->trace : "(the default schedule)\n");
 }
 

@@ -1,6 +1,7 @@
 /* `tessel db`: move tuning records between stores as JSON lines
  * (tune_db_export_jsonl, tune_db_import_jsonl) and describe a store. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,8 +236,7 @@ static int print_tasks(tune_db *db)
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(tune_db_sqlite(db), "SELECT w.key, w.op_text, w.flops, "
-		"r.target_id, count(*), sum(r.error_class <> 'ok'), "
-		"min(CASE WHEN r.error_class = 'ok' THEN r.cost_median_s END) "
+		"r.target_id, count(*), sum(r.error_class <> 'ok'), r.workload_id "
 		"FROM records r JOIN workloads w ON w.id = r.workload_id "
 		"GROUP BY r.workload_id, r.target_id ORDER BY min(r.id)", -1, &st,
 		NULL) != SQLITE_OK)
@@ -249,15 +249,23 @@ static int print_tasks(tune_db *db)
 		printf(" on #%lld: %lld record%s (%lld failed), best ",
 			(long long)sqlite3_column_int64(st, 3), n, n == 1 ? "" : "s",
 			(long long)sqlite3_column_int64(st, 5));
-		if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
+		tune_record best;
+		int found = tune_db_best(db, sqlite3_column_int64(st, 6),
+			sqlite3_column_int64(st, 3), &best);
+		if (found < 0) {
+			rc = SQLITE_ERROR;
+			break;
+		}
+		if (found == 1) {
 			printf("none\n");
 			continue;
 		}
-		double best_s = sqlite3_column_double(st, 6), flops = sqlite3_column_double(st, 2);
+		double best_s = tune_record_time(&best), flops = sqlite3_column_double(st, 2);
 		printf("%.4g ms", best_s * 1e3);
 		if (flops > 0 && best_s > 0)
 			printf(" (%.1f GFLOP/s)", flops / best_s * 1e-9);
-		printf("\n");
+		printf("%s\n", isfinite(best.runoff_s) ? " in the run-off" : "");
+		tune_record_clear(&best);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : -1;
@@ -276,8 +284,10 @@ static int db_info(const db_args *a)
 	int64_t ok = query_count(db, "SELECT count(*) FROM records "
 		"WHERE error_class = 'ok'");
 	int64_t models = query_count(db, "SELECT count(*) FROM models");
+	int64_t runoffs = query_count(db, "SELECT count(*) FROM runoffs");
 	int status = 0;
-	if (targets < 0 || workloads < 0 || records < 0 || ok < 0 || models < 0) {
+	if (targets < 0 || workloads < 0 || records < 0 || ok < 0 || models < 0 ||
+	    runoffs < 0) {
 		status = cli_fail("%s: %s", tune_db_path(db),
 			sqlite3_errmsg(tune_db_sqlite(db)));
 	} else {
@@ -288,8 +298,9 @@ static int db_info(const db_args *a)
 		printf("targets: %lld\n", (long long)targets);
 		if (print_targets(db) == 0) {
 			printf("workloads: %lld\nrecords: %lld (%lld ok, %lld failed)\n"
-				"models: %lld\ntasks:\n", (long long)workloads, (long long)records,
-				(long long)ok, (long long)(records - ok), (long long)models);
+				"run-offs: %lld\nmodels: %lld\ntasks:\n", (long long)workloads,
+				(long long)records, (long long)ok, (long long)(records - ok),
+				(long long)runoffs, (long long)models);
 			if (print_tasks(db))
 				status = 1;
 		} else {

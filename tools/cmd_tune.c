@@ -20,7 +20,8 @@ static const char tune_help[] =
 	"                   [--target TARGET] [--timeout S] [--seed S] [--batch N]\n"
 	"                   [--threads N] [--min-time S] [--passes N] [--flush]\n"
 	"                   [--early-stop N] [--epsilon E] [--jobs N]\n"
-	"                   [--other-records N] [--shortlist K] [--verbose]\n"
+	"                   [--other-records N] [--shortlist K] [--runoff K]\n"
+	"                   [--verbose]\n"
 	"\n"
 	"Search for a fast schedule of an op on the CPU or the OpenCL device:\n"
 	"sketches of the op's stages sampled and evolved under a learned cost\n"
@@ -62,6 +63,11 @@ static const char tune_help[] =
 	"loops) and, once 16 records have it, orders them again by a second\n"
 	"model of the program and those counts, which picks the batch; each\n"
 	"round takes about twice the compilations.\n"
+	"At the end (unless interrupted) the --runoff K fastest records of the\n"
+	"op in the store (default 8; 0: none), distinct programs, are measured\n"
+	"again together for ten times --min-time each: of many noisy\n"
+	"measurements the fastest is partly the luckiest. The run-off is stored\n"
+	"and its fastest is the best from then on.\n"
 	"`tessel best` and `tessel run --db` use the result.\n";
 
 typedef struct tune_args {
@@ -128,6 +134,8 @@ static int parse_tune_option(tune_args *a, int argc, char **argv, int *i)
 		return cli_parse_count(v, "--other-records", 0, 1000000, &o->other_rows);
 	if ((v = cli_option(argc, argv, i, "--shortlist", &missing)))
 		return cli_parse_count(v, "--shortlist", 0, 64, &o->code_shortlist);
+	if ((v = cli_option(argc, argv, i, "--runoff", &missing)))
+		return cli_parse_count(v, "--runoff", 0, 64, &o->runoff);
 	if ((v = cli_option(argc, argv, i, "--early-stop", &missing)))
 		return cli_parse_count(v, "--early-stop", 0, 1000000, &o->early_stop);
 	if ((v = cli_option(argc, argv, i, "--seed", &missing))) {
@@ -272,6 +280,13 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 	else if (s->exhausted)
 		printf("stopped: the search space has no program left that was not "
 			"measured\n");
+	const tune_runoff_summary *ro = &s->runoff;
+	if (ro->entrants)
+		printf("run-off: the %d fastest records measured again together, %d "
+			"failed; #%lld won at %.4g ms (recorded at %.4g ms), the fastest "
+			"recorded (#%lld) took %.4g ms there\n", ro->entrants, ro->failed,
+			(long long)ro->winner, ro->winner_s * 1e3, ro->winner_recorded_s * 1e3,
+			(long long)ro->fastest, ro->fastest_s * 1e3);
 	printf("best: %s", best);
 	if (isfinite(s->default_s) && isfinite(s->best_s))
 		printf(", %.2fx the default schedule (%s)", s->default_s / s->best_s, def);

@@ -36,12 +36,17 @@ enum stmt_id {
 	ST_RECORD_INSERT,
 	ST_RECORD_HAS,
 	ST_RECORD_BEST,
+	ST_RUNOFF_BEST,
+	ST_RECORD_FASTEST,
+	ST_RUNOFF_INSERT,
+	ST_RUNOFF_TIME_INSERT,
 	ST_COUNT_
 };
 
 #define RECORD_COLUMNS "id, workload_id, target_id, trace, trace_hash, " \
 	"features, cost_median_s, cost_min_s, error_class, error_msg, " \
 	"measured_at, tessel_version, cost_scale, pick"
+#define RECORD_NCOLUMNS 14
 
 static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_TARGET_INSERT] = "INSERT INTO targets(kind, description) "
@@ -60,10 +65,42 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_RECORD_BEST] = "SELECT " RECORD_COLUMNS " FROM records "
 		"WHERE workload_id = ?1 AND target_id = ?2 AND error_class = 'ok' "
 		"ORDER BY cost_median_s, id LIMIT 1",
+	[ST_RUNOFF_BEST] = "SELECT " RECORD_COLUMNS ", runoff_median_s FROM records "
+		"JOIN (SELECT record_id, median_s AS runoff_median_s FROM runoff_times "
+		"WHERE median_s IS NOT NULL AND runoff_id = (SELECT max(id) FROM "
+		"runoffs WHERE workload_id = ?1 AND target_id = ?2)) ON record_id = id "
+		"WHERE error_class = 'ok' ORDER BY runoff_median_s, id LIMIT 1",
+	[ST_RECORD_FASTEST] = "SELECT " RECORD_COLUMNS " FROM records "
+		"WHERE workload_id = ?1 AND target_id = ?2 AND error_class = 'ok' "
+		"ORDER BY cost_median_s, id LIMIT ?3",
+	[ST_RUNOFF_INSERT] = "INSERT INTO runoffs(workload_id, target_id, "
+		"measured_at, tessel_version) VALUES(?1, ?2, ?3, ?4)",
+	[ST_RUNOFF_TIME_INSERT] = "INSERT INTO runoff_times(runoff_id, record_id, "
+		"median_s, error_class) VALUES(?1, ?2, ?3, ?4)",
 };
 
-/* Schema version 3 (version 2 without records.pick, version 1 without
- * records.cost_scale and records.pick).  Changing it
+/* The run-off tables (tuner/runoff.h): each run-off of a workload on a
+ * target, and the median each record it measured took there (NULL: it
+ * failed there, with its error class). */
+#define RUNOFF_TABLES \
+	"CREATE TABLE runoffs(\n" \
+	"  id INTEGER PRIMARY KEY,\n" \
+	"  workload_id INTEGER NOT NULL REFERENCES workloads(id),\n" \
+	"  target_id INTEGER NOT NULL REFERENCES targets(id),\n" \
+	"  measured_at TEXT NOT NULL,\n" \
+	"  tessel_version TEXT NOT NULL);\n" \
+	"CREATE INDEX runoffs_by_task ON runoffs(workload_id, target_id, id);\n" \
+	"CREATE TABLE runoff_times(\n" \
+	"  runoff_id INTEGER NOT NULL REFERENCES runoffs(id),\n" \
+	"  record_id INTEGER NOT NULL REFERENCES records(id),\n" \
+	"  median_s REAL,\n" \
+	"  error_class TEXT NOT NULL,\n" \
+	"  PRIMARY KEY(runoff_id, record_id),\n" \
+	"  CHECK((error_class = 'ok') = (median_s IS NOT NULL)));\n"
+
+/* Schema version 4 (version 3 without the run-off tables, version 2 also
+ * without records.pick, version 1 also without records.cost_scale).
+ * Changing it
  * means a new version, a migration from the old ones in migrate(), and
  * docs/tuning-db.md. */
 static const char schema[] =
@@ -106,7 +143,8 @@ static const char schema[] =
 	"  n_records INTEGER NOT NULL,\n"
 	"  blob BLOB NOT NULL,\n"
 	"  meta TEXT);\n"
-	"CREATE INDEX models_by_kind ON models(target_kind, id);\n";
+	"CREATE INDEX models_by_kind ON models(target_kind, id);\n"
+	RUNOFF_TABLES;
 
 struct tune_db {
 	sqlite3 *sql;
@@ -576,7 +614,8 @@ static int check_version(tune_db *db)
 /* Bring the checked record store of "db" to the current schema, in one
  * transaction under the write lock (another tessel may be migrating the
  * same file: whoever comes second finds it done).  Version 1 lacks
- * records.cost_scale, versions 1 and 2 records.pick.  Return 0 or -1. */
+ * records.cost_scale, versions 1 and 2 records.pick, versions 1 to 3 the
+ * run-off tables.  Return 0 or -1. */
 static int migrate(tune_db *db)
 {
 	long v;
@@ -591,6 +630,9 @@ static int migrate(tune_db *db)
 		r = exec1(db, "ALTER TABLE records ADD COLUMN cost_scale REAL");
 	if (r == 0 && v <= 2)
 		r = exec1(db, "ALTER TABLE records ADD COLUMN pick TEXT");
+	if (r == 0 && v <= 3 && sqlite3_exec(db->sql, RUNOFF_TABLES, NULL, NULL,
+		NULL) != SQLITE_OK)
+		r = fail_sql(db, "adding the run-off tables");
 	if (r == 0 && v < TUNE_DB_SCHEMA_VERSION) {
 		char sql[160];
 		snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = "
@@ -1114,6 +1156,7 @@ static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 	r->tessel_version = copy_out(&cursor, text[5], len[5]);
 	r->pick = sqlite3_column_type(st, C_PICK) == SQLITE_NULL ? NULL
 		: copy_out(&cursor, text[6], len[6]);
+	r->runoff_s = NAN;
 	return 0;
 }
 
@@ -1123,20 +1166,112 @@ void tune_record_clear(tune_record *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Step "st" (bound) once into "out": 0 with a row, 1 without, -1 on
+ * error ("what" names the read in the message); "st" is reset. */
+static int read_one(tune_db *db, sqlite3_stmt *st, tune_record *out, const char *what)
+{
+	int rc = step_retry(st);
+	int r = rc == SQLITE_ROW ? read_record(db, st, out)
+		: rc == SQLITE_DONE ? 1 : fail_sql(db, what);
+	if (r == 0 && sqlite3_column_count(st) > RECORD_NCOLUMNS)
+		out->runoff_s = column_real(st, RECORD_NCOLUMNS);
+	sqlite3_reset(st);
+	return r;
+}
+
 int tune_db_best(tune_db *db, int64_t workload, int64_t target,
 	tune_record *out)
 {
 	memset(out, 0, sizeof *out);
-	sqlite3_stmt *st = stmt(db, ST_RECORD_BEST);
+	sqlite3_stmt *won = stmt(db, ST_RUNOFF_BEST), *fastest = stmt(db, ST_RECORD_BEST);
+	if (!won || !fastest)
+		return -1;
+	sqlite3_bind_int64(won, 1, workload);
+	sqlite3_bind_int64(won, 2, target);
+	int r = read_one(db, won, out, "finding the winner of the latest run-off");
+	if (r != 1)
+		return r;
+	sqlite3_bind_int64(fastest, 1, workload);
+	sqlite3_bind_int64(fastest, 2, target);
+	return read_one(db, fastest, out, "finding the best record");
+}
+
+double tune_record_time(const tune_record *r)
+{
+	return isfinite(r->runoff_s) ? r->runoff_s : r->cost_median_s;
+}
+
+int tune_db_fastest(tune_db *db, int64_t workload, int64_t target, int k,
+	tune_record *out)
+{
+	sqlite3_stmt *st = stmt(db, ST_RECORD_FASTEST);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, workload);
 	sqlite3_bind_int64(st, 2, target);
-	int rc = step_retry(st);
-	int r = rc == SQLITE_ROW ? read_record(db, st, out)
-		: rc == SQLITE_DONE ? 1 : fail_sql(db, "finding the best record");
+	sqlite3_bind_int(st, 3, k > 0 ? k : 0);
+	int n = 0, r = 0;
+	while (r == 0 && n < k) {
+		int rc = step_retry(st);
+		if (rc == SQLITE_DONE)
+			break;
+		r = rc != SQLITE_ROW ? fail_sql(db, "finding the fastest records")
+			: read_record(db, st, &out[n]);
+		n += r == 0;
+	}
 	sqlite3_reset(st);
-	return r;
+	if (r == 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		tune_record_clear(&out[i]);
+	return -1;
+}
+
+int64_t tune_db_add_runoff(tune_db *db, int64_t workload, int64_t target,
+	const tune_runoff_time *times, int n)
+{
+	if (db->in_batch) {
+		fail(db, "a run-off cannot be stored inside a batch");
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		if (!valid_word(times[i].error_class, 32) ||
+		    (strcmp(times[i].error_class, "ok") == 0) != (times[i].median_s > 0 &&
+			isfinite(times[i].median_s))) {
+			fail(db, "run-off time %d (of record %" PRId64 ") is invalid: an "
+				"\"ok\" one needs a positive median, a failed one none",
+				i, times[i].record);
+			return 0;
+		}
+	sqlite3_stmt *run = stmt(db, ST_RUNOFF_INSERT), *time = stmt(db, ST_RUNOFF_TIME_INSERT);
+	if (!run || !time || exec1(db, "BEGIN IMMEDIATE") < 0)
+		return 0;
+	char now[TUNE_TIME_LEN];
+	tune_db_now(now);
+	sqlite3_bind_int64(run, 1, workload);
+	sqlite3_bind_int64(run, 2, target);
+	sqlite3_bind_text(run, 3, now, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(run, 4, TESSEL_VERSION, -1, SQLITE_STATIC);
+	int rc = step_retry(run);
+	sqlite3_reset(run);
+	int64_t id = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(db->sql) : 0;
+	for (int i = 0; id && i < n; i++) {
+		sqlite3_bind_int64(time, 1, id);
+		sqlite3_bind_int64(time, 2, times[i].record);
+		bind_real(time, 3, times[i].median_s);
+		sqlite3_bind_text(time, 4, times[i].error_class, -1, SQLITE_STATIC);
+		if (step_retry(time) != SQLITE_DONE)
+			id = 0;
+		sqlite3_reset(time);
+	}
+	if (!id || exec1(db, "COMMIT") < 0) {
+		if (!id)
+			fail_sql(db, "storing a run-off");
+		if (!sqlite3_get_autocommit(db->sql))
+			sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+		return 0;
+	}
+	return id;
 }
 
 /* Prepare "select" followed by a filter on "workload" and "target" (0:

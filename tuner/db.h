@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 /* The schema this tessel writes, and the newest it can read. */
-#define TUNE_DB_SCHEMA_VERSION 3
+#define TUNE_DB_SCHEMA_VERSION 4
 /* The version of the JSON-lines record form ("tessel_record": 3; versions
  * 1, without "cost_scale" and "pick", and 2, without "pick", are read
  * too). */
@@ -61,6 +61,10 @@ typedef struct tune_record {
 	const char *error_msg;
 	const char *measured_at;
 	const char *tessel_version;
+	double runoff_s;       /* reads: its median in the latest run-off of
+	                        * its workload and target when tune_db_best
+	                        * chose it as that run-off's winner, else
+	                        * NAN; ignored by writes */
 	void *owned;
 } tune_record;
 
@@ -166,11 +170,39 @@ int tune_db_set_features(tune_db *db, int64_t record, const float *features, int
  * "workload" on "target" (an error reads as false: measure again). */
 bool tune_db_has_record(tune_db *db, int64_t workload, int64_t target,
 	const char *trace_hash);
-/* Fill "out" with the "ok" record of lowest median cost for "workload" on
- * "target" (ties: the earliest).  Return 0 when found, 1 when there is
- * none, -1 on error.  Release "out" with tune_record_clear. */
+/* Fill "out" with the best record for "workload" on "target": the
+ * fastest of the latest run-off (tune_db_add_runoff) by its run-off
+ * median (out->runoff_s), when a record ran correctly there; otherwise
+ * the "ok" record of lowest median cost (ties: the earliest).  Return 0
+ * when found, 1 when there is none, -1 on error.  Release "out" with
+ * tune_record_clear. */
 int tune_db_best(tune_db *db, int64_t workload, int64_t target,
 	tune_record *out);
+/* The time of the best record "r" as tune_db_best read it: its run-off
+ * median when it won the latest run-off, else its recorded median. */
+double tune_record_time(const tune_record *r);
+
+/* Fill "out" (room for "k") with the "ok" records of lowest median cost
+ * for "workload" on "target", fastest first (ties: the earliest).
+ * Return how many, or -1 on error (nothing to release).  Release each
+ * with tune_record_clear. */
+int tune_db_fastest(tune_db *db, int64_t workload, int64_t target, int k,
+	tune_record *out);
+
+/* What a run-off measured of one record: its median there, or NAN with
+ * the error class ("ok" otherwise) of how it failed. */
+typedef struct tune_runoff_time {
+	int64_t record;
+	double median_s;
+	const char *error_class;
+} tune_runoff_time;
+
+/* Store, in a transaction of its own, a run-off of "workload" on
+ * "target" (tuner/runoff.h): the "n" times "times" of records of that
+ * workload and target.  From then on tune_db_best chooses among them.
+ * Return the run-off's id, 0 on error (nothing of it is stored). */
+int64_t tune_db_add_runoff(tune_db *db, int64_t workload, int64_t target,
+	const tune_runoff_time *times, int n);
 /* Return the number of records of "workload" on "target" (0: any), -1 on
  * error. */
 int64_t tune_db_count(tune_db *db, int64_t workload, int64_t target);

@@ -329,6 +329,18 @@ void tune_measurer_set_best(tune_measurer *m, double seconds)
 	m->best_s = seconds;
 }
 
+double tune_measurer_min_time(const tune_measurer *m)
+{
+	return m->o.timer.min_total_s;
+}
+
+void tune_measurer_set_min_time(tune_measurer *m, double seconds)
+{
+	m->o.timer.min_total_s = seconds;
+	if (!times_together(m))
+		m->alone_timer.min_total_s = seconds;
+}
+
 /* ---- results -------------------------------------------------------------- */
 
 static void __attribute__((format(printf, 3, 4)))

@@ -145,6 +145,14 @@ void tune_measurer_free(tune_measurer *m);
  * measured, or a best confirmed by a second measurement). */
 void tune_measurer_set_best(tune_measurer *m, double seconds);
 
+/* The least time of timed runs each candidate's measurement takes from
+ * now on (tune_measure_opts.timer.min_total_s at first), and setting it
+ * ("seconds" >= 0): on the CPU, when the batch is timed together, the
+ * time of that pass (the passes alone stay short); otherwise of every
+ * pass. */
+double tune_measurer_min_time(const tune_measurer *m);
+void tune_measurer_set_min_time(tune_measurer *m, double seconds);
+
 /* Build the "n" programs "progs" in parallel, then run and time each in an
  * isolated worker (the batch's, on a GPU), checking every one that becomes the best; fill
  * "out"[i] for progs[i].  A NULL program is skipped (its result is left

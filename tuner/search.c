@@ -41,6 +41,7 @@ tune_search_opts tune_search_opts_default(void)
 		.early_stop = 300,
 		.min_train = 16,
 		.other_rows = TUNE_OTHER_ROWS,
+		.runoff = TUNE_RUNOFF_DEFAULT,
 		.seed = 1,
 		.measure = tune_measure_opts_default(),
 	};
@@ -1334,15 +1335,40 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	return 0;
 }
 
+/* Hold the run-off of the task's fastest records and say what it found;
+ * the best is then its winner.  Return 0, or -1 with the reason in the
+ * error. */
+static int run_runoff(search *s)
+{
+	tune_runoff_summary *ro = &s->sum->runoff;
+	double t0 = rt_now_s();
+	if (tune_runoff(s->task, s->db, s->workload_id, s->target_id, s->measurer,
+		s->o->runoff, (volatile const int *)s->o->stop, ro, s->err, s->errlen))
+		return -1;
+	if (s->o->stop && *s->o->stop)
+		s->sum->interrupted = true;
+	if (ro->unlowered)
+		logf_(s, "run-off: %d of the fastest records no longer lower; left out",
+			ro->unlowered);
+	if (!ro->entrants)
+		return 0;
+	logf_(s, "run-off: the %d fastest records measured again together in %.1f s "
+		"(%d failed): record %lld wins at %.4g ms (recorded at %.4g ms); the "
+		"fastest recorded, record %lld, took %.4g ms there", ro->entrants,
+		rt_now_s() - t0, ro->failed, (long long)ro->winner, ro->winner_s * 1e3,
+		ro->winner_recorded_s * 1e3, (long long)ro->fastest, ro->fastest_s * 1e3);
+	return 0;
+}
+
 static int check_opts(search *s)
 {
 	const tune_search_opts *o = s->o;
 	if (o->trials < 1)
 		return fail(s, "the number of trials must be positive, not %d", o->trials);
 	if (o->batch < 1 || o->population < 1 || o->generations < 0 || o->evolve_jobs < 0 ||
-	    o->other_rows < 0 || o->code_shortlist < 0)
+	    o->other_rows < 0 || o->code_shortlist < 0 || o->runoff < 0)
 		return fail(s, "batch and population must be positive, generations, "
-			"evolve_jobs, other_rows and code_shortlist not negative");
+			"evolve_jobs, other_rows, code_shortlist and runoff not negative");
 	if (!(o->epsilon >= 0 && o->epsilon <= 1))
 		return fail(s, "epsilon must be in [0, 1]");
 	if (!(o->measure.timeout_s > 0))
@@ -1443,10 +1469,17 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 	}
 	if (s.o->stop && *s.o->stop)
 		out->interrupted = true;
+	if (r == 0 && !out->interrupted)
+		r = run_runoff(&s);
 	save_model(&s);
 	tune_record best;
 	if (s.workload_id && tune_db_best(db, s.workload_id, s.target_id, &best) == 0) {
 		out->best_record = best.id;
+		if (isfinite(best.runoff_s)) {
+			out->best_s = best.runoff_s;
+			free(out->best_trace);
+			out->best_trace = strdup(best.trace);
+		}
 		tune_record_clear(&best);
 	}
 	report_progress(&s, true);

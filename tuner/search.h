@@ -19,7 +19,9 @@
  * The default schedule is measured first, as the baseline.  The model is
  * loaded from the store when one was saved (another shape, another run),
  * guides until the task's own model trains, and a model of the task's
- * records and the sample together is saved back at the end. */
+ * records and the sample together is saved back at the end.  Unless
+ * interrupted, the search ends with a run-off of the task's fastest
+ * records (tuner/runoff.h), which chooses the best. */
 #ifndef TESSEL_TUNER_SEARCH_H
 #define TESSEL_TUNER_SEARCH_H
 
@@ -29,6 +31,7 @@
 
 #include "tuner/db.h"
 #include "tuner/measure.h"
+#include "tuner/runoff.h"
 #include "tuner/task.h"
 
 /* Where a search stands, for progress displays. */
@@ -90,6 +93,10 @@ typedef struct tune_search_opts {
 	int min_train;       /* records of the task before its model trains
 	                      * (until then the saved model or the prior
 	                      * guides, if any) */
+	int runoff;          /* at the end, the this many fastest records of
+	                      * the task are measured again together and the
+	                      * fastest there becomes the best
+	                      * (tuner/runoff.h; 0 or 1: no run-off) */
 	int other_rows;      /* a uniform sample of at most this many records
 	                      * of the store's other workloads of the target
 	                      * trains the prior the task's model is trained
@@ -110,7 +117,8 @@ typedef struct tune_search_opts {
 /* Return the defaults: 64 trials, batches of 16, population 64,
  * 2 generations, epsilon 0.1, no short list ordered by the code, early
  * stop after 300 trials, train from 16
- * records and on at most TUNE_OTHER_ROWS of other workloads, seed 1,
+ * records and on at most TUNE_OTHER_ROWS of other workloads, a run-off of
+ * TUNE_RUNOFF_DEFAULT records, seed 1,
  * tune_measure_opts_default(). */
 tune_search_opts tune_search_opts_default(void);
 
@@ -122,7 +130,11 @@ typedef struct tune_summary {
 	int rounds;
 	double best_s;       /* NAN when no candidate ran correctly */
 	double default_s;    /* NAN when not measured (it was known) */
-	int64_t best_record; /* id in the store, 0 when none */
+	int64_t best_record; /* id in the store, 0 when none: the run-off's
+	                      * winner when there was one, with best_s its
+	                      * time there */
+	tune_runoff_summary runoff; /* entrants 0: none (interrupted, too few
+	                      * records, or switched off) */
 	char *best_trace;    /* text form, malloc'ed; NULL when none */
 	bool early_stopped;
 	bool exhausted;      /* sampling and mutation found no program not

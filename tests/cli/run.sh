@@ -184,7 +184,7 @@ sed "s/@WORKLOAD@/$key32/" "$root/tests/data/records/stale.jsonl.in" > "$work/st
 expect 0 'mm.jsonl: 6 lines, 6 added, 0 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'mm.jsonl: 6 lines, 0 added, 6 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'records: 6 \(5 ok, 1 failed\)' -- db info --db "$db"
-expect 0 'schema version: 3' -- db info --db "$db"
+expect 0 'schema version: 4' -- db info --db "$db"
 expect 0 '^  #1 cpu -arch=x86_64 -vendor=tessel -model=fixture' -- db info --db "$db"
 expect 0 "^  $key64 matmul\\(A: f32\\[64, 64\\], B: f32\\[64, 64\\]\\) -> C on #1: 5 records \\(1 failed\\), best [0-9.e-]+ ms \\([0-9.]+ GFLOP/s\\)$" -- db info --db "$db"
 
@@ -270,7 +270,7 @@ head -c 8192 /dev/urandom > "$work/random.db"
 { printf 'SQLite format 3\0'; head -c 8176 /dev/urandom; } > "$work/damaged.db"
 printf 'key,value\nnot,a database\n' > "$work/text.db"
 cp "$db" "$work/newer.db"
-LC_ALL=C perl -pi -e 's/schema_version3/schema_version9/' "$work/newer.db"
+LC_ALL=C perl -pi -e 's/schema_version4/schema_version9/' "$work/newer.db"
 for f in random damaged text newer; do
 	cp "$work/$f.db" "$work/$f.orig"
 	expect 1 "$f.db" -- best "${mm64[@]}" --db "$work/$f.db"
@@ -282,7 +282,7 @@ for f in random damaged text newer; do
 	if cmp -s "$work/$f.db" "$work/$f.orig"; then ok; else bad "$f.db was changed"; fi
 done
 expect 1 'random.db is not an SQLite database' -- best "${mm64[@]}" --db "$work/random.db"
-expect 1 'newer.db has schema version 9, newer than this tessel \(3\); refusing' -- db info --db "$work/newer.db"
+expect 1 'newer.db has schema version 9, newer than this tessel \(4\); refusing' -- db info --db "$work/newer.db"
 
 # bench: tessel beside vendor libraries loaded at run time (where OpenBLAS
 # is not installed, it must say so and exit 1 for want of any comparison)
@@ -482,6 +482,21 @@ expect 0 'GFLOP/s' -- best "${mm32[@]}" --db "$tdb"
 expect 0 'C: relative error .* ok' -- run "${mm32[@]}" --db "$tdb"
 expect 0 'records: 16 \(16 ok' -- db info --db "$tdb"
 expect 0 "5 of the 16 records of other workloads in the store train a prior" -- tune matmul --set M=16,N=16,K=16 --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --other-records 5 --verbose
+# the run-off: the fastest records measured again together; its winner
+# is the best from then on, and --runoff 0 holds none
+expect 0 'run-off: the 8 fastest records measured again together, [0-9]+ failed; #[0-9]+ won at [0-9.e-]+ ms \(recorded at [0-9.e-]+ ms\)' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 4
+expect 0 "the run-off's winner at [0-9.e-]+ ms" -- best "${mm32[@]}" --db "$tdb"
+expect 0 '"runoff_s": [0-9.e-]+, ' -- best "${mm32[@]}" --db "$tdb" --json
+expect 0 'run-offs: [1-9]' -- db info --db "$tdb"
+expect 0 '32\]\) -> C on #1: 20 records \(0 failed\), best [0-9.e-]+ ms \([0-9.]+ GFLOP/s\) in the run-off' -- db info --db "$tdb"
+expect 0 'best record #[0-9]+ from .* \(median [0-9.e-]+ ms in the run-off\)' -- run "${mm32[@]}" --db "$tdb"
+out=$(timeout 60 "$tessel" tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 5 --runoff 0 2>&1)
+if [ $? -eq 0 ] && grep -q '^best: ' <<<"$out" && ! grep -q 'run-off' <<<"$out"; then
+	ok
+else
+	bad "tessel tune --runoff 0 held a run-off or failed: $out"
+fi
+expect 1 "--runoff expects an integer in 0..64, got '-1'" -- tune "${mm32[@]}" --trials 4 --runoff -1 --db "$tdb"
 expect 1 "--other-records expects an integer in 0..1000000, got '-1'" -- tune "${mm32[@]}" --trials 4 --other-records -1 --db "$tdb"
 expect 0 'round 6: [0-9]+ candidates evolved in [0-9.]+ s, 8 ordered by their code' -- tune "${mm32[@]}" --trials 24 --batch 4 --min-time 0.005 --db "$work/shortlist.db" --shortlist 2 --verbose
 OBJDUMP=/bin/false expect 0 'the compiled code of [0-9]+ candidates so far could not be read.*/bin/false failed' -- tune matmul --set M=20,N=20,K=20 --trials 8 --batch 4 --min-time 0.005 --db "$work/unread.db" --shortlist 2 --verbose
