@@ -1342,6 +1342,7 @@ static int run_runoff(search *s)
 {
 	tune_runoff_summary *ro = &s->sum->runoff;
 	double t0 = rt_now_s();
+	tune_measure_times before = tune_measurer_times(s->measurer);
 	if (tune_runoff(s->task, s->db, s->workload_id, s->target_id, s->measurer,
 		s->o->runoff, (volatile const int *)s->o->stop, ro, s->err, s->errlen))
 		return -1;
@@ -1352,11 +1353,15 @@ static int run_runoff(search *s)
 			ro->unlowered);
 	if (!ro->entrants)
 		return 0;
+	tune_measure_times after = tune_measurer_times(s->measurer);
 	logf_(s, "run-off: the %d fastest records measured again together in %.1f s "
-		"(%d failed): record %lld wins at %.4g ms (recorded at %.4g ms); the "
+		"(building %.2f s, running %.2f s: checking %.2f s, timed runs %.2f s; "
+		"%d failed): record %lld wins at %.4g ms (recorded at %.4g ms); the "
 		"fastest recorded, record %lld, took %.4g ms there", ro->entrants,
-		rt_now_s() - t0, ro->failed, (long long)ro->winner, ro->winner_s * 1e3,
-		ro->winner_recorded_s * 1e3, (long long)ro->fastest, ro->fastest_s * 1e3);
+		rt_now_s() - t0, after.build_s - before.build_s, after.run_s - before.run_s,
+		after.check_s - before.check_s, after.timed_s - before.timed_s, ro->failed,
+		(long long)ro->winner, ro->winner_s * 1e3, ro->winner_recorded_s * 1e3,
+		(long long)ro->fastest, ro->fastest_s * 1e3);
 	return 0;
 }
 
