@@ -490,6 +490,8 @@ expect 0 '"runoff_s": [0-9.e-]+, ' -- best "${mm32[@]}" --db "$tdb" --json
 expect 0 'run-offs: [1-9]' -- db info --db "$tdb"
 expect 0 '32\]\) -> C on #1: 20 records \(0 failed\), best [0-9.e-]+ ms \([0-9.]+ GFLOP/s\) in the run-off' -- db info --db "$tdb"
 expect 0 'best record #[0-9]+ from .* \(median [0-9.e-]+ ms in the run-off\)' -- run "${mm32[@]}" --db "$tdb"
+expect 0 'wrote .*tune.html' -- report --db "$tdb" --out "$work/tune.html"
+if grep -qF 'the winner of the latest run-off, with its time there' "$work/tune.html"; then ok; else bad "tune.html does not name the run-off's winner"; fi
 out=$(timeout 60 "$tessel" tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 5 --runoff 0 2>&1)
 if [ $? -eq 0 ] && grep -q '^best: ' <<<"$out" && ! grep -q 'run-off' <<<"$out"; then
 	ok
