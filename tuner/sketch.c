@@ -55,9 +55,10 @@
  *   - auto_unroll_max_step on the outermost loop of tiled stages.
  * Tile sizes are drawn as perfect factorizations of the extents, the
  * innermost factor of the contiguous axis a multiple of the vector width
- * where one divides; where none does (1000 and 16 lanes), half the time
- * a multiple of the vector width that leaves a partial last tile, which
- * loop partitioning keeps apart from the full ones.  Every choice goes into the trace as a primitive's
+ * where one divides; where none does (1000 and 16 lanes), or few do
+ * (1000 and 8 lanes: only 8 of 8 to 32), half the time a multiple of the
+ * vector width that leaves a partial last tile, which loop partitioning
+ * keeps apart from the full ones.  Every choice goes into the trace as a primitive's
  * argument, so a sampled candidate replays with the schedule layer alone.
  *
  * Every primitive checks its own legality: a refused sample is drawn
@@ -825,21 +826,33 @@ const char *tune_space_sketch_name(const tune_space *sp, int i)
 
 /* ---- random decisions ------------------------------------------------------------ */
 
-/* Return whether "n" has a divisor in [multiple, max] that is a multiple
- * of "multiple": a tile size that fills vectors (or registers) exactly. */
-static bool has_good_divisor(int64_t n, int64_t max, int64_t multiple)
+/* Return how many multiples of "multiple" in [multiple, max] divide "n":
+ * the tile sizes that fill vectors (or registers) exactly. */
+static int64_t good_divisors(int64_t n, int64_t max, int64_t multiple)
 {
+	int64_t count = 0;
 	for (int64_t d = multiple > 1 ? multiple : 2; d <= n && d <= max; d += multiple)
-		if (n % d == 0)
-			return true;
-	return false;
+		count += n % d == 0;
+	return count;
+}
+
+/* Whether the innermost tile factor of an axis of extent "n" (at most
+ * "max", a multiple of "multiple") has too few sizes that divide "n" to
+ * choose from: none at all, or, on a vector axis, fewer than half the
+ * whole numbers of vectors up to "max" (1000 on 8 lanes: only 8 of 8,
+ * 16, 24 and 32 divides it, and its best register tiles were 1x40 and
+ * 2x8, where 1024 has 4x16). */
+static bool few_divisors(int64_t n, int64_t max, int64_t multiple)
+{
+	int64_t good = good_divisors(n, max, multiple);
+	return good == 0 || (multiple > 1 && 2 * good < max / multiple);
 }
 
 /* Draw tile factors of an axis of extent "n" into "levels" factors,
- * outermost first, as sk_perfect_tile does; but where "n" has no divisor
- * that fills the innermost level (a multiple of "inner_multiple" between
- * it and "max"[levels - 1]: 1000 has none for 16 lanes), half the time
- * the innermost factor is such a multiple that does not divide "n", and
+ * outermost first, as sk_perfect_tile does; but where "n" has few
+ * divisors that fill the innermost level (few_divisors, up to
+ * "max"[levels - 1], multiples of "inner_multiple"), half the time the
+ * innermost factor is such a multiple that need not divide "n", and
  * the levels above it a perfect factorization of the number of tiles.
  * The last tile of each level is then partial: lowering guards it and
  * loop partitioning (ir/loop_partition.c) keeps the guards out of the
@@ -848,7 +861,7 @@ static void draw_tile(uint64_t *rng, int64_t n, int levels, const int64_t *max,
 	int64_t inner_multiple, int64_t *f)
 {
 	int64_t top = max[levels - 1], m = inner_multiple > 0 ? inner_multiple : 1;
-	if (levels < 2 || top < m || has_good_divisor(n, top, m) || sk_chance(rng, 50)) {
+	if (levels < 2 || top < m || !few_divisors(n, top, m) || sk_chance(rng, 50)) {
 		sk_perfect_tile(rng, n, levels, max, inner_multiple, f);
 		return;
 	}
