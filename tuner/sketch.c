@@ -1926,15 +1926,17 @@ static int64_t loop_extent(sch_state *st, const char *loop)
  * neighbouring divisor (twice or half, or another small prime factor
  * moved) most of the time, any divisor otherwise, at most "cap" (0: no
  * cap).  A factor that does not divide "n" (a tile with a partial last
- * one) moves to a neighbour that need not divide it either; a factor
- * that is a multiple of "multiple" (the vector width of a vectorized
- * inner loop) stays one. */
+ * one) moves to a neighbour that need not divide it either, and so does
+ * a whole number of vectors where few such numbers divide "n"
+ * (few_divisors, as draw_tile); a factor that is a multiple of
+ * "multiple" (the vector width of a vectorized inner loop) stays one. */
 static int64_t mutate_factor(uint64_t *rng, int64_t v, int64_t n, int64_t multiple,
 	int64_t cap)
 {
 	static const int64_t primes[] = { 2, 2, 2, 3, 5, 7 };
-	bool ragged = n % v != 0;
 	bool whole_vectors = multiple > 1 && v % multiple == 0;
+	bool ragged = n % v != 0 ||
+		(whole_vectors && few_divisors(n, multiple * MAX_S3_VECTORS, multiple));
 	for (int a = 0; a < 8 && n > 1; a++) {
 		int64_t p = primes[sk_below(rng, 6)];
 		int64_t w = sk_chance(rng, 50) ? v * p : v / p;
@@ -2088,7 +2090,7 @@ static sch_state *mutate_once(tune_space *sp, const sch_trace *parent, uint64_t 
 		if (i == target && mutate_step(st, &step, rng,
 			vectorized_inner(sp, st, parent, target), unrolled_cap(parent, target)))
 			goto refused;
-		if ((i < target ? sch_apply_step(st, &step) : replay_repaired(st, was, &step)))
+		if ((i <= target ? sch_apply_step(st, &step) : replay_repaired(st, was, &step)))
 			goto refused;
 		if (sch_apply_step(was, &parent->steps[i]))
 			goto refused;
