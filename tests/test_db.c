@@ -646,7 +646,8 @@ Test(db, best_is_the_winner_of_the_latest_runoff)
 	tune_runoff_time failed[] = { { ids[0], NAN, "crash" }, { ids[1], NAN, "timeout" } };
 	cr_assert_gt(tune_db_add_runoff(db, w, t, failed, 2), 0);
 	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
-	cr_assert_eq(best.id, ids[0], "no winner: the recorded fastest");
+	cr_assert_eq(best.id, ids[3], "no winner: the recorded fastest that never "
+		"failed in a run-off");
 	cr_assert(isnan(best.runoff_s));
 	tune_record_clear(&best);
 

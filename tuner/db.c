@@ -64,6 +64,7 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		"AND target_id = ?2 AND trace_hash = ?3",
 	[ST_RECORD_BEST] = "SELECT " RECORD_COLUMNS " FROM records "
 		"WHERE workload_id = ?1 AND target_id = ?2 AND error_class = 'ok' "
+		"AND id NOT IN (SELECT record_id FROM runoff_times WHERE median_s IS NULL) "
 		"ORDER BY cost_median_s, id LIMIT 1",
 	[ST_RUNOFF_BEST] = "SELECT " RECORD_COLUMNS ", runoff_median_s FROM records "
 		"JOIN (SELECT record_id, median_s AS runoff_median_s FROM runoff_times "
@@ -1252,21 +1253,22 @@ int64_t tune_db_add_runoff(tune_db *db, int64_t workload, int64_t target,
 	sqlite3_bind_int64(run, 2, target);
 	sqlite3_bind_text(run, 3, now, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(run, 4, TESSEL_VERSION, -1, SQLITE_STATIC);
-	int rc = step_retry(run);
+	int64_t id = step_retry(run) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->sql) : 0;
+	if (!id)
+		fail_sql(db, "storing a run-off");
 	sqlite3_reset(run);
-	int64_t id = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(db->sql) : 0;
 	for (int i = 0; id && i < n; i++) {
 		sqlite3_bind_int64(time, 1, id);
 		sqlite3_bind_int64(time, 2, times[i].record);
 		bind_real(time, 3, times[i].median_s);
 		sqlite3_bind_text(time, 4, times[i].error_class, -1, SQLITE_STATIC);
-		if (step_retry(time) != SQLITE_DONE)
+		if (step_retry(time) != SQLITE_DONE) {
+			fail_sql(db, "storing a run-off");
 			id = 0;
+		}
 		sqlite3_reset(time);
 	}
 	if (!id || exec1(db, "COMMIT") < 0) {
-		if (!id)
-			fail_sql(db, "storing a run-off");
 		if (!sqlite3_get_autocommit(db->sql))
 			sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
 		return 0;

@@ -173,7 +173,8 @@ bool tune_db_has_record(tune_db *db, int64_t workload, int64_t target,
 /* Fill "out" with the best record for "workload" on "target": the
  * fastest of the latest run-off (tune_db_add_runoff) by its run-off
  * median (out->runoff_s), when a record ran correctly there; otherwise
- * the "ok" record of lowest median cost (ties: the earliest).  Return 0
+ * the "ok" record of lowest median cost (ties: the earliest) that never
+ * failed in a run-off (a crash or a wrong result there).  Return 0
  * when found, 1 when there is none, -1 on error.  Release "out" with
  * tune_record_clear. */
 int tune_db_best(tune_db *db, int64_t workload, int64_t target,
