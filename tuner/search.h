@@ -93,7 +93,7 @@ typedef struct tune_search_opts {
 	int min_train;       /* records of the task before its model trains
 	                      * (until then the saved model or the prior
 	                      * guides, if any) */
-	int runoff;          /* at the end, the this many fastest records of
+	int runoff;          /* at the end, this many of the fastest records of
 	                      * the task are measured again together and the
 	                      * fastest there becomes the best
 	                      * (tuner/runoff.h; 0 or 1: no run-off) */
