@@ -224,6 +224,12 @@ static void show_progress(const tune_progress *p, void *arg)
 	char best[64], left[32];
 	format_speed(best, sizeof(best), p->best_s, d);
 	format_duration(left, sizeof(left), p->done ? 0 : p->eta_s);
+	if (p->runoff) {
+		fprintf(stderr, "%stune: run-off: measuring at most %d of the fastest records "
+			"again together%s\n", tty ? "\r\033[K" : "", p->runoff,
+			tty ? "..." : "");
+		return;
+	}
 	if (tty) {
 		int width = 24;
 		int full = p->trials_total ? width * p->trials / p->trials_total : width;

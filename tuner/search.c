@@ -188,6 +188,8 @@ typedef struct search {
 	double least_label_s;    /* the least label time of the task so far */
 	tune_control control;    /* measured with every batch */
 	tune_fork_pool *copies;  /* that make members (make_members), or NULL */
+	int runoff;              /* the run-off's most entrants while it is
+	                          * measured, else 0 */
 } search;
 
 static int fail(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -963,6 +965,7 @@ static void report_progress(search *s, bool done)
 		.flops = s->task->flops,
 		.elapsed_s = elapsed,
 		.eta_s = m->trials ? elapsed / m->trials * (s->o->trials - m->trials) : NAN,
+		.runoff = s->runoff,
 		.done = done,
 	};
 	s->o->progress(&p, s->o->progress_arg);
@@ -1343,6 +1346,11 @@ static int run_runoff(search *s)
 	tune_runoff_summary *ro = &s->sum->runoff;
 	double t0 = rt_now_s();
 	tune_measure_times before = tune_measurer_times(s->measurer);
+	if (s->o->runoff >= 2) {
+		s->runoff = s->o->runoff;
+		report_progress(s, false);
+		s->runoff = 0;
+	}
 	if (tune_runoff(s->task, s->db, s->workload_id, s->target_id, s->measurer,
 		s->o->runoff, (volatile const int *)s->o->stop, ro, s->err, s->errlen))
 		return -1;

@@ -46,6 +46,8 @@ typedef struct tune_progress {
 	double flops;        /* per run of the op (0: not a compute op) */
 	double elapsed_s;
 	double eta_s;        /* estimated time left, NAN before the first batch */
+	int runoff;          /* > 0: the run-off of at most this many
+	                      * records (tuner/runoff.h) is being measured */
 	bool done;           /* the last call, after the search ended */
 } tune_progress;
 

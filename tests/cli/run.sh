@@ -498,6 +498,7 @@ if [ $? -eq 0 ] && grep -q '^best: ' <<<"$out" && ! grep -q 'run-off' <<<"$out";
 else
 	bad "tessel tune --runoff 0 held a run-off or failed: $out"
 fi
+expect 0 'tune: run-off: measuring at most 3 of the fastest records again together$' -- tune matmul --set M=16,N=16,K=8 --trials 4 --batch 4 --min-time 0.005 --db "$work/runoff.db" --runoff 3
 expect 1 "--runoff expects an integer in 0..64, got '-1'" -- tune "${mm32[@]}" --trials 4 --runoff -1 --db "$tdb"
 expect 1 "--other-records expects an integer in 0..1000000, got '-1'" -- tune "${mm32[@]}" --trials 4 --other-records -1 --db "$tdb"
 expect 0 'round 6: [0-9]+ candidates evolved in [0-9.]+ s, 8 ordered by their code' -- tune "${mm32[@]}" --trials 24 --batch 4 --min-time 0.005 --db "$work/shortlist.db" --shortlist 2 --verbose
