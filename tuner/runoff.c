@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "ir/fnv.h"
-#include "schedule/state.h"
 #include "schedule/trace.h"
 
 static int __attribute__((format(printf, 3, 4)))
@@ -20,18 +19,6 @@ fail(char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-/* The program "trace" (text) lowers to for "task", NULL when it does not
- * parse, replay or lower any more. */
-static loop_prog *lower_trace(const tune_task *task, const char *trace)
-{
-	sch_trace *t = sch_trace_parse(task->ctx, "record", trace);
-	sch_state *st = t ? sch_state_new(task->ctx, task->op) : NULL;
-	loop_prog *p = st && sch_replay(st, t, "record") == 0 ? sch_program(st) : NULL;
-	sch_state_free(st);
-	sch_trace_free(t);
-	return p;
 }
 
 /* Whether the program "p" prints as one of the "n" hashes "seen"; if
@@ -90,7 +77,7 @@ int tune_runoff(const tune_task *task, tune_db *db, int64_t workload, int64_t ta
 	if (got < 0)
 		r = fail(err, errlen, "%s", got == -2 ? "out of memory" : tune_db_error(db));
 	for (int i = 0; i < got && n < k; i++) {
-		loop_prog *p = lower_trace(task, fetched[i].trace);
+		loop_prog *p = sch_trace_program(task->ctx, task->op, "record", fetched[i].trace);
 		if (!p) {
 			out->unlowered++;
 		} else if (seen_before(p, seen, n)) {

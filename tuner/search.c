@@ -188,8 +188,6 @@ typedef struct search {
 	double least_label_s;    /* the least label time of the task so far */
 	tune_control control;    /* measured with every batch */
 	tune_fork_pool *copies;  /* that make members (make_members), or NULL */
-	int runoff;              /* the run-off's most entrants while it is
-	                          * measured, else 0 */
 } search;
 
 static int fail(search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -544,14 +542,8 @@ static int make_candidate(search *s, sch_state *st, hash_set *seen, candidate *c
  * reason in the error. */
 static int lower_again(search *s, candidate *c)
 {
-	if (c->prog)
-		return 0;
-	sch_trace *t = sch_trace_parse(s->task->ctx, "candidate", c->trace);
-	sch_state *st = t ? sch_state_new(s->task->ctx, s->task->op) : NULL;
-	if (st && sch_replay(st, t, "candidate") == 0)
-		c->prog = sch_program(st);
-	sch_state_free(st);
-	sch_trace_free(t);
+	if (!c->prog)
+		c->prog = sch_trace_program(s->task->ctx, s->task->op, "candidate", c->trace);
 	return c->prog ? 0 : -1;
 }
 
@@ -948,7 +940,9 @@ static int select_batch(search *s, candidate *pool, int n, int want)
 
 /* ---- measuring and recording -------------------------------------------------- */
 
-static void report_progress(search *s, bool done)
+/* Tell the progress callback where the search stands ("runoff" > 0: its
+ * run-off of at most that many records is starting). */
+static void report_progress(search *s, bool done, int runoff)
 {
 	if (!s->o->progress)
 		return;
@@ -965,7 +959,7 @@ static void report_progress(search *s, bool done)
 		.flops = s->task->flops,
 		.elapsed_s = elapsed,
 		.eta_s = m->trials ? elapsed / m->trials * (s->o->trials - m->trials) : NAN,
-		.runoff = s->runoff,
+		.runoff = runoff,
 		.done = done,
 	};
 	s->o->progress(&p, s->o->progress_arg);
@@ -1334,7 +1328,7 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 		after.open_s - before.open_s, after.runner_s - before.runner_s,
 		after.timed_s - before.timed_s, workers, workers == 1 ? "" : "s", scale,
 		rt_now_s() - t2);
-	report_progress(s, false);
+	report_progress(s, false, 0);
 	return 0;
 }
 
@@ -1346,11 +1340,8 @@ static int run_runoff(search *s)
 	tune_runoff_summary *ro = &s->sum->runoff;
 	double t0 = rt_now_s();
 	tune_measure_times before = tune_measurer_times(s->measurer);
-	if (s->o->runoff >= 2) {
-		s->runoff = s->o->runoff;
-		report_progress(s, false);
-		s->runoff = 0;
-	}
+	if (s->o->runoff >= 2)
+		report_progress(s, false, s->o->runoff);
 	if (tune_runoff(s->task, s->db, s->workload_id, s->target_id, s->measurer,
 		s->o->runoff, (volatile const int *)s->o->stop, ro, s->err, s->errlen))
 		return -1;
@@ -1495,7 +1486,7 @@ int tune_search(const tune_task *task, tune_db *db, const tune_search_opts *o,
 		}
 		tune_record_clear(&best);
 	}
-	report_progress(&s, true);
+	report_progress(&s, true, 0);
 	free(pool);
 	free(res);
 	search_teardown(&s);
