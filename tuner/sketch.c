@@ -34,6 +34,10 @@
  *     copied once for all of them (the packing of GotoBLAS).  Its R1
  *     factors are drawn up to MAX_R1_PANEL and the S2 factors of the
  *     other axes up to MAX_S2_PANEL, so that many tiles share a copy;
+ *     and an "in place" panel sketch in GotoBLAS's order: no cache, the
+ *     R0 loops outside the S1 loops of the other axes, the copy (a block
+ *     of R1 rows) computed at the innermost R0 loop, the tiles
+ *     accumulating in the stage itself across the blocks;
  *   - a tiled stage whose innermost spatial extent is no multiple of
  *     the vector lanes while another one's is (the output channels of an
  *     NCHW conv over 7x7 pixels) gets a "lanes along" sketch: the
@@ -781,8 +785,10 @@ tune_space *tune_space_new(const tune_task *task)
 	}
 	if (any_pack)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .pack = true });
-	if (any_panel)
+	if (any_panel) {
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .panel = true });
+		add_sketch(sp, (sketch){ .tile = TILE_IN_PLACE, .panel = true });
+	}
 	if (any_lanes)
 		add_sketch(sp, (sketch){ .tile = TILE_CACHE, .lanes_moved = true });
 	if (any_groups && groups_interleaved)
@@ -1365,21 +1371,36 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 	return group ? group_products(st, inner, group, group_raxis) : 0;
 }
 
-/* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself. */
-static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *rng)
+/* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself.  With
+ * "panel" (the GotoBLAS order, docs/tuner.md, "In place with a panel"):
+ * S0, the S1 loops of the axes that index the panel input, R0, the other
+ * S1 loops, the S2 loops of the panel's axes, the other S2 loops, R1, S3;
+ * R1 is drawn up to MAX_R1_PANEL and the other axes' S2 up to
+ * MAX_S2_PANEL, and the panel input is read through a local copy
+ * computed at the innermost R0 loop: a block of R1 rows that every tile
+ * of the other axes reads, while the tiles accumulate in the stage's own
+ * elements across the R0 blocks. */
+static int tile_in_place(const tune_space *sp, sch_state *st, int s,
+	const stage_info *panel, uint64_t *rng)
 {
 	sk_nest n;
 	if (sk_nest_of(st, s, &n))
 		return -1;
 	sk_drop_unit_loops(st, s, &n);
-	if (n.nspatial == 0)
+	if (n.nspatial == 0 || (panel && n.nreduce == 0))
 		return -1;
 	int nd = n.nspatial, nr = n.nreduce;
 	int64_t extent[MAX_AXES] = { 0 };
+	uint64_t wide = 0;
+	bool moves[MAX_AXES];
 	tile4 t[MAX_AXES];
-	for (int d = 0; d < nd; d++)
+	for (int d = 0; d < nd; d++) {
 		extent[d] = st->stages[s].iters[n.spatial[d]].extent;
-	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, 0, nd - 1, t);
+		moves[d] = panel && in_panel(st, s, n.spatial[d], panel);
+		if (panel && !moves[d])
+			wide |= 1ull << d;
+	}
+	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, wide, nd - 1, t);
 	int lv[4][MAX_AXES], r0[MAX_AXES], r1[MAX_AXES], rest, rest2;
 	for (int d = 0; d < nd; d++)
 		if (sk_split_iter(st, s, n.spatial[d], t[d][1] * t[d][2] * t[d][3], &lv[0][d], &rest) ||
@@ -1388,16 +1409,31 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 			return -1;
 	for (int r = 0; r < nr; r++) {
 		int64_t f[2];
-		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2, reduce_max, 1, f);
+		sk_perfect_tile(rng, st->stages[s].iters[n.reduce[r]].extent, 2,
+			panel ? panel_reduce_max : reduce_max, 1, f);
 		if (sk_split_iter(st, s, n.reduce[r], f[1], &r0[r], &r1[r]))
 			return -1;
 	}
 	int order[6 * MAX_AXES], k = 0;
-	const int *levels[6] = { lv[0], lv[1], r0, lv[2], r1, lv[3] };
-	const int counts[6] = { nd, nd, nr, nd, nr, nd };
-	for (int l = 0; l < 6; l++)
-		for (int i = 0; i < counts[l]; i++)
-			order[k++] = levels[l][i];
+	for (int d = 0; d < nd; d++)
+		order[k++] = lv[0][d];
+	for (int d = 0; d < nd; d++)
+		if (!panel || moves[d])
+			order[k++] = lv[1][d];
+	int at = panel ? r0[nr - 1] : -1;
+	for (int r = 0; r < nr; r++)
+		order[k++] = r0[r];
+	for (int d = 0; panel && d < nd; d++)
+		if (!moves[d])
+			order[k++] = lv[1][d];
+	for (int pass = panel ? 0 : 1; pass < 2; pass++)
+		for (int d = 0; d < nd; d++)
+			if (moves[d] == (pass == 0) || !panel)
+				order[k++] = lv[2][d];
+	for (int r = 0; r < nr; r++)
+		order[k++] = r1[r];
+	for (int d = 0; d < nd; d++)
+		order[k++] = lv[3][d];
 	if (sk_reorder_iters(st, s, order, k))
 		return -1;
 	if (parallel_outer(sp, st, s, lv[0], nd, rng) < 0)
@@ -1407,6 +1443,8 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s, uint64_t *r
 			sk_try_annotate(st, s, lv[3][d], sch_unroll);
 	sk_try_annotate(st, s, lv[3][nd - 1], sch_vectorize);
 	maybe_auto_unroll(st, s, rng);
+	if (panel)
+		return copy_panel(st, s, at, panel, rng);
 	return 0;
 }
 
@@ -1797,11 +1835,29 @@ static bool has_vector_loop(const sch_stage *s)
 	return false;
 }
 
+/* Return whether stage "s" reads its own elements back across a loop:
+ * a reduction loop of it runs outside one of its spatial loops (more
+ * than one iteration), so that it accumulates in place block by block. */
+static bool accumulates_in_place(const sch_stage *s)
+{
+	bool reduce = false;
+	for (int i = 0; i < s->nleaves; i++) {
+		const sch_iter *it = &s->iters[s->leaves[i]];
+		if (it->reduce)
+			reduce = true;
+		else if (reduce && it->extent > 1)
+			return true;
+	}
+	return false;
+}
+
 /* Rule "stream": an output of the op that is stored in vectors and
  * larger than the L2 caches of all the cores together (so that it
  * leaves them anyway) is stored streaming or not, drawn, as a decision
  * the search can flip: a row-wise pass over memory then writes its
- * output once instead of reading it first (schedule/stream.c). */
+ * output once instead of reading it first (schedule/stream.c).  Not
+ * one that accumulates in place across blocks of its reduction, whose
+ * every streamed line would be read back from memory. */
 static void maybe_stream(const tune_space *sp, sch_state *st, uint64_t *rng)
 {
 	const rt_cpu_target *cpu = &sp->task->cpu;
@@ -1809,7 +1865,8 @@ static void maybe_stream(const tune_space *sp, sch_state *st, uint64_t *rng)
 	for (int i = 0; i < sp->nstages; i++) {
 		const stage_info *in = &sp->info[i];
 		int s = in->is_output && in->bytes > l2 ? sk_stage_named(st, in->name) : -1;
-		if (s < 0 || !has_vector_loop(&st->stages[s]))
+		if (s < 0 || !has_vector_loop(&st->stages[s]) ||
+		    accumulates_in_place(&st->stages[s]))
 			continue;
 		if (sch_stream(st, in->name, sk_chance(rng, 50)))
 			tessel_ctx_clear_error(st->ctx);
@@ -1865,7 +1922,7 @@ static int apply_sketch(const tune_space *sp, const sketch *k, sch_state *st, ui
 				r = schedule_pack(sp, st, copy, rng);
 		}
 		else if (in->role == ROLE_TILE && k->tile == TILE_IN_PLACE)
-			r = tile_in_place(sp, st, s, rng);
+			r = tile_in_place(sp, st, s, k->panel && in->panel_input ? in : NULL, rng);
 		else if (k->rfactor && rfactor_pays(sp, in) && st->stages[s].attach == SCH_ROOT)
 			r = schedule_rfactor(sp, st, s, in, rng);
 		else if (k->block && in->block_axis >= 0 && sch_stage_is_default(&st->stages[s]))

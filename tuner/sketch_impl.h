@@ -11,7 +11,8 @@
 #include "schedule/state.h"
 #include "tuner/sketch.h"
 
-#define MAX_SKETCHES 12
+/* More than the CPU rules can add for one op (14). */
+#define MAX_SKETCHES 16
 #define MAX_AXES SCH_MAX_ARGS
 #define QNAME 160
 
