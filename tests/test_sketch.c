@@ -318,53 +318,6 @@ Test(sketch, tiles_share_a_packed_panel)
 	fixture_fini(&f);
 }
 
-/* The in-place panel sketch is GotoBLAS's order: C itself accumulates
- * across blocks of the reduction, and B_local, a block of the rows k of
- * B, is computed at the loop of those blocks, outside every loop of the
- * rows i but the parallel one; its rows reach beyond the in-place
- * sketch's 16.  C (1 MiB, beyond the two 256 KiB L2 caches) is not
- * stored streaming where it is read back after each block. */
-Test(sketch, in_place_tiles_accumulate_across_panel_blocks)
-{
-	const char *nn[] = { "M", "512", "N", "512", "K", "96" };
-	fixture f;
-	fixture_lib_on(&f, "matmul", 3, nn, "cpu -isa=avx512 -cores=2 -l2=256K");
-	int k = sketch_named(&f, "in place, B panel");
-	cr_assert_geq(k, 0, "no in-place panel sketch: %s", tune_space_sketch_name(f.space, 0));
-	uint64_t rng = 11;
-	int long_rows = 0;
-	for (int i = 0; i < 24; i++) {
-		sch_state *st = tune_space_sample(f.space, k, &rng);
-		cr_assert(st);
-		char *text = sch_trace_to_text(st->trace);
-		cr_expect(strstr(text, "cache_read B local C -> B_local\ncompute_at B_local C."),
-			"%s", text);
-		cr_expect_null(strstr(text, "cache_write"), "%s", text);
-		int b = sch_find_stage(st, "B_local"), c = sch_find_stage(st, "C");
-		cr_assert(b >= 0 && c >= 0);
-		const sch_stage *bs = &st->stages[b], *cs = &st->stages[c];
-		cr_expect_eq(bs->attach_stage, c, "%s", text);
-		cr_expect(cs->iters[bs->attach_iter].reduce, "B_local is not at a block of k:\n%s",
-			text);
-		if (cs->iters[bs->attach_iter].extent > 1)
-			cr_expect_null(strstr(text, "stream C 1"), "C, read back after every "
-				"block of k, is stored streaming:\n%s", text);
-		for (int l = sch_leaf_pos(cs, bs->attach_iter) - 1; l > 0; l--) {
-			const sch_iter *it = &cs->iters[cs->leaves[l]];
-			cr_expect(it->reduce || strncmp(it->name, "j", 1) == 0,
-				"B_local inside the row loop %s:\n%s", it->name, text);
-		}
-		const sch_iter *inner = &cs->iters[cs->leaves[cs->nleaves - 1]];
-		for (int l = cs->nleaves - 1; l >= 0 && !inner->reduce; l--)
-			inner = &cs->iters[cs->leaves[l]];
-		long_rows += inner->reduce && inner->extent > 16;
-		free(text);
-		sch_state_free(st);
-	}
-	cr_expect_gt(long_rows, 0, "no sample took more than 16 rows of B a block");
-	fixture_fini(&f);
-}
-
 /* Mutation keeps a register tile (a split whose inner loop the trace
  * unrolls) at most 8 long: a tile of the whole loop, unrolled, costs gcc
  * minutes. */
@@ -904,6 +857,73 @@ static int samples_with(fixture *f, int per, const char *text, int *flipped, uin
 			sch_state_free(st);
 		}
 	return n;
+}
+
+/* The in-place panel sketch is GotoBLAS's order: C itself accumulates
+ * across blocks of the reduction, and B_local, a block of the rows k of
+ * B, is computed at the loop of those blocks, outside every loop of the
+ * rows i but the parallel one; its rows reach beyond the in-place
+ * sketch's 16.  C (1 MiB, beyond the two 256 KiB L2 caches) is not
+ * stored streaming where it is read back after each block. */
+Test(sketch, in_place_tiles_accumulate_across_panel_blocks)
+{
+	const char *nn[] = { "M", "512", "N", "512", "K", "96" };
+	fixture f;
+	fixture_lib_on(&f, "matmul", 3, nn, "cpu -isa=avx512 -cores=2 -l2=256K");
+	int k = sketch_named(&f, "in place, B panel");
+	cr_assert_geq(k, 0, "no in-place panel sketch: %s", tune_space_sketch_name(f.space, 0));
+	uint64_t rng = 11;
+	int long_rows = 0;
+	for (int i = 0; i < 24; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		char *text = sch_trace_to_text(st->trace);
+		cr_expect(strstr(text, "cache_read B local C -> B_local\ncompute_at B_local C."),
+			"%s", text);
+		cr_expect_null(strstr(text, "cache_write"), "%s", text);
+		int b = sch_find_stage(st, "B_local"), c = sch_find_stage(st, "C");
+		cr_assert(b >= 0 && c >= 0);
+		const sch_stage *bs = &st->stages[b], *cs = &st->stages[c];
+		cr_expect_eq(bs->attach_stage, c, "%s", text);
+		cr_expect(cs->iters[bs->attach_iter].reduce, "B_local is not at a block of k:\n%s",
+			text);
+		if (cs->iters[bs->attach_iter].extent > 1)
+			cr_expect_null(strstr(text, "stream C 1"), "C, read back after every "
+				"block of k, is stored streaming:\n%s", text);
+		for (int l = sch_leaf_pos(cs, bs->attach_iter) - 1; l > 0; l--) {
+			const sch_iter *it = &cs->iters[cs->leaves[l]];
+			cr_expect(it->reduce || strncmp(it->name, "j", 1) == 0,
+				"B_local inside the row loop %s:\n%s", it->name, text);
+		}
+		const sch_iter *inner = &cs->iters[cs->leaves[cs->nleaves - 1]];
+		for (int l = cs->nleaves - 1; l >= 0 && !inner->reduce; l--)
+			inner = &cs->iters[cs->leaves[l]];
+		long_rows += inner->reduce && inner->extent > 16;
+		free(text);
+		sch_state_free(st);
+	}
+	cr_expect_gt(long_rows, 0, "no sample took more than 16 rows of B a block");
+	fixture_fini(&f);
+
+	const char *ragged[] = { "M", "24", "N", "40", "K", "48" };
+	fixture_lib_on(&f, "matmul", 3, ragged, "cpu -isa=avx2 -cores=2");
+	k = sketch_named(&f, "in place, B panel");
+	cr_assert_geq(k, 0);
+	int partial = 0;
+	for (int i = 0; i < 30; i++) {
+		sch_state *st = tune_space_sample(f.space, k, &rng);
+		cr_assert(st);
+		partial += partial_splits(&f, st->trace) > 0;
+		free(check_state(&f, st, "an in-place panel sample"));
+		sch_state *child = tune_space_mutate(f.space, st->trace, &rng);
+		if (child) {
+			free(check_state(&f, child, "a mutation of an in-place panel sample"));
+			sch_state_free(child);
+		}
+		sch_state_free(st);
+	}
+	cr_expect_gt(partial, 0, "no in-place panel sample had a partial tile of 40 columns");
+	fixture_fini(&f);
 }
 
 /* An output larger than the L2 caches of the target's cores is stored
