@@ -1372,7 +1372,7 @@ static int tile_cached(const tune_space *sp, sch_state *st, const char *name,
 }
 
 /* Rule "SSRSRS in place": S0 S1 R0 S2 R1 S3 on the stage itself.  With
- * "panel" (the GotoBLAS order, docs/tuner.md, "In place with a panel"):
+ * "panel" (the GotoBLAS order; docs/tuner.md, "in place with a panel"):
  * S0, the S1 loops of the axes that index the panel input, R0, the other
  * S1 loops, the S2 loops of the panel's axes, the other S2 loops, R1, S3;
  * R1 is drawn up to MAX_R1_PANEL and the other axes' S2 up to
