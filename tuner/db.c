@@ -15,9 +15,13 @@
 
 #include "ir/fnv.h"
 
+#include "tuner/version.h"
+
 #ifndef TESSEL_VERSION
 #define TESSEL_VERSION "unknown"
 #endif
+/* The build that measures: the project's version and its commit. */
+#define BUILD_VERSION TESSEL_VERSION "+" TESSEL_COMMIT
 
 #define ERR_LEN 512
 /* PRAGMA application_id of every tessel record store: "TSLR". */
@@ -286,6 +290,11 @@ static bool valid_key(const char *s)
 	return true;
 }
 
+const char *tune_db_build_version(void)
+{
+	return BUILD_VERSION;
+}
+
 /* Return the time of the monotonic clock in seconds. */
 static double now_monotonic_s(void)
 {
@@ -535,7 +544,7 @@ static int create_schema(tune_db *db)
 	const char *const rows[][2] = {
 		{ "format", FORMAT_NAME },
 		{ "schema_version", version },
-		{ "created_by", "tessel " TESSEL_VERSION },
+		{ "created_by", "tessel " BUILD_VERSION },
 		{ "created_at", now },
 	};
 	sqlite3_stmt *st = NULL;
@@ -1012,7 +1021,7 @@ static int bind_record(tune_db *db, sqlite3_stmt *st, const tune_record *r)
 	bind_text(st, 8, r->error_class);
 	bind_text(st, 9, r->error_msg && *r->error_msg ? r->error_msg : NULL);
 	bind_text(st, 10, r->measured_at ? r->measured_at : now);
-	bind_text(st, 11, r->tessel_version ? r->tessel_version : TESSEL_VERSION);
+	bind_text(st, 11, r->tessel_version ? r->tessel_version : BUILD_VERSION);
 	bind_real(st, 12, ok && r->cost_scale > 0 ? r->cost_scale : NAN);
 	bind_text(st, 13, r->pick);
 	return 0;
@@ -1252,7 +1261,7 @@ int64_t tune_db_add_runoff(tune_db *db, int64_t workload, int64_t target,
 	sqlite3_bind_int64(run, 1, workload);
 	sqlite3_bind_int64(run, 2, target);
 	sqlite3_bind_text(run, 3, now, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(run, 4, TESSEL_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_text(run, 4, BUILD_VERSION, -1, SQLITE_STATIC);
 	int64_t id = step_retry(run) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->sql) : 0;
 	if (!id)
 		fail_sql(db, "storing a run-off");

@@ -125,6 +125,11 @@ void tune_trace_hash(const char *trace, char out[TUNE_HASH_LEN]);
 /* Write the current UTC time as ISO 8601 with milliseconds into "out". */
 void tune_db_now(char out[TUNE_TIME_LEN]);
 
+/* The version this build of tessel stores with its records and run-offs:
+ * the project's version and the commit it was built from ("0.1.0+"
+ * `git describe --always --dirty`, or "0.1.0+unknown"). */
+const char *tune_db_build_version(void);
+
 /* Return the id of the target "description" (the canonical target string)
  * of kind "kind" ("cpu", "cuda", ...), inserting it when new; 0 on error.
  * An existing description keeps the kind it was stored with. */

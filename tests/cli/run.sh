@@ -191,6 +191,7 @@ expect 0 "^  $key64 matmul\\(A: f32\\[64, 64\\], B: f32\\[64, 64\\]\\) -> C on #
 # best: the record of lowest median time, its trace, and a replayable file
 expect 0 'record: #4 in .*records.db' -- best "${mm64[@]}" --db "$db"
 expect 0 'time: median 0.026329 ms, min 0.025719 ms, 19.91 GFLOP/s' -- best "${mm64[@]}" --db "$db"
+expect 0 'note: this is tessel 0\.1\.0\+[^;]+; the code it generates for the trace may differ from what was measured' -- best "${mm64[@]}" --db "$db"
 expect 0 '^reorder C.io C.jo C.ko C.ii C.ki C.ji$' -- best "${mm64[@]}" --db "$db"
 expect 0 '"found": true, .*"id": 4, "median_s": 2.6329e-05' -- best "${mm64[@]}" --db "$db" --json
 expect 0 'record: #4' -- best "${mm64[@]}" --db "$db" --out "$work/best.trace"
@@ -486,6 +487,10 @@ expect 0 "5 of the 16 records of other workloads in the store train a prior" -- 
 # is the best from then on, and --runoff 0 holds none
 expect 0 'run-off: the 8 fastest records measured again together, [0-9]+ failed; #[0-9]+ won at [0-9.e-]+ ms \(recorded at [0-9.e-]+ ms\)' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$tdb" --seed 4
 expect 0 "the run-off's winner at [0-9.e-]+ ms" -- best "${mm32[@]}" --db "$tdb"
+# ... measured by this build, which says its commit, so no note
+out=$("$tessel" best "${mm32[@]}" --db "$tdb" 2>&1)
+if grep -qE '^record: .* by tessel [0-9.]+\+[0-9a-z-]+$' <<<"$out" && ! grep -q '^note: this is tessel' <<<"$out"; then ok; else
+	bad "best of this build's records: $out"; fi
 expect 0 '"runoff_s": [0-9.e-]+, ' -- best "${mm32[@]}" --db "$tdb" --json
 expect 0 'run-offs: [1-9]' -- db info --db "$tdb"
 expect 0 '32\]\) -> C on #1: 20 records \(0 failed\), best [0-9.e-]+ ms \([0-9.]+ GFLOP/s\) in the run-off' -- db info --db "$tdb"
