@@ -165,16 +165,24 @@ static int db_import(const db_args *a)
 	return status;
 }
 
-/* Return the integer result of the query "sql" on "db", -1 on error. */
-static int64_t query_count(tune_db *db, const char *sql)
+/* Return the count the query "sql" selects, its parameter ?1 bound to
+ * "param" (NULL: none), or -1 on error. */
+static int64_t query_count_of(tune_db *db, const char *sql, const char *param)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t n = -1;
-	if (sqlite3_prepare_v2(tune_db_sqlite(db), sql, -1, &st, NULL) == SQLITE_OK
-		&& sqlite3_step(st) == SQLITE_ROW)
+	if (sqlite3_prepare_v2(tune_db_sqlite(db), sql, -1, &st, NULL) == SQLITE_OK &&
+	    (!param || sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC) == SQLITE_OK) &&
+	    sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return n;
+}
+
+/* Return the integer result of the query "sql" on "db", -1 on error. */
+static int64_t query_count(tune_db *db, const char *sql)
+{
+	return query_count_of(db, sql, NULL);
 }
 
 /* Return text column "col" of the row "st" stands on, "?" for NULL. */
@@ -285,9 +293,11 @@ static int db_info(const db_args *a)
 		"WHERE error_class = 'ok'");
 	int64_t models = query_count(db, "SELECT count(*) FROM models");
 	int64_t runoffs = query_count(db, "SELECT count(*) FROM runoffs");
+	int64_t others = query_count_of(db, "SELECT count(*) FROM records "
+		"WHERE tessel_version <> ?1", tune_db_build_version());
 	int status = 0;
 	if (targets < 0 || workloads < 0 || records < 0 || ok < 0 || models < 0 ||
-	    runoffs < 0) {
+	    runoffs < 0 || others < 0) {
 		status = cli_fail("%s: %s", tune_db_path(db),
 			sqlite3_errmsg(tune_db_sqlite(db)));
 	} else {
@@ -298,8 +308,10 @@ static int db_info(const db_args *a)
 		printf("targets: %lld\n", (long long)targets);
 		if (print_targets(db) == 0) {
 			printf("workloads: %lld\nrecords: %lld (%lld ok, %lld failed)\n"
+				"measured by other builds than this (tessel %s): %lld\n"
 				"run-offs: %lld\nmodels: %lld\ntasks:\n", (long long)workloads,
 				(long long)records, (long long)ok, (long long)(records - ok),
+				tune_db_build_version(), (long long)others,
 				(long long)runoffs, (long long)models);
 			if (print_tasks(db))
 				status = 1;

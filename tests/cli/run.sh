@@ -185,6 +185,7 @@ expect 0 'mm.jsonl: 6 lines, 6 added, 0 skipped' -- db import "$work/mm.jsonl" -
 expect 0 'mm.jsonl: 6 lines, 0 added, 6 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'records: 6 \(5 ok, 1 failed\)' -- db info --db "$db"
 expect 0 'schema version: 4' -- db info --db "$db"
+expect 0 '^measured by other builds than this \(tessel 0\.1\.0\+[^)]+\): 6$' -- db info --db "$db"
 expect 0 '^  #1 cpu -arch=x86_64 -vendor=tessel -model=fixture' -- db info --db "$db"
 expect 0 "^  $key64 matmul\\(A: f32\\[64, 64\\], B: f32\\[64, 64\\]\\) -> C on #1: 5 records \\(1 failed\\), best [0-9.e-]+ ms \\([0-9.]+ GFLOP/s\\)$" -- db info --db "$db"
 
