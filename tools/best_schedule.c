@@ -1,7 +1,9 @@
 #include "tools/best_schedule.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "schedule/state.h"
 #include "schedule/trace.h"
@@ -27,15 +29,18 @@ static sch_state *replay_record(tessel_ctx *ctx, tessel_op *op,
 }
 
 /* Return the schedule of "op" from record "r" of the store "where", or
- * NULL when its trace no longer replays, saying which in "said". */
+ * NULL when its trace no longer replays, saying which in "said" (and
+ * which tessel measured it, when another build did). */
 static sch_state *schedule_of_record(tessel_ctx *ctx, tessel_op *op,
 	const tune_record *r, const char *where, char *said, size_t saidlen)
 {
 	sch_state *st = replay_record(ctx, op, r);
+	bool other = strcmp(r->tessel_version, tune_db_build_version()) != 0;
 	if (st)
-		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s)",
+		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s%s%s)",
 			(long long)r->id, where, tune_record_time(r) * 1e3,
-			isfinite(r->runoff_s) ? " in the run-off" : "");
+			isfinite(r->runoff_s) ? " in the run-off" : "",
+			other ? ", measured by tessel " : "", other ? r->tessel_version : "");
 	else
 		snprintf(said, saidlen, "best record #%lld from %s no longer replays "
 			"(%s); default schedule", (long long)r->id, where,

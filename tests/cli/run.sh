@@ -203,7 +203,7 @@ expect 1 'best: --db needs a value' -- best "${mm64[@]}" --db
 expect 1 'best: missing SPEC' -- best --db "$db"
 
 # run --db: the best record's trace, else the default schedule, said so
-expect 0 'schedule: best record #4 from .*records.db \(median 0.026329 ms\)' -- run "${mm64[@]}" --db "$db" --min-time 0.01
+expect 0 'schedule: best record #4 from .*records.db \(median 0.026329 ms, measured by tessel 0\.1\.0\)' -- run "${mm64[@]}" --db "$db" --min-time 0.01
 expect 0 'C: relative error .* ok' -- run "${mm64[@]}" --db "$db" --min-time 0.01
 expect 0 '"ok": true' -- run "${mm64[@]}" --db "$db" --min-time 0.01 --json
 expect 0 'schedule: no record for this workload/target in .*; default schedule' -- run matmul --set M=64,N=64,K=64 --db "$db" --min-time 0.01
