@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "ir/fnv.h"
-
 #include "tuner/version.h"
 
 #ifndef TESSEL_VERSION
