@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "schedule/state.h"
 #include "schedule/trace.h"
@@ -35,7 +34,7 @@ static sch_state *schedule_of_record(tessel_ctx *ctx, tessel_op *op,
 	const tune_record *r, const char *where, char *said, size_t saidlen)
 {
 	sch_state *st = replay_record(ctx, op, r);
-	bool other = strcmp(r->tessel_version, tune_db_build_version()) != 0;
+	bool other = tune_record_other_build(r);
 	if (st)
 		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s%s%s)",
 			(long long)r->id, where, tune_record_time(r) * 1e3,

@@ -124,7 +124,7 @@ static void print_text(const tune_task *task, const char *db_path,
 		task->target);
 	printf("record: #%lld in %s, measured %s by tessel %s\n", (long long)r->id,
 		db_path, r->measured_at, r->tessel_version);
-	if (strcmp(r->tessel_version, tune_db_build_version()) != 0)
+	if (tune_record_other_build(r))
 		printf("note: this is tessel %s; the code it generates for the trace may "
 		       "differ from what was measured\n", tune_db_build_version());
 	printf("time: median %.6g ms", r->cost_median_s * 1e3);

@@ -167,7 +167,7 @@ static int db_import(const db_args *a)
 
 /* Return the count the query "sql" selects, its parameter ?1 bound to
  * "param" (NULL: none), or -1 on error. */
-static int64_t query_count_of(tune_db *db, const char *sql, const char *param)
+static int64_t query_count(tune_db *db, const char *sql, const char *param)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t n = -1;
@@ -177,12 +177,6 @@ static int64_t query_count_of(tune_db *db, const char *sql, const char *param)
 		n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return n;
-}
-
-/* Return the integer result of the query "sql" on "db", -1 on error. */
-static int64_t query_count(tune_db *db, const char *sql)
-{
-	return query_count_of(db, sql, NULL);
 }
 
 /* Return text column "col" of the row "st" stands on, "?" for NULL. */
@@ -286,14 +280,14 @@ static int db_info(const db_args *a)
 	tune_db *db = cli_open_db(a->db, false);
 	if (!db)
 		return 1;
-	int64_t targets = query_count(db, "SELECT count(*) FROM targets");
-	int64_t workloads = query_count(db, "SELECT count(*) FROM workloads");
-	int64_t records = query_count(db, "SELECT count(*) FROM records");
+	int64_t targets = query_count(db, "SELECT count(*) FROM targets", NULL);
+	int64_t workloads = query_count(db, "SELECT count(*) FROM workloads", NULL);
+	int64_t records = query_count(db, "SELECT count(*) FROM records", NULL);
 	int64_t ok = query_count(db, "SELECT count(*) FROM records "
-		"WHERE error_class = 'ok'");
-	int64_t models = query_count(db, "SELECT count(*) FROM models");
-	int64_t runoffs = query_count(db, "SELECT count(*) FROM runoffs");
-	int64_t others = query_count_of(db, "SELECT count(*) FROM records "
+		"WHERE error_class = 'ok'", NULL);
+	int64_t models = query_count(db, "SELECT count(*) FROM models", NULL);
+	int64_t runoffs = query_count(db, "SELECT count(*) FROM runoffs", NULL);
+	int64_t others = query_count(db, "SELECT count(*) FROM records "
 		"WHERE tessel_version <> ?1", tune_db_build_version());
 	int status = 0;
 	if (targets < 0 || workloads < 0 || records < 0 || ok < 0 || models < 0 ||

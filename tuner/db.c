@@ -294,6 +294,11 @@ const char *tune_db_build_version(void)
 	return BUILD_VERSION;
 }
 
+bool tune_record_other_build(const tune_record *r)
+{
+	return !r->tessel_version || strcmp(r->tessel_version, BUILD_VERSION) != 0;
+}
+
 /* Return the time of the monotonic clock in seconds. */
 static double now_monotonic_s(void)
 {

@@ -129,6 +129,9 @@ void tune_db_now(char out[TUNE_TIME_LEN]);
  * the project's version and the commit it was built from ("0.1.0+"
  * `git describe --always --dirty`, or "0.1.0+unknown"). */
 const char *tune_db_build_version(void);
+/* Return whether another build than this one measured record "r" (its
+ * time may not hold for the code this build generates for its trace). */
+bool tune_record_other_build(const tune_record *r);
 
 /* Return the id of the target "description" (the canonical target string)
  * of kind "kind" ("cpu", "cuda", ...), inserting it when new; 0 on error.

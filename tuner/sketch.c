@@ -1000,6 +1000,19 @@ static int copy_panel(sch_state *st, int s, int at, const stage_info *panel, uin
 	return 0;
 }
 
+/* Append to "order" (at "*k") those of the "n" iters "iters" whose flag
+ * in "which" equals "want", in their order; return the last appended,
+ * or -1 when none was. */
+static int append_where(int *order, int *k, const int *iters, int n, const bool *which,
+	bool want)
+{
+	int last = -1;
+	for (int d = 0; d < n; d++)
+		if (which[d] == want)
+			order[(*k)++] = last = iters[d];
+	return last;
+}
+
 /* Tile the reduction "inner" (its loops R0 S2 R1 S3) with the spatial
  * factors "t", S3 unrolled and the innermost vectorized.  With "panel",
  * the S2 loops of the axes that index its panel input go outside the
@@ -1036,14 +1049,10 @@ static int tile_inner(const tune_space *sp, sch_state *st, int s, tile4 *t,
 	}
 	for (int r = 0; r < n.nreduce; r++)
 		order[k++] = r0[r];
-	int at = n.nreduce ? r0[n.nreduce - 1] : -1;
-	for (int pass = panel ? 0 : 1; pass < 2; pass++)
-		for (int d = 0; d < n.nspatial; d++)
-			if (!panel || moves[d] == (pass == 0)) {
-				order[k++] = s2[d];
-				if (pass == 0)
-					at = s2[d];
-			}
+	int at = append_where(order, &k, s2, n.nspatial, moves, true);
+	if (at < 0)
+		at = n.nreduce ? r0[n.nreduce - 1] : -1;
+	append_where(order, &k, s2, n.nspatial, moves, false);
 	for (int r = 0; r < n.nreduce; r++)
 		order[k++] = r1[r];
 	for (int d = 0; d < n.nspatial; d++)
@@ -1392,12 +1401,13 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s,
 	int nd = n.nspatial, nr = n.nreduce;
 	int64_t extent[MAX_AXES] = { 0 };
 	uint64_t wide = 0;
-	bool moves[MAX_AXES];
+	bool outer[MAX_AXES];  /* S1 outside R0 and S2 first: the panel's
+	                        * axes, or all of them without a panel */
 	tile4 t[MAX_AXES];
 	for (int d = 0; d < nd; d++) {
 		extent[d] = st->stages[s].iters[n.spatial[d]].extent;
-		moves[d] = panel && in_panel(st, s, n.spatial[d], panel);
-		if (panel && !moves[d])
+		outer[d] = !panel || in_panel(st, s, n.spatial[d], panel);
+		if (!outer[d])
 			wide |= 1ull << d;
 	}
 	draw_spatial_tiles(rng, lanes_of(sp, &st->stages[s]), extent, nd, wide, nd - 1, t);
@@ -1417,19 +1427,12 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s,
 	int order[6 * MAX_AXES], k = 0;
 	for (int d = 0; d < nd; d++)
 		order[k++] = lv[0][d];
-	for (int d = 0; d < nd; d++)
-		if (!panel || moves[d])
-			order[k++] = lv[1][d];
-	int at = panel ? r0[nr - 1] : -1;
+	append_where(order, &k, lv[1], nd, outer, true);
 	for (int r = 0; r < nr; r++)
 		order[k++] = r0[r];
-	for (int d = 0; panel && d < nd; d++)
-		if (!moves[d])
-			order[k++] = lv[1][d];
-	for (int pass = panel ? 0 : 1; pass < 2; pass++)
-		for (int d = 0; d < nd; d++)
-			if (moves[d] == (pass == 0) || !panel)
-				order[k++] = lv[2][d];
+	append_where(order, &k, lv[1], nd, outer, false);
+	append_where(order, &k, lv[2], nd, outer, true);
+	append_where(order, &k, lv[2], nd, outer, false);
 	for (int r = 0; r < nr; r++)
 		order[k++] = r1[r];
 	for (int d = 0; d < nd; d++)
@@ -1444,7 +1447,7 @@ static int tile_in_place(const tune_space *sp, sch_state *st, int s,
 	sk_try_annotate(st, s, lv[3][nd - 1], sch_vectorize);
 	maybe_auto_unroll(st, s, rng);
 	if (panel)
-		return copy_panel(st, s, at, panel, rng);
+		return copy_panel(st, s, r0[nr - 1], panel, rng);
 	return 0;
 }
 
