@@ -24,7 +24,7 @@
 #define MAX_COMMAND_WORDS 16
 #define PATH_LEN 4096
 #define VERSION_LEN 256
-#define KEY_LEN 33
+#define KEY_LEN CG_CODE_KEY_LEN
 #define CACHE_FORMAT "tessel-cg-cache-1"
 
 typedef unsigned __int128 u128;
@@ -177,6 +177,13 @@ static u128 hash_args(u128 h, const char *const *args)
 	return hash_field(h, "", 0);
 }
 
+/* Write "h" into "key" as 32 hex digits. */
+static void format_key(u128 h, char key[KEY_LEN])
+{
+	snprintf(key, KEY_LEN, "%016llx%016llx", (unsigned long long)(h >> 64),
+		 (unsigned long long)h);
+}
+
 /* Write into "key" the 32 hex digits of the cache key of compiling
  * "source" with "c", "flags" and "extra". */
 static void cache_key(const compiler *c, const char *const *flags,
@@ -190,8 +197,16 @@ static void cache_key(const compiler *c, const char *const *flags,
 	h = hash_args(h, flags);
 	h = hash_args(h, extra);
 	h = hash_string(h, source);
-	snprintf(key, KEY_LEN, "%016llx%016llx", (unsigned long long)(h >> 64),
-		 (unsigned long long)h);
+	format_key(h, key);
+}
+
+void cg_code_key_of_parts(int n, const void *const *data, const size_t *len,
+	char key[CG_CODE_KEY_LEN])
+{
+	u128 h = hash_string(FNV128_OFFSET, CACHE_FORMAT);
+	for (int i = 0; i < n; i++)
+		h = hash_field(h, data[i], len[i]);
+	format_key(h, key);
 }
 
 /* Create the directory "dir" and its missing parents; return 0, or -1

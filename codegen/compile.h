@@ -10,6 +10,12 @@
 	"-std=gnu17"
 #define CG_DEFAULT_TIMEOUT_S 60.0
 
+/* Room for a code key: 32 lowercase hex digits and a NUL.  A code key
+ * names what a kernel is made of: the cache key of a compiled C kernel
+ * (below), or the hash of another binary (cg_code_key_of_parts); two
+ * compilations with the same key run the same code. */
+#define CG_CODE_KEY_LEN 33
+
 typedef struct cg_compile_opts {
 	/* The compiler command: NULL means $CC, else "cc".  Split on spaces,
 	 * so "ccache gcc" works (no quoting). */
@@ -54,6 +60,12 @@ enum cg_compile_status {
  * file could not be written. */
 int cg_compile_c(const cg_compile_opts *o, const char *source, char *so_path,
 	size_t so_len, char *err, size_t errlen);
+
+/* Write into "key" the code key of the "n" byte strings "data"[i] of
+ * "len"[i] bytes (a kernel's source and its cubin, say): a 128-bit FNV-1a
+ * hash of them in order, the same on every machine. */
+void cg_code_key_of_parts(int n, const void *const *data, const size_t *len,
+	char key[CG_CODE_KEY_LEN]);
 
 /* Run the compiler of "o" (NULL: the default) with --version and write the
  * first line it prints into "buf" of size "len", for

@@ -1,6 +1,7 @@
 #include "codegen/cpu_kernel.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,16 @@ static int compile_error(tessel_ctx *ctx, const char *err)
 	return te_error(ctx, TESSEL_ERR_IO, (tessel_loc){ NULL, 0, 0 }, "%s", err);
 }
 
+/* Write into "key" the key of the cached object "so_path": its name
+ * without ".so" (compile.h: the cache keeps each object as KEY.so). */
+static void key_of_object(const char *so_path, char key[CG_CODE_KEY_LEN])
+{
+	const char *base = strrchr(so_path, '/');
+	base = base ? base + 1 : so_path;
+	size_t n = strcspn(base, ".");
+	snprintf(key, CG_CODE_KEY_LEN, "%.*s", (int)(n < CG_CODE_KEY_LEN ? n : 0), base);
+}
+
 int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k)
 {
@@ -64,7 +75,10 @@ int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	char err[4096];
 	int r = cg_compile_c(&o, source, k->so_path, sizeof(k->so_path), err, sizeof(err));
 	free(source);
-	return r ? compile_error(ctx, err) : 0;
+	if (r)
+		return compile_error(ctx, err);
+	key_of_object(k->so_path, k->key);
+	return 0;
 }
 
 int cg_cpu_kernel_load(tessel_ctx *ctx, const loop_prog *p, cg_cpu_kernel *k)

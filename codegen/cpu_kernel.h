@@ -13,6 +13,8 @@ typedef struct cg_cpu_kernel {
 	rt_module *module;
 	tessel_kernel_fn fn;
 	char so_path[4096];
+	char key[CG_CODE_KEY_LEN];  /* the code key: the kernel cache's key of
+	                             * its object (compile.h) */
 } cg_cpu_kernel;
 
 /* Print "p" for the CPU "cpu", compile it with "opts" (NULL: defaults,
@@ -20,7 +22,8 @@ typedef struct cg_cpu_kernel {
  * or -1 with the error (the compiler's log included) in "ctx". */
 int cg_cpu_kernel_build(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k);
-/* Compile "p" only, writing the shared object's path into "k". */
+/* Compile "p" only, writing the shared object's path and its code key
+ * into "k". */
 int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k);
 /* Load the compiled "k" (in the process that will call it). */

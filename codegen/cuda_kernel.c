@@ -35,6 +35,14 @@ void cg_cuda_program_free(cg_cuda_program *c)
 	memset(c, 0, sizeof(*c));
 }
 
+void cg_cuda_program_key(const cg_cuda_program *c, char key[CG_CODE_KEY_LEN])
+{
+	const void *data[] = { c->source ? c->source : "", c->cubin.image };
+	size_t len[] = { c->source ? strlen(c->source) : 0,
+		c->cubin.image ? c->cubin.size : 0 };
+	cg_code_key_of_parts(2, data, len, key);
+}
+
 int cg_cuda_check_launch(tessel_ctx *ctx, const cg_cuda_program *c,
 	const rt_gpu_target *t)
 {

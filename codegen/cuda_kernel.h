@@ -7,6 +7,7 @@
 #define TESSEL_CG_CUDA_KERNEL_H
 
 #include "codegen/c_printer.h"
+#include "codegen/compile.h"
 #include "ir/loop.h"
 #include "runtime/cuda.h"
 #include "runtime/cuda_timing.h"
@@ -27,6 +28,10 @@ typedef struct cg_cuda_program {
 int cg_cuda_compile(tessel_ctx *ctx, const loop_prog *p, int sm,
 	cg_cuda_program *out);
 void cg_cuda_program_free(cg_cuda_program *c);
+
+/* Write into "key" the code key of the compiled "c": its source and its
+ * cubin (what NVRTC made of it). */
+void cg_cuda_program_key(const cg_cuda_program *c, char key[CG_CODE_KEY_LEN]);
 
 /* Return 0 when every kernel of "c" can launch on "t" as its plan says
  * (registers, shared memory, block and grid sizes: rt_gpu_launch_check,

@@ -186,7 +186,7 @@ Test(db, create_and_reopen)
 	cr_assert_eq(query_int(db, "PRAGMA foreign_keys"), 1);
 	cr_assert_eq(query_int(db, "PRAGMA synchronous"), 2);
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '4'"), 1);
+		"key = 'schema_version' AND value = '5'"), 1);
 	tune_db_close(db);
 	db = open_ok(path);
 	cr_assert_eq(tune_db_find_target(db, "cpu -isa=avx2 -cores=2"), t);
@@ -233,13 +233,14 @@ Test(db, newer_schema_is_refused_untouched)
 	char path[PATH_LEN];
 	tune_db_close(open_ok(test_scratch_file(path, sizeof path, "r.db")));
 	raw_exec(path, "UPDATE meta SET value = '7' WHERE key = 'schema_version'");
-	assert_refused(path, "has schema version 7, newer than this tessel (4); "
+	assert_refused(path, "has schema version 7, newer than this tessel (5); "
 		"refusing");
 }
 
 /* Make the store at "path", holding one record, look like schema
- * "version" (1: without records.cost_scale, records.pick and the run-off
- * tables, 2: without the last two, 3: without the run-off tables);
+ * "version" (1: without records.cost_scale, records.pick, the run-off
+ * tables and records.code_key, 2: without the last three, 3: without the
+ * last two, 4: without records.code_key);
  * return the record's workload and target in "w", "t". */
 static void old_store(const char *path, int version, int64_t *w, int64_t *t)
 {
@@ -250,9 +251,10 @@ static void old_store(const char *path, int version, int64_t *w, int64_t *t)
 	cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
 	tune_db_close(db);
 	char sql[512];
-	snprintf(sql, sizeof sql, "DROP TABLE runoff_times; DROP TABLE runoffs; %s%s"
+	snprintf(sql, sizeof sql, "ALTER TABLE records DROP COLUMN code_key; %s%s%s"
 		"UPDATE meta SET value = '%d' WHERE key = 'schema_version'; "
 		"PRAGMA user_version = %d",
+		version <= 3 ? "DROP TABLE runoff_times; DROP TABLE runoffs; " : "",
 		version <= 2 ? "ALTER TABLE records DROP COLUMN pick; " : "",
 		version == 1 ? "ALTER TABLE records DROP COLUMN cost_scale; " : "",
 		version, version);
@@ -266,20 +268,23 @@ static void expect_migrated(const char *path, int64_t w, int64_t t)
 {
 	tune_db *db = open_ok(path);
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM meta WHERE "
-		"key = 'schema_version' AND value = '4'"), 1);
-	cr_assert_eq(query_int(db, "PRAGMA user_version"), 4);
+		"key = 'schema_version' AND value = '5'"), 1);
+	cr_assert_eq(query_int(db, "PRAGMA user_version"), 5);
 	tune_record best;
 	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
 	cr_assert_str_eq(best.trace, "split C.i 4 -> C.io C.ii");
 	cr_assert_null(best.pick, "an old record has no pick");
+	cr_assert_null(best.code_key, "an old record has no code key");
 	tune_record_clear(&best);
 	tune_record s = ok_record(w, t, "split C.i 8 -> C.io C.ii", 1e-3);
 	s.cost_scale = 0.96;
 	s.pick = "random";
+	s.code_key = "0123456789abcdef0123456789abcdef";
 	cr_assert_eq(tune_db_add_record(db, &s, NULL), 0, "%s", tune_db_error(db));
 	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
 	cr_assert_eq(best.cost_scale, 0.96);
 	cr_assert_str_eq(best.pick, "random");
+	cr_assert_str_eq(best.code_key, "0123456789abcdef0123456789abcdef");
 	int64_t old_id = best.id - 1;
 	tune_record_clear(&best);
 	tune_runoff_time times[] = { { old_id, 1.5e-3, "ok" } };
@@ -292,16 +297,17 @@ static void expect_migrated(const char *path, int64_t w, int64_t t)
 }
 
 /* A store of schema "version", which lacks "missing" of the columns
- * cost_scale and pick and the run-off tables, is migrated on opening. */
+ * cost_scale and pick, and the run-off tables unless it is of version 4,
+ * is migrated on opening. */
 static void expect_version_migrated(int version, int missing)
 {
 	char path[PATH_LEN];
 	int64_t w, t;
 	old_store(test_scratch_file(path, sizeof path, "old.db"), version, &w, &t);
 	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM pragma_table_info('records') "
-		"WHERE name IN ('cost_scale', 'pick')"), 2 - missing);
+		"WHERE name IN ('cost_scale', 'pick', 'code_key')"), 2 - missing);
 	cr_assert_eq(raw_query_int(path, "SELECT count(*) FROM sqlite_master WHERE "
-		"name LIKE 'runoff%'"), 0);
+		"name LIKE 'runoff%'"), version == 4 ? 3 : 0);
 	expect_migrated(path, w, t);
 }
 
@@ -318,6 +324,11 @@ Test(db, version_2_store_is_migrated)
 Test(db, version_3_store_is_migrated)
 {
 	expect_version_migrated(3, 0);
+}
+
+Test(db, version_4_store_is_migrated)
+{
+	expect_version_migrated(4, 0);
 }
 
 Test(db, damaged_schema_version_is_refused)
@@ -447,6 +458,7 @@ Test(db, records_round_trip_and_resume)
 	a.measured_at = "2024-05-01T12:00:00.125Z";
 	a.cost_scale = 1.25;
 	a.pick = "model";
+	a.code_key = "00112233445566778899aabbccddeeff";
 	tune_record b = {
 		.workload_id = w, .target_id = t, .trace = "bad trace",
 		.cost_median_s = 5, .cost_min_s = 5, .error_class = "runtime",
@@ -501,6 +513,7 @@ Test(db, records_round_trip_and_resume)
 	cr_assert_eq(best.cost_min_s, 2e-3 * 0.9);
 	cr_assert_eq(best.cost_scale, 1.25);
 	cr_assert_str_eq(best.pick, "model");
+	cr_assert_str_eq(best.code_key, "00112233445566778899aabbccddeeff");
 	cr_assert_str_neq(best.tessel_version, "");
 	tune_record_clear(&best);
 	cr_assert_null(best.owned);
@@ -674,8 +687,8 @@ Test(db, invalid_record_fails_the_whole_batch)
 	int64_t t = tune_db_target(db, "cpu", "cpu");
 	int64_t w = tune_db_workload(db, "w", "op", 1);
 	float inf[1] = { INFINITY };
-	tune_record bad[6];
-	for (int i = 0; i < 6; i++)
+	tune_record bad[7];
+	for (int i = 0; i < 7; i++)
 		bad[i] = ok_record(w, t, "x", 1);
 	bad[0].cost_median_s = NAN;
 	bad[1].error_class = "Not OK";
@@ -684,9 +697,11 @@ Test(db, invalid_record_fails_the_whole_batch)
 	bad[3].workload_id = w + 100;
 	bad[4].measured_at = "May 1st";
 	bad[5].trace = NULL;
-	const char *want[6] = { "without a valid median", "invalid error class",
-		"not finite", "no such workload", "invalid timestamp", "without a trace" };
-	for (int i = 0; i < 6; i++) {
+	bad[6].code_key = "0123456789ABCDEF0123456789ABCDEF";
+	const char *want[7] = { "without a valid median", "invalid error class",
+		"not finite", "no such workload", "invalid timestamp", "without a trace",
+		"invalid code key" };
+	for (int i = 0; i < 7; i++) {
 		cr_assert_eq(tune_db_begin(db), 0, "%s", tune_db_error(db));
 		tune_record good = ok_record(w, t, "good", 1);
 		cr_assert_eq(tune_db_add_record(db, &good, NULL), 0);
@@ -784,6 +799,8 @@ static void populate(tune_db *db)
 			r.cost_scale = 1.0 + i / 64.0;
 		if (i % 4 == 2)
 			r.pick = "random";
+		if (i % 5 == 3)
+			r.code_key = "ffeeddccbbaa99887766554433221100";
 		cr_assert_eq(tune_db_add_record(db, &r, NULL), 0, "%s", tune_db_error(db));
 	}
 	cr_assert_eq(tune_db_commit(db), 0);
@@ -838,6 +855,8 @@ Test(db, export_import_round_trip)
 	cr_assert(strstr(a, "\"flops\":null"));
 	cr_assert(strstr(a, "\"cost_scale\":1.015625"), "the batch scale travels");
 	cr_assert(strstr(a, "\"pick\":\"random\""), "the pick travels");
+	cr_assert(strstr(a, "\"code_key\":\"ffeeddccbbaa99887766554433221100\""),
+		"the code key travels");
 	free(a);
 	free(b);
 	cr_assert_eq(tune_db_count(fresh, 0, 0), 12);
@@ -891,7 +910,8 @@ static const struct {
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"a\\qb\"," TAIL "}", "bad escape" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"t\",\"trace_hash\":\"0000000000000000\"," TAIL "}", "does not match" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"t\",\"op\":\"op\",\"target_kind\":\"cpu\",\"target\":\"cpu x\",\"error\":\"ok\",\"measured_at\":\"2024-01-02T03:04:05Z\",\"tessel_version\":\"0.1.0\"}", "without a valid median" },
-	{ "{\"tessel_record\":4,\"workload\":\"w\",\"trace\":\"t\"," TAIL "}", "newer than this tessel" },
+	{ "{\"tessel_record\":5,\"workload\":\"w\",\"trace\":\"t\"," TAIL "}", "newer than this tessel" },
+	{ "{\"tessel_record\":4,\"workload\":\"w\",\"trace\":\"t\",\"code_key\":\"abc\"," TAIL "}", "invalid code key" },
 	{ "{\"tessel_record\":3,\"workload\":\"w\",\"trace\":\"t\",\"pick\":\"By Hand\"," TAIL "}", "invalid pick" },
 	{ "{\"tessel_record\":2,\"workload\":\"w\",\"trace\":\"t\",\"cost_scale\":-1," TAIL "}", "invalid cost scale" },
 	{ "{\"tessel_record\":1,\"workload\":\"w\",\"trace\":\"a\tb\"," TAIL "}", "control character" },

@@ -3,7 +3,10 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "codegen/cpu_kernel.h"
+#include "codegen/cuda_kernel.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
 #include "tools/cli.h"
@@ -27,19 +30,60 @@ static sch_state *replay_record(tessel_ctx *ctx, tessel_op *op,
 	return st;
 }
 
-/* Return the schedule of "op" from record "r" of the store "where", or
- * NULL when its trace no longer replays, saying which in "said" (and
- * which tessel measured it, when another build did). */
-static sch_state *schedule_of_record(tessel_ctx *ctx, tessel_op *op,
+/* Write into "key" the code key of "p" built for "task"; 0, or -1 with the
+ * error in "ctx". */
+static int code_key_for(tessel_ctx *ctx, const tune_task *task, const loop_prog *p,
+	char key[CG_CODE_KEY_LEN])
+{
+	if (task->kind == RT_TARGET_CPU) {
+		cg_cpu_kernel k;
+		if (cg_cpu_kernel_compile(ctx, p, &task->cpu, NULL, &k))
+			return -1;
+		snprintf(key, CG_CODE_KEY_LEN, "%s", k.key);
+		return 0;
+	}
+	cg_cuda_program c;
+	int r = cg_cuda_compile(ctx, p, task->gpu.sm, &c);
+	if (r == 0)
+		cg_cuda_program_key(&c, key);
+	cg_cuda_program_free(&c);
+	return r;
+}
+
+cli_record_code cli_compare_record_code(const tune_task *task, const tune_record *r)
+{
+	if (!r->code_key || task->kind == RT_TARGET_OPENCL)
+		return CLI_CODE_UNKNOWN;
+	tessel_ctx *ctx = tessel_ctx_new();
+	sch_state *st = ctx ? replay_record(ctx, task->op, r) : NULL;
+	loop_prog *p = st ? sch_program(st) : NULL;
+	char key[CG_CODE_KEY_LEN];
+	cli_record_code c = p && code_key_for(ctx, task, p, key) == 0
+		? (strcmp(key, r->code_key) == 0 ? CLI_CODE_SAME : CLI_CODE_OTHER)
+		: CLI_CODE_UNKNOWN;
+	loop_prog_free(p);
+	sch_state_free(st);
+	tessel_ctx_free(ctx);
+	return c;
+}
+
+/* Return the schedule of "task"'s op from record "r" of the store
+ * "where", or NULL when its trace no longer replays, saying which in
+ * "said" (and which tessel measured it, when another build did, and
+ * whether this one makes other code of it). */
+static sch_state *schedule_of_record(tessel_ctx *ctx, const tune_task *task,
 	const tune_record *r, const char *where, char *said, size_t saidlen)
 {
-	sch_state *st = replay_record(ctx, op, r);
+	sch_state *st = replay_record(ctx, task->op, r);
 	bool other = tune_record_other_build(r);
+	cli_record_code code = st ? cli_compare_record_code(task, r) : CLI_CODE_UNKNOWN;
 	if (st)
-		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s%s%s)",
+		snprintf(said, saidlen, "best record #%lld from %s (median %.6g ms%s%s%s%s)",
 			(long long)r->id, where, tune_record_time(r) * 1e3,
 			isfinite(r->runoff_s) ? " in the run-off" : "",
-			other ? ", measured by tessel " : "", other ? r->tessel_version : "");
+			other ? ", measured by tessel " : "", other ? r->tessel_version : "",
+			code == CLI_CODE_OTHER ? "; this build makes other code of it"
+			: code == CLI_CODE_SAME && other ? ", the same code" : "");
 	else
 		snprintf(said, saidlen, "best record #%lld from %s no longer replays "
 			"(%s); default schedule", (long long)r->id, where,
@@ -65,7 +109,7 @@ sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
 	int found = db ? cli_find_best(db, &task, &r) : -1;
 	sch_state *st = NULL;
 	if (found == 0) {
-		st = schedule_of_record(ctx, op, &r, where, said, saidlen);
+		st = schedule_of_record(ctx, &task, &r, where, said, saidlen);
 		tune_record_clear(&r);
 	} else if (found == 1) {
 		snprintf(said, saidlen, "no record for this workload/target in %s; "

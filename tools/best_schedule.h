@@ -11,6 +11,8 @@
 #include "tessel/te.h"
 
 typedef struct sch_state sch_state;
+typedef struct tune_task tune_task;
+typedef struct tune_record tune_record;
 
 /* Return the schedule of the bound "op" from the best "ok" record of
  * ("op", "target") (NULL target: this machine) in the record store
@@ -23,6 +25,23 @@ typedef struct sch_state sch_state;
  * printing the error (a missing or refused store, a bad target). */
 sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
 	const char *target, const char *db_path, char *said, size_t saidlen);
+
+/* How the code this build makes of a record's trace compares with the
+ * code the record measured. */
+typedef enum cli_record_code {
+	CLI_CODE_UNKNOWN,   /* the record has no code key (measured before
+	                     * tessel stored them, or on OpenCL), or its trace
+	                     * no longer replays or compiles */
+	CLI_CODE_SAME,      /* the same code key: the same code */
+	CLI_CODE_OTHER      /* this build (or compiler) makes other code */
+} cli_record_code;
+
+/* Replay the trace of record "r" on the op of "task" and build it as the
+ * tuner's measurer does (the C compiler through the kernel cache, or NVRTC;
+ * no device needed), then compare the code key with the record's.
+ * Errors are not reported: they make the answer unknown. */
+cli_record_code cli_compare_record_code(const tune_task *task,
+	const tune_record *r);
 
 /* Return the schedule of the bound "op" that a command's options give:
  * with "db_path", cli_load_best_schedule; else the trace file "sched"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/best_schedule.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -81,6 +82,13 @@ static int write_trace(const char *path, const tune_task *task,
 	return 0;
 }
 
+/* cli_record_code as JSON's "code". */
+static const char *const code_word[] = {
+	[CLI_CODE_UNKNOWN] = "unknown",
+	[CLI_CODE_SAME] = "same",
+	[CLI_CODE_OTHER] = "other",
+};
+
 static void print_json(const tune_task *task, const char *db_path,
 	const tune_record *r)
 {
@@ -111,6 +119,12 @@ static void print_json(const tune_task *task, const char *db_path,
 		cli_json_string(stdout, r->measured_at);
 		printf(", \"tessel_version\": ");
 		cli_json_string(stdout, r->tessel_version);
+		printf(", \"code_key\": ");
+		if (r->code_key)
+			cli_json_string(stdout, r->code_key);
+		else
+			printf("null");
+		printf(", \"code\": \"%s\"", code_word[cli_compare_record_code(task, r)]);
 		printf(", \"trace\": ");
 		cli_json_string(stdout, r->trace);
 	}
@@ -124,7 +138,16 @@ static void print_text(const tune_task *task, const char *db_path,
 		task->target);
 	printf("record: #%lld in %s, measured %s by tessel %s\n", (long long)r->id,
 		db_path, r->measured_at, r->tessel_version);
-	if (tune_record_other_build(r))
+	cli_record_code code = cli_compare_record_code(task, r);
+	if (code == CLI_CODE_OTHER)
+		printf("note: this build (tessel %s) makes other code of the trace than "
+		       "the record measured, so its time may differ (the run-off at the "
+		       "end of a tessel tune measures the best records again)\n",
+		       tune_db_build_version());
+	else if (code == CLI_CODE_SAME && tune_record_other_build(r))
+		printf("note: this build (tessel %s) makes the same code of the trace\n",
+		       tune_db_build_version());
+	else if (tune_record_other_build(r))
 		printf("note: this is tessel %s; the code it generates for the trace may "
 		       "differ from what was measured\n", tune_db_build_version());
 	printf("time: median %.6g ms", r->cost_median_s * 1e3);

@@ -29,6 +29,7 @@
 #define MAX_FEATURES (1 << 20)
 #define MAX_LINE_BYTES ((size_t)64 << 20)
 #define MAX_NAME_LEN 255
+#define CODE_KEY_DIGITS 32      /* codegen/compile.h: CG_CODE_KEY_LEN - 1 */
 #define RETRY_SLEEP_NS 2000000L
 
 enum stmt_id {
@@ -48,8 +49,8 @@ enum stmt_id {
 
 #define RECORD_COLUMNS "id, workload_id, target_id, trace, trace_hash, " \
 	"features, cost_median_s, cost_min_s, error_class, error_msg, " \
-	"measured_at, tessel_version, cost_scale, pick"
-#define RECORD_NCOLUMNS 14
+	"measured_at, tessel_version, cost_scale, pick, code_key"
+#define RECORD_NCOLUMNS 15
 
 static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_TARGET_INSERT] = "INSERT INTO targets(kind, description) "
@@ -61,7 +62,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_RECORD_INSERT] = "INSERT INTO records(workload_id, target_id, "
 		"trace, trace_hash, features, cost_median_s, cost_min_s, "
 		"error_class, error_msg, measured_at, tessel_version, cost_scale, "
-		"pick) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+		"pick, code_key) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		"?12, ?13, ?14) "
 		"ON CONFLICT(workload_id, target_id, trace_hash) DO NOTHING",
 	[ST_RECORD_HAS] = "SELECT 1 FROM records WHERE workload_id = ?1 "
 		"AND target_id = ?2 AND trace_hash = ?3",
@@ -102,8 +104,9 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	"  PRIMARY KEY(runoff_id, record_id),\n" \
 	"  CHECK((error_class = 'ok') = (median_s IS NOT NULL)));\n"
 
-/* Schema version 4 (version 3 without the run-off tables, version 2 also
- * without records.pick, version 1 also without records.cost_scale).
+/* Schema version 5 (version 4 without records.code_key, version 3 also
+ * without the run-off tables, version 2 also without records.pick,
+ * version 1 also without records.cost_scale).
  * Changing it
  * means a new version, a migration from the old ones in migrate(), and
  * docs/tuning-db.md. */
@@ -131,6 +134,7 @@ static const char schema[] =
 	"  cost_min_s REAL,\n"
 	"  cost_scale REAL,\n"
 	"  pick TEXT,\n"
+	"  code_key TEXT,\n"
 	"  error_class TEXT NOT NULL,\n"
 	"  error_msg TEXT,\n"
 	"  measured_at TEXT NOT NULL,\n"
@@ -287,6 +291,13 @@ static bool valid_key(const char *s)
 		if (s[i] <= ' ' || s[i] > '~')
 			return false;
 	return true;
+}
+
+/* Return whether "s" is a code key: CODE_KEY_DIGITS lowercase hex digits. */
+static bool valid_code_key(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+	return n == CODE_KEY_DIGITS && s[n] == 0;
 }
 
 const char *tune_db_build_version(void)
@@ -629,7 +640,7 @@ static int check_version(tune_db *db)
  * transaction under the write lock (another tessel may be migrating the
  * same file: whoever comes second finds it done).  Version 1 lacks
  * records.cost_scale, versions 1 and 2 records.pick, versions 1 to 3 the
- * run-off tables.  Return 0 or -1. */
+ * run-off tables, versions 1 to 4 records.code_key.  Return 0 or -1. */
 static int migrate(tune_db *db)
 {
 	long v;
@@ -647,6 +658,8 @@ static int migrate(tune_db *db)
 	if (r == 0 && v <= 3 && sqlite3_exec(db->sql, RUNOFF_TABLES, NULL, NULL,
 		NULL) != SQLITE_OK)
 		r = fail_sql(db, "adding the run-off tables");
+	if (r == 0 && v <= 4)
+		r = exec1(db, "ALTER TABLE records ADD COLUMN code_key TEXT");
 	if (r == 0 && v < TUNE_DB_SCHEMA_VERSION) {
 		char sql[160];
 		snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = "
@@ -1000,6 +1013,9 @@ static int validate_record(tune_db *db, const tune_record *r)
 			"YYYY-MM-DDTHH:MM:SS[.fff]Z)", r->measured_at);
 	if (r->tessel_version && !valid_key(r->tessel_version))
 		return fail(db, "invalid tessel version \"%s\"", r->tessel_version);
+	if (r->code_key && !valid_code_key(r->code_key))
+		return fail(db, "invalid code key \"%.40s\" (want %d lowercase hex "
+			"digits)", r->code_key, CODE_KEY_DIGITS);
 	return 0;
 }
 
@@ -1028,6 +1044,7 @@ static int bind_record(tune_db *db, sqlite3_stmt *st, const tune_record *r)
 	bind_text(st, 11, r->tessel_version ? r->tessel_version : BUILD_VERSION);
 	bind_real(st, 12, ok && r->cost_scale > 0 ? r->cost_scale : NAN);
 	bind_text(st, 13, r->pick);
+	bind_text(st, 14, r->code_key);
 	return 0;
 }
 
@@ -1133,18 +1150,19 @@ static const char *copy_out(char **cursor, const char *s, size_t len)
 static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 {
 	enum { C_ID, C_W, C_T, C_TRACE, C_HASH, C_FEAT, C_MED, C_MIN, C_ERR,
-		C_MSG, C_AT, C_VER, C_SCALE, C_PICK };
+		C_MSG, C_AT, C_VER, C_SCALE, C_PICK, C_CODE };
 	static const int texts[] = { C_TRACE, C_HASH, C_ERR, C_MSG, C_AT, C_VER,
-		C_PICK };
-	const char *text[7];
-	size_t len[7], total = 0;
+		C_PICK, C_CODE };
+	enum { NTEXTS = sizeof texts / sizeof texts[0] };
+	const char *text[NTEXTS];
+	size_t len[NTEXTS], total = 0;
 	memset(r, 0, sizeof *r);
 	const void *blob = sqlite3_column_blob(st, C_FEAT);
 	size_t blob_len = (size_t)sqlite3_column_bytes(st, C_FEAT);
 	if (blob_len % 4 != 0)
 		return fail(db, "record %" PRId64 " has a damaged features blob "
 			"(%zu bytes)", (int64_t)sqlite3_column_int64(st, C_ID), blob_len);
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < NTEXTS; i++) {
 		text[i] = column_text(st, texts[i], &len[i]);
 		total += len[i] + 1;
 	}
@@ -1170,6 +1188,8 @@ static int read_record(tune_db *db, sqlite3_stmt *st, tune_record *r)
 	r->tessel_version = copy_out(&cursor, text[5], len[5]);
 	r->pick = sqlite3_column_type(st, C_PICK) == SQLITE_NULL ? NULL
 		: copy_out(&cursor, text[6], len[6]);
+	r->code_key = sqlite3_column_type(st, C_CODE) == SQLITE_NULL ? NULL
+		: copy_out(&cursor, text[7], len[7]);
 	r->runoff_s = NAN;
 	return 0;
 }
@@ -1558,7 +1578,7 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 	static const char sql[] = "SELECT w.key, w.op_text, w.flops, t.kind, "
 		"t.description, r.trace, r.trace_hash, r.features, r.cost_median_s, "
 		"r.cost_min_s, r.error_class, r.error_msg, r.measured_at, "
-		"r.tessel_version, r.id, r.cost_scale, r.pick FROM records r "
+		"r.tessel_version, r.id, r.cost_scale, r.pick, r.code_key FROM records r "
 		"JOIN workloads w ON w.id = r.workload_id "
 		"JOIN targets t ON t.id = r.target_id "
 		"WHERE (?1 IS NULL OR w.key = ?1) AND (?2 IS NULL OR t.description = ?2) "
@@ -1588,6 +1608,8 @@ int64_t tune_db_export_jsonl(tune_db *db, FILE *out,
 			json_real_field(out, "cost_scale", st, 15);
 		if (sqlite3_column_type(st, 16) != SQLITE_NULL)
 			json_text_field(out, "pick", st, 16);
+		if (sqlite3_column_type(st, 17) != SQLITE_NULL)
+			json_text_field(out, "code_key", st, 17);
 		json_text_field(out, "error", st, 10);
 		if (sqlite3_column_type(st, 11) != SQLITE_NULL)
 			json_text_field(out, "error_msg", st, 11);
@@ -1618,7 +1640,7 @@ typedef struct json_in {
 enum jl_field {
 	F_VERSION, F_WORKLOAD, F_OP, F_FLOPS, F_TARGET_KIND, F_TARGET, F_TRACE,
 	F_TRACE_HASH, F_FEATURES, F_MEDIAN, F_MIN, F_ERROR, F_ERROR_MSG,
-	F_MEASURED_AT, F_TESSEL_VERSION, F_SCALE, F_PICK, F_COUNT_
+	F_MEASURED_AT, F_TESSEL_VERSION, F_SCALE, F_PICK, F_CODE_KEY, F_COUNT_
 };
 
 enum jl_kind { J_STRING, J_NUMBER, J_NUMBERS };
@@ -1646,6 +1668,7 @@ static const struct jl_spec {
 	[F_TESSEL_VERSION] = { "tessel_version", J_STRING, true, false },
 	[F_SCALE] = { "cost_scale", J_NUMBER, false, true },
 	[F_PICK] = { "pick", J_STRING, false, true },
+	[F_CODE_KEY] = { "code_key", J_STRING, false, true },
 };
 
 /* One parsed line: strings are malloc'ed, absent or null values are NULL
@@ -2055,6 +2078,7 @@ static int import_line(tune_db *db, const jl_line *l,
 		.cost_min_s = l->num[F_MIN],
 		.cost_scale = l->num[F_SCALE],
 		.pick = l->str[F_PICK],
+		.code_key = l->str[F_CODE_KEY],
 		.error_class = l->str[F_ERROR],
 		.error_msg = l->str[F_ERROR_MSG],
 		.measured_at = l->str[F_MEASURED_AT],

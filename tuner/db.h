@@ -16,11 +16,11 @@
 #include <stdio.h>
 
 /* The schema this tessel writes, and the newest it can read. */
-#define TUNE_DB_SCHEMA_VERSION 4
-/* The version of the JSON-lines record form ("tessel_record": 3; versions
- * 1, without "cost_scale" and "pick", and 2, without "pick", are read
- * too). */
-#define TUNE_DB_JSONL_VERSION 3
+#define TUNE_DB_SCHEMA_VERSION 5
+/* The version of the JSON-lines record form ("tessel_record": 4; versions
+ * 1, without "cost_scale", "pick" and "code_key", 2, without "pick" and
+ * "code_key", and 3, without "code_key", are read too). */
+#define TUNE_DB_JSONL_VERSION 4
 /* Room for a trace hash: 16 hex digits and a NUL. */
 #define TUNE_HASH_LEN 17
 /* Room for a UTC timestamp "2024-05-01T12:34:56.789Z" and a NUL. */
@@ -57,6 +57,9 @@ typedef struct tune_record {
 	const char *pick;      /* why the search measured it (tuner/search.h,
 	                        * TUNE_PICK_*: a lowercase word); NULL:
 	                        * unknown */
+	const char *code_key;  /* what ran (codegen/compile.h: 32 lowercase
+	                        * hex digits); NULL: unknown (not built,
+	                        * OpenCL, or measured before schema 5) */
 	const char *error_class;
 	const char *error_msg;
 	const char *measured_at;

@@ -1104,13 +1104,28 @@ static int builder_init(builder *b, tune_measurer *m, loop_prog *const *progs, i
 	return to_build;
 }
 
-/* Give each result of "b" its candidate's code features, count in "m"
- * those built whose code was not read, and free "b". */
+/* Write into "key" the code key of candidate "i" of "b" when it was
+ * built for the CPU or CUDA, else "". */
+static void code_key_of(const tune_measurer *m, const builder *b, int i,
+	char key[CG_CODE_KEY_LEN])
+{
+	key[0] = 0;
+	if (!b->built || !b->built[i])
+		return;
+	if (m->task->kind == RT_TARGET_CPU)
+		snprintf(key, CG_CODE_KEY_LEN, "%s", b->kernels[i].cpu.key);
+	else if (b->kernels[i].cuda.cubin.image)
+		cg_cuda_program_key(&b->kernels[i].cuda, key);
+}
+
+/* Give each result of "b" its candidate's code key and code features,
+ * count in "m" those built whose code was not read, and free "b". */
 static void builder_finish(tune_measurer *m, builder *b)
 {
 	for (int i = 0; b->code && i < b->n; i++) {
 		if (!b->progs[i])
 			continue;
+		code_key_of(m, b, i, b->out[i].code_key);
 		b->out[i].has_code = b->code[i].ok;
 		memcpy(b->out[i].code, b->code[i].features, sizeof(b->out[i].code));
 		if (m->disasm[0] && b->built && b->built[i] && !b->code[i].ok) {

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codegen/compile.h"
 #include "ir/loop.h"
 #include "runtime/timer.h"
 #include "tuner/code_features.h"
@@ -110,6 +111,10 @@ typedef struct tune_result {
 	                        * again for its check */
 	int retakes;           /* measurements taken again because they were
 	                        * disturbed */
+	char code_key[CG_CODE_KEY_LEN]; /* what it ran (codegen/compile.h):
+	                        * the kernel cache's key of its object (CPU)
+	                        * or the hash of its source and cubin (CUDA);
+	                        * "" when not built or for OpenCL */
 	bool has_code;         /* "code" holds the features of its compiled
 	                        * code (tune_measure_opts.read_code) */
 	float code[TUNE_CODE_FEATURES];

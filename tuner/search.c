@@ -999,6 +999,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			.cost_min_s = ok ? res[i].min_s : NAN,
 			.cost_scale = scale,
 			.pick = batch[i].pick,
+			.code_key = res[i].code_key[0] ? res[i].code_key : NULL,
 			.error_class = tune_error_name(res[i].error),
 			.error_msg = ok ? NULL : res[i].msg,
 		};

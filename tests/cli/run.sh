@@ -184,7 +184,7 @@ sed "s/@WORKLOAD@/$key32/" "$root/tests/data/records/stale.jsonl.in" > "$work/st
 expect 0 'mm.jsonl: 6 lines, 6 added, 0 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'mm.jsonl: 6 lines, 0 added, 6 skipped' -- db import "$work/mm.jsonl" --db "$db"
 expect 0 'records: 6 \(5 ok, 1 failed\)' -- db info --db "$db"
-expect 0 'schema version: 4' -- db info --db "$db"
+expect 0 'schema version: 5' -- db info --db "$db"
 expect 0 '^measured by other builds than this \(tessel 0\.1\.0\+[^)]+\): 6$' -- db info --db "$db"
 expect 0 '^  #1 cpu -arch=x86_64 -vendor=tessel -model=fixture' -- db info --db "$db"
 expect 0 "^  $key64 matmul\\(A: f32\\[64, 64\\], B: f32\\[64, 64\\]\\) -> C on #1: 5 records \\(1 failed\\), best [0-9.e-]+ ms \\([0-9.]+ GFLOP/s\\)$" -- db info --db "$db"
@@ -272,7 +272,7 @@ head -c 8192 /dev/urandom > "$work/random.db"
 { printf 'SQLite format 3\0'; head -c 8176 /dev/urandom; } > "$work/damaged.db"
 printf 'key,value\nnot,a database\n' > "$work/text.db"
 cp "$db" "$work/newer.db"
-LC_ALL=C perl -pi -e 's/schema_version4/schema_version9/' "$work/newer.db"
+LC_ALL=C perl -pi -e 's/schema_version5/schema_version9/' "$work/newer.db"
 for f in random damaged text newer; do
 	cp "$work/$f.db" "$work/$f.orig"
 	expect 1 "$f.db" -- best "${mm64[@]}" --db "$work/$f.db"
@@ -284,7 +284,7 @@ for f in random damaged text newer; do
 	if cmp -s "$work/$f.db" "$work/$f.orig"; then ok; else bad "$f.db was changed"; fi
 done
 expect 1 'random.db is not an SQLite database' -- best "${mm64[@]}" --db "$work/random.db"
-expect 1 'newer.db has schema version 9, newer than this tessel \(4\); refusing' -- db info --db "$work/newer.db"
+expect 1 'newer.db has schema version 9, newer than this tessel \(5\); refusing' -- db info --db "$work/newer.db"
 
 # bench: tessel beside vendor libraries loaded at run time (where OpenBLAS
 # is not installed, it must say so and exit 1 for want of any comparison)
@@ -493,6 +493,15 @@ out=$("$tessel" best "${mm32[@]}" --db "$tdb" 2>&1)
 if grep -qE '^record: .* by tessel [0-9.]+\+[0-9a-z-]+$' <<<"$out" && ! grep -q '^note: this is tessel' <<<"$out"; then ok; else
 	bad "best of this build's records: $out"; fi
 expect 0 '"runoff_s": [0-9.e-]+, ' -- best "${mm32[@]}" --db "$tdb" --json
+# ... with the key of the code it ran, which this build makes again; a
+# record whose code key says other code is told apart
+expect 0 '"code_key": "[0-9a-f]{32}", "code": "same"' -- best "${mm32[@]}" --db "$tdb" --json
+"$tessel" db export --db "$tdb" --out "$work/tune.jsonl" >/dev/null 2>&1
+sed -E 's/"code_key":"[0-9a-f]{32}"/"code_key":"0123456789abcdef0123456789abcdef"/' "$work/tune.jsonl" > "$work/other-code.jsonl"
+expect 0 '[1-9][0-9]* added, 0 skipped' -- db import "$work/other-code.jsonl" --db "$work/other-code.db"
+expect 0 '^note: this build \(tessel [^)]+\) makes other code of the trace than the record measured' -- best "${mm32[@]}" --db "$work/other-code.db"
+expect 0 '"code": "other"' -- best "${mm32[@]}" --db "$work/other-code.db" --json
+expect 0 'best record #[0-9]+ from .*other-code.db \(median [0-9.e-]+ ms; this build makes other code of it\)' -- run "${mm32[@]}" --db "$work/other-code.db"
 expect 0 'run-offs: [1-9]' -- db info --db "$tdb"
 expect 0 '32\]\) -> C on #1: 20 records \(0 failed\), best [0-9.e-]+ ms \([0-9.]+ GFLOP/s\) in the run-off' -- db info --db "$tdb"
 expect 0 'best record #[0-9]+ from .* \(median [0-9.e-]+ ms in the run-off\)' -- run "${mm32[@]}" --db "$tdb"
