@@ -461,6 +461,14 @@ else
 	expect 1 'NVRTC [0-9.]+ cannot compile for sm_50' -- codegen "${small[@]}" --target cuda:sm_50 --ptx "$work/old.ptx"
 	expect 0 '^10 passed, 0 failed' -- fuzz-sched "${small[@]}" --target cuda --count 10 --seed 1 --keep "$work/ff"
 	expect 0 '^6 passed, 0 failed' -- fuzz-sched softmax --set shape=[4,6] --target cuda:sm_80 --count 6 --seed 2 --keep "$work/ff"
+	# a CUDA record's code key: tessel best builds the trace with NVRTC
+	# and compares it with the record's (no device needed)
+	read -r ckey ctarget < <("$tessel" best "${small[@]}" --target cuda --db "$db" --json 2>/dev/null |
+		sed -nE 's/.*"workload": "([0-9a-f]{16})", "target": "([^"]*)".*/\1 \2/p')
+	printf '{"tessel_record":4,"workload":"%s","op":"matmul","target_kind":"cuda","target":"%s","trace":"split C.i 4 -> C.io C.ii\\nbind C.io blockIdx.x\\nbind C.ii threadIdx.x\\nbind C.j threadIdx.y\\n","cost_median_s":1e-05,"code_key":"0123456789abcdef0123456789abcdef","error":"ok","measured_at":"2026-12-02T12:00:00Z","tessel_version":"0.1.0"}\n' \
+		"$ckey" "$ctarget" > "$work/cuda-record.jsonl"
+	expect 0 '1 lines, 1 added' -- db import "$work/cuda-record.jsonl" --db "$work/cuda-record.db"
+	expect 0 '"code_key": "0123456789abcdef0123456789abcdef", "code": "other"' -- best "${small[@]}" --target cuda --db "$work/cuda-record.db" --json
 fi
 probe=$(timeout 120 "$tessel" run "${small[@]}" --target cuda --min-time 0.001 2>&1)
 if grep -q 'CUDA driver not found' <<<"$probe"; then
