@@ -20,11 +20,15 @@ static const char best_help[] =
 	"and by which tessel it was measured, its median time (and GFLOP/s), and\n"
 	"its trace in the text form. The best is the fastest of the latest run-off\n"
 	"(see tessel tune --help), with its time there, when the op had one, else\n"
-	"the record of lowest median time. --out FILE also writes the trace to FILE, for\n"
+	"the record of lowest median time. It builds the trace as the tuner did\n"
+	"and says when this build makes other code of it than the record ran (its\n"
+	"code key differs: another tessel or another compiler), so that the time\n"
+	"may not hold. --out FILE also writes the trace to FILE, for\n"
 	"`tessel run --sched FILE`. --json prints one JSON object instead (keys\n"
 	"found, workload, target, db, and for a record id, median_s, min_s,\n"
 	"runoff_s (null: not a run-off's winner), gflops, measured_at,\n"
-	"tessel_version, trace). Exit 1 when the store holds no\n"
+	"tessel_version, code_key (null: unknown), code (same, other or unknown),\n"
+	"trace). Exit 1 when the store holds no\n"
 	"correct record of the op on TARGET (with --json, the object then says\n"
 	"\"found\": false and still gives the workload key and target).\n";
 
