@@ -349,14 +349,21 @@ static double timeout_of(const cg_compile_opts *o)
 	return o->timeout_s > 0 ? o->timeout_s : CG_DEFAULT_TIMEOUT_S;
 }
 
+static const char *const default_flags[] = { CG_DEFAULT_FLAGS, NULL };
+
+/* The flags of "o": its own, else CG_DEFAULT_FLAGS. */
+static const char *const *flags_of(const cg_compile_opts *o)
+{
+	return o->flags ? o->flags : default_flags;
+}
+
 /* Find or build the object of "source" in "dir" under its key; see
  * cg_compile_c. */
 static int compile_cached(const compiler *c, const cg_compile_opts *o,
 	const char *dir, const char *source, char *so_path, size_t so_len,
 	char *err, size_t errlen)
 {
-	static const char *const default_flags[] = { CG_DEFAULT_FLAGS, NULL };
-	const char *const *flags = o->flags ? o->flags : default_flags;
+	const char *const *flags = flags_of(o);
 	double timeout_s = timeout_of(o);
 	char key[KEY_LEN], c_path[PATH_LEN];
 	cache_key(c, flags, o->extra_flags, source, key);
@@ -405,6 +412,22 @@ int cg_compiler_version(const cg_compile_opts *o, char *buf, size_t len,
 	if (rc == CG_COMPILE_OK && (size_t)snprintf(buf, len, "%s", c.version) >= len)
 		rc = report(CG_COMPILE_EIO, err, errlen,
 			    "compile: the version of '%s' does not fit", c.words[0]);
+	compiler_free(&c);
+	return rc;
+}
+
+/* The cache key of "source" under "o"; see compile.h. */
+int cg_compile_key(const cg_compile_opts *o, const char *source,
+	char key[CG_CODE_KEY_LEN], char *err, size_t errlen)
+{
+	cg_compile_opts defaults = { 0 };
+	o = o ? o : &defaults;
+	if (!source)
+		return report(CG_COMPILE_EIO, err, errlen, "compile: no source");
+	compiler c;
+	int rc = compiler_for(&c, o, err, errlen);
+	if (rc == CG_COMPILE_OK)
+		cache_key(&c, flags_of(o), o->extra_flags, source, key);
 	compiler_free(&c);
 	return rc;
 }

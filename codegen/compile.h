@@ -61,6 +61,14 @@ enum cg_compile_status {
 int cg_compile_c(const cg_compile_opts *o, const char *source, char *so_path,
 	size_t so_len, char *err, size_t errlen);
 
+/* Write into "key" the key under which cg_compile_c would cache "source"
+ * compiled with "o" (NULL: all defaults), compiling nothing (the
+ * compiler's version is probed unless "o" gives it).  Return
+ * CG_COMPILE_OK, or a negative cg_compile_status with a message in "err"
+ * of size "errlen". */
+int cg_compile_key(const cg_compile_opts *o, const char *source,
+	char key[CG_CODE_KEY_LEN], char *err, size_t errlen);
+
 /* Write into "key" the code key of the "n" byte strings "data"[i] of
  * "len"[i] bytes (a kernel's source and its cubin, say): a 128-bit FNV-1a
  * hash of them in order, the same on every machine. */

@@ -55,6 +55,37 @@ static void key_of_object(const char *so_path, char key[CG_CODE_KEY_LEN])
 	snprintf(key, CG_CODE_KEY_LEN, "%.*s", (int)(n < CG_CODE_KEY_LEN ? n : 0), base);
 }
 
+/* Fill "o" with "opts" (NULL: defaults), completed with the flags of
+ * "cpu" (into "flags", room for 10) and libm. */
+static void cpu_compile_opts(const rt_cpu_target *cpu, const cg_compile_opts *opts,
+	const char **flags, cg_compile_opts *o)
+{
+	static const char *const libm[] = { "-lm", NULL };
+	*o = opts ? *opts : (cg_compile_opts){ 0 };
+	if (!o->extra_flags)
+		o->extra_flags = libm;
+	if (!o->flags) {
+		cg_cpu_flags(cpu, flags);
+		o->flags = flags;
+	}
+}
+
+int cg_cpu_kernel_key(tessel_ctx *ctx, const loop_prog *p, const rt_cpu_target *cpu,
+	const cg_compile_opts *opts, char key[CG_CODE_KEY_LEN])
+{
+	cg_target t = cg_target_cpu(cpu);
+	char *source = cg_print_c(p, &t, ctx);
+	if (!source)
+		return -1;
+	const char *flags[10];
+	cg_compile_opts o;
+	cpu_compile_opts(cpu, opts, flags, &o);
+	char err[1024];
+	int r = cg_compile_key(&o, source, key, err, sizeof(err));
+	free(source);
+	return r ? compile_error(ctx, err) : 0;
+}
+
 int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k)
 {
@@ -64,14 +95,8 @@ int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	if (!source)
 		return -1;
 	const char *flags[10];
-	static const char *const libm[] = { "-lm", NULL };
-	cg_compile_opts o = opts ? *opts : (cg_compile_opts){ 0 };
-	if (!o.extra_flags)
-		o.extra_flags = libm;
-	if (!o.flags) {
-		cg_cpu_flags(cpu, flags);
-		o.flags = flags;
-	}
+	cg_compile_opts o;
+	cpu_compile_opts(cpu, opts, flags, &o);
 	char err[4096];
 	int r = cg_compile_c(&o, source, k->so_path, sizeof(k->so_path), err, sizeof(err));
 	free(source);

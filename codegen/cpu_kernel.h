@@ -26,6 +26,11 @@ int cg_cpu_kernel_build(tessel_ctx *ctx, const loop_prog *p,
  * into "k". */
 int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k);
+/* Write into "key" the code key cg_cpu_kernel_compile would give "p"
+ * with the same arguments, compiling nothing.  Return 0, or -1 with the
+ * error in "ctx". */
+int cg_cpu_kernel_key(tessel_ctx *ctx, const loop_prog *p, const rt_cpu_target *cpu,
+	const cg_compile_opts *opts, char key[CG_CODE_KEY_LEN]);
 /* Load the compiled "k" (in the process that will call it). */
 int cg_cpu_kernel_load(tessel_ctx *ctx, const loop_prog *p, cg_cpu_kernel *k);
 void cg_cpu_kernel_close(cg_cpu_kernel *k);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,61 @@ Test(search, a_rerun_resumes_without_measuring_again)
 	cr_expect(isnan(s.default_s), "the default schedule is not measured again");
 	cr_expect_leq(s.best_s, first_best);
 	cr_expect_eq(tune_db_count(db, 0, 0), 32, "nothing was measured twice");
+	tune_summary_clear(&s);
+	tune_db_close(db);
+	fixture_fini(&f);
+}
+
+/* Run "sql" on the store of "db"; return the first column of its first
+ * row (0 when it has none). */
+static int64_t store_sql(tune_db *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_prepare_v2(tune_db_sqlite(db), sql, -1, &st, NULL), SQLITE_OK,
+		"%s: %s", sql, sqlite3_errmsg(tune_db_sqlite(db)));
+	int rc = sqlite3_step(st);
+	cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql,
+		sqlite3_errmsg(tune_db_sqlite(db)));
+	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	return v;
+}
+
+Test(search, records_of_other_code_are_measured_again_first)
+{
+	fixture f;
+	small_matmul(&f);
+	tune_summary s;
+	char err[512];
+	tune_db *db = open_db(&f);
+	tune_search_opts o = quick_opts(16, 7);
+	o.runoff = 0;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	tune_summary_clear(&s);
+	cr_expect_eq(store_sql(db, "SELECT count(*) FROM records WHERE error_class = 'ok' "
+		"AND (code_key IS NULL OR length(code_key) <> 32)"), 0,
+		"every record that ran has its code key");
+	/* the three fastest as another build that made other code of them;
+	 * the fourth as another build that made the same code */
+	store_sql(db, "UPDATE records SET code_key = '0123456789abcdef0123456789abcdef', "
+		"tessel_version = '0.0.1', measured_at = '2020-01-01T00:00:00Z' WHERE id IN "
+		"(SELECT id FROM records WHERE error_class = 'ok' ORDER BY cost_median_s "
+		"LIMIT 3)");
+	store_sql(db, "UPDATE records SET tessel_version = '0.0.1' WHERE id = (SELECT id "
+		"FROM records WHERE error_class = 'ok' ORDER BY cost_median_s LIMIT 1 OFFSET 3)");
+	o.trials = 8;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.known, 16);
+	cr_expect_eq(s.other_code, 3);
+	cr_expect_eq(s.measured_again, 3);
+	cr_expect_eq(s.trials, 8);
+	cr_expect_eq(tune_db_count(db, 0, 0), 16 + 5, "measured again in place, not added");
+	cr_expect_eq(store_sql(db, "SELECT count(*) FROM records WHERE pick = 'again' AND "
+		"code_key <> '0123456789abcdef0123456789abcdef' AND measured_at > '2021' AND "
+		"tessel_version <> '0.0.1'"), 3, "the three hold this build's measurement");
+	cr_expect_eq(store_sql(db, "SELECT count(*) FROM records WHERE tessel_version = "
+		"'0.0.1'"), 1, "the record of the same code is kept");
+	cr_expect_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);

@@ -30,7 +30,9 @@ static const char tune_help[] =
 	"goes on), each new best checked against the reference interpreter.\n"
 	"Every measurement is stored in the record store PATH (default:\n"
 	"$TESSEL_DB, else ~/.cache/tessel/records.db); a re-run resumes without\n"
-	"measuring any program twice. Ctrl-C stops after committing what was\n"
+	"measuring any program twice, but for records another build measured\n"
+	"that this build makes other code of (their code key differs), which it\n"
+	"measures again first. Ctrl-C stops after committing what was\n"
 	"measured. TARGET is a CPU target string (default: this machine) or\n"
 	"opencl: the device `tessel run --target opencl` uses, with the GPU\n"
 	"sketches, kernels built by clBuildProgram and timed to clFinish.\n"
@@ -270,7 +272,11 @@ static void print_summary(const tune_task *task, const tune_summary *s,
 			printf("%s%s %d", sep, tune_error_name((tune_error)e), s->error_counts[e]);
 			sep = ", ";
 		}
-	printf("%s; %d found in the store\n", sep[0] == ',' ? ")" : "", s->known);
+	printf("%s; %d found in the store", sep[0] == ',' ? ")" : "", s->known);
+	if (s->other_code)
+		printf(" (this build makes other code of %d of them; %d measured again)",
+			s->other_code, s->measured_again);
+	printf("\n");
 	if (s->retaken)
 		printf("disturbed: %d measurements taken again because the kernel's threads "
 			"waited for a CPU; %d trials still disturbed (their times may be too "

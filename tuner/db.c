@@ -38,6 +38,7 @@ enum stmt_id {
 	ST_WORKLOAD_INSERT,
 	ST_WORKLOAD_GET,
 	ST_RECORD_INSERT,
+	ST_RECORD_REPLACE,
 	ST_RECORD_HAS,
 	ST_RECORD_BEST,
 	ST_RUNOFF_BEST,
@@ -65,6 +66,17 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		"pick, code_key) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
 		"?12, ?13, ?14) "
 		"ON CONFLICT(workload_id, target_id, trace_hash) DO NOTHING",
+	[ST_RECORD_REPLACE] = "INSERT INTO records(workload_id, target_id, "
+		"trace, trace_hash, features, cost_median_s, cost_min_s, "
+		"error_class, error_msg, measured_at, tessel_version, cost_scale, "
+		"pick, code_key) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		"?12, ?13, ?14) "
+		"ON CONFLICT(workload_id, target_id, trace_hash) DO UPDATE SET "
+		"features = excluded.features, cost_median_s = excluded.cost_median_s, "
+		"cost_min_s = excluded.cost_min_s, error_class = excluded.error_class, "
+		"error_msg = excluded.error_msg, measured_at = excluded.measured_at, "
+		"tessel_version = excluded.tessel_version, cost_scale = excluded.cost_scale, "
+		"pick = excluded.pick, code_key = excluded.code_key",
 	[ST_RECORD_HAS] = "SELECT 1 FROM records WHERE workload_id = ?1 "
 		"AND target_id = ?2 AND trace_hash = ?3",
 	[ST_RECORD_BEST] = "SELECT " RECORD_COLUMNS " FROM records "
@@ -1048,14 +1060,17 @@ static int bind_record(tune_db *db, sqlite3_stmt *st, const tune_record *r)
 	return 0;
 }
 
-int tune_db_add_record(tune_db *db, const tune_record *r, bool *added)
+/* Store "r" with the statement "which" (ST_RECORD_INSERT or
+ * ST_RECORD_REPLACE); see tune_db_add_record. */
+static int put_record(tune_db *db, enum stmt_id which, const tune_record *r,
+	bool *added)
 {
 	if (added)
 		*added = false;
 	if (check_batch(db) < 0)
 		return -1;
 	sqlite3_stmt *st = NULL;
-	if (validate_record(db, r) < 0 || !(st = stmt(db, ST_RECORD_INSERT))
+	if (validate_record(db, r) < 0 || !(st = stmt(db, which))
 		|| bind_record(db, st, r) < 0) {
 		fail_batch(db);
 		return -1;
@@ -1075,6 +1090,16 @@ int tune_db_add_record(tune_db *db, const tune_record *r, bool *added)
 	if (added)
 		*added = sqlite3_changes(db->sql) > 0;
 	return 0;
+}
+
+int tune_db_add_record(tune_db *db, const tune_record *r, bool *added)
+{
+	return put_record(db, ST_RECORD_INSERT, r, added);
+}
+
+int tune_db_replace_record(tune_db *db, const tune_record *r)
+{
+	return put_record(db, ST_RECORD_REPLACE, r, NULL);
 }
 
 int tune_db_set_features(tune_db *db, int64_t record, const float *features, int n)

@@ -163,6 +163,11 @@ int tune_db_begin(tune_db *db);
  * rolls the whole batch back, and the batch then refuses further records
  * and its commit fails, so a batch is stored entirely or not at all. */
 int tune_db_add_record(tune_db *db, const tune_record *r, bool *added);
+/* The same, but a record already stored under the same (workload, target,
+ * trace hash) takes the measurement of "r" (costs, features, error,
+ * pick, code key, time and tessel version), keeping its id: a program
+ * measured again because this build makes other code of it. */
+int tune_db_replace_record(tune_db *db, const tune_record *r);
 /* Commit the open batch of "db".  Return 0, or -1 (the batch is rolled back
  * and nothing of it is stored). */
 int tune_db_commit(tune_db *db);

@@ -753,6 +753,14 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	return 0;
 }
 
+int tune_measurer_code_key(const tune_measurer *m, tessel_ctx *ctx,
+	const loop_prog *p, char key[CG_CODE_KEY_LEN])
+{
+	if (m->task->kind != RT_TARGET_CPU)
+		return 1;
+	return cg_cpu_kernel_key(ctx, p, &m->task->cpu, &m->cc, key) ? -1 : 0;
+}
+
 bool tune_result_disturbed(const tune_result *r)
 {
 	return r->error == TUNE_OK && r->cpu_wait > RT_DISTURBED_CPU_WAIT;

@@ -158,6 +158,14 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
 double tune_measurer_min_time(const tune_measurer *m);
 void tune_measurer_set_min_time(tune_measurer *m, double seconds);
 
+/* Write into "key" the code key "m" would record for "p"
+ * (tune_result.code_key) without building it: on the CPU, the kernel
+ * cache's key of its object.  Return 0; 1 where the key needs a build
+ * (CUDA: the cubin) or there is none (OpenCL); or -1 with the error in
+ * "ctx". */
+int tune_measurer_code_key(const tune_measurer *m, tessel_ctx *ctx,
+	const loop_prog *p, char key[CG_CODE_KEY_LEN]);
+
 /* Build the "n" programs "progs" in parallel, then run and time each in an
  * isolated worker (the batch's, on a GPU), checking every one that becomes the best; fill
  * "out"[i] for progs[i].  A NULL program is skipped (its result is left

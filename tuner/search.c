@@ -150,6 +150,27 @@ typedef struct stale_set {
 	int *row;
 } stale_set;
 
+/* A stored record of the task that this build makes other code of. */
+typedef struct again_record {
+	char *trace;
+	double seconds;      /* its stored median; INFINITY when it failed */
+} again_record;
+
+/* Those records, to measure again fastest first ("next" is the first not
+ * taken yet), and their trace hashes: whenever one of them is measured
+ * again, its new measurement replaces its row.  "checked" holds the ids
+ * of the records whose code is compared with this build's: the
+ * AGAIN_CHECKS fastest of the task's records that other builds measured
+ * with a code key (a comparison lowers the trace, about 10 ms). */
+typedef struct again_list {
+	int n, cap, next;
+	again_record *rec;
+	hash_set traces;
+	hash_set checked;
+} again_list;
+
+#define AGAIN_CHECKS 32
+
 typedef struct search {
 	const tune_task *task;
 	tune_db *db;
@@ -175,6 +196,7 @@ typedef struct search {
 	tune_cost_model *prior;  /* trained once on "others"; NULL without */
 	stale_set stale;
 	hash_set measured_traces;  /* of this task, in the store */
+	again_list again;
 	hash_set measured_progs;   /* of this task, measured in this run */
 	tune_novelty structures;   /* measured, of this task: in the store and
 	                            * in this run */
@@ -373,9 +395,59 @@ static void write_back_features(search *s)
 			tune_db_error(s->db));
 }
 
+/* Return whether this build makes other code of the trace of "r" than
+ * its code key says ran: for CPU records measured by another build (the
+ * key needs no build there).  A trace that no longer replays counts as
+ * the same code: nothing could measure it again. */
+static bool makes_other_code(search *s, const tune_record *r)
+{
+	if (!set_has(&s->again.checked, (uint64_t)r->id))
+		return false;
+	char key[CG_CODE_KEY_LEN];
+	loop_prog *p = sch_trace_program(s->task->ctx, s->task->op, "record", r->trace);
+	bool other = p && tune_measurer_code_key(s->measurer, s->task->ctx, p, key) == 0 &&
+		strcmp(key, r->code_key) != 0;
+	loop_prog_free(p);
+	tessel_ctx_clear_error(s->task->ctx);
+	return other;
+}
+
+/* Keep the trace of "r" (of the task) to measure again; 0 or -1. */
+static int keep_to_measure_again(search *s, const tune_record *r)
+{
+	again_list *a = &s->again;
+	if (a->n == a->cap) {
+		int cap = a->cap ? 2 * a->cap : 16;
+		again_record *rec = realloc(a->rec, (size_t)cap * sizeof(*rec));
+		if (!rec)
+			return -1;
+		a->rec = rec;
+		a->cap = cap;
+	}
+	again_record *k = &a->rec[a->n];
+	k->seconds = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
+	if (!(k->trace = strdup(r->trace)) || set_add(&a->traces, fnv1a(r->trace)) < 0) {
+		free(k->trace);
+		return -1;
+	}
+	a->n++;
+	s->sum->other_code++;
+	return 0;
+}
+
+static int by_seconds(const void *a, const void *b)
+{
+	double x = ((const again_record *)a)->seconds, y = ((const again_record *)b)->seconds;
+	return (x > y) - (x < y);
+}
+
 static int load_record(const tune_record *r, void *arg)
 {
 	search *s = arg;
+	if (r->workload_id == s->workload_id && makes_other_code(s, r)) {
+		s->sum->known++;
+		return keep_to_measure_again(s, r);
+	}
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
 	double label = tune_label_seconds(ok, r->cost_median_s, r->cost_min_s,
@@ -444,14 +516,77 @@ static void train_prior(search *s)
 			s->others.n, (long long)s->sample.seen, rt_now_s() - t0);
 }
 
+/* A record's id and time, to choose the records to check. */
+typedef struct timed_id {
+	int64_t id;
+	double seconds;
+} timed_id;
+
+typedef struct timed_ids {
+	int n, cap;
+	timed_id *v;
+} timed_ids;
+
+/* Note record "r" of the task when another build measured it and it has
+ * a code key. */
+static int note_other_build(const tune_record *r, void *arg)
+{
+	timed_ids *t = arg;
+	if (!r->code_key || !tune_record_other_build(r))
+		return 0;
+	if (t->n == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		timed_id *v = realloc(t->v, (size_t)cap * sizeof(*v));
+		if (!v)
+			return 1;
+		t->v = v;
+		t->cap = cap;
+	}
+	bool ok = strcmp(r->error_class, "ok") == 0;
+	t->v[t->n++] = (timed_id){ r->id, ok ? r->cost_median_s : INFINITY };
+	return 0;
+}
+
+static int by_id_seconds(const void *a, const void *b)
+{
+	double x = ((const timed_id *)a)->seconds, y = ((const timed_id *)b)->seconds;
+	return (x > y) - (x < y);
+}
+
+/* Choose the records of the task whose code load_record compares with
+ * this build's (again_list.checked); CPU tasks only.  Return as
+ * tune_db_foreach. */
+static int choose_checks(search *s)
+{
+	if (tune_task_is_gpu(s->task))
+		return 0;
+	timed_ids t = { 0 };
+	int r = tune_db_foreach(s->db, s->workload_id, s->target_id, note_other_build, &t);
+	if (r == 0 && t.n) {
+		qsort(t.v, (size_t)t.n, sizeof(*t.v), by_id_seconds);
+		for (int i = 0; r == 0 && i < t.n && i < AGAIN_CHECKS; i++)
+			if (set_add(&s->again.checked, (uint64_t)t.v[i].id) < 0)
+				r = 1;
+	}
+	free(t.v);
+	return r;
+}
+
 /* Read the records of the target (training rows; the task's measured
  * traces, best and parents) and the newest saved model. */
 static int load_store(search *s)
 {
-	int r = tune_db_foreach(s->db, 0, s->target_id, load_record, s);
+	int r = choose_checks(s);
+	if (r == 0)
+		r = tune_db_foreach(s->db, 0, s->target_id, load_record, s);
 	if (r)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
+	qsort(s->again.rec, (size_t)s->again.n, sizeof(*s->again.rec), by_seconds);
+	if (s->again.n)
+		logf_(s, "%d of the task's %d records were measured by other builds, and "
+			"this build makes other code of them: measuring them again first, "
+			"fastest first", s->again.n, s->sum->known);
 	write_back_features(s);
 	train_prior(s);
 	tune_model saved;
@@ -1003,7 +1138,8 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 			.error_class = tune_error_name(res[i].error),
 			.error_msg = ok ? NULL : res[i].msg,
 		};
-		if (tune_db_add_record(s->db, &r, NULL)) {
+		if (set_has(&s->again.traces, batch[i].trace_hash) ?
+		    tune_db_replace_record(s->db, &r) : tune_db_add_record(s->db, &r, NULL)) {
 			char why[512];
 			snprintf(why, sizeof(why), "%s", tune_db_error(s->db));
 			tune_db_rollback(s->db);
@@ -1023,6 +1159,7 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 		if (res[i].not_run)
 			continue;
 		s->sum->trials++;
+		s->sum->measured_again += set_has(&s->again.traces, batch[i].trace_hash);
 		s->sum->error_counts[res[i].error]++;
 		s->sum->errors += !ok;
 		s->sum->retaken += res[i].retakes;
@@ -1165,6 +1302,29 @@ static int default_candidate(search *s, candidate *c)
 	return r;
 }
 
+/* Fill "out" (room for "room") with the next records to measure again,
+ * as candidates; return how many. */
+static int again_candidates(search *s, candidate *out, int room)
+{
+	int n = 0;
+	hash_set seen = { 0 };
+	while (n < room && s->again.next < s->again.n) {
+		const char *trace = s->again.rec[s->again.next++].trace;
+		sch_trace *t = sch_trace_parse(s->task->ctx, "record", trace);
+		sch_state *st = t ? sch_state_new(s->task->ctx, s->task->op) : NULL;
+		if (st && sch_replay(st, t, "record") == 0 &&
+		    make_candidate(s, st, &seen, &out[n]) == 0) {
+			out[n].pick = TUNE_PICK_AGAIN;
+			n++;
+		}
+		tessel_ctx_clear_error(s->task->ctx);
+		sch_state_free(st);
+		sch_trace_free(t);
+	}
+	free(seen.slots);
+	return n;
+}
+
 /* Measure again, once and each alone, the candidates of the batch
  * ("progs", results "res") that would become the best, fastest first
  * while one is faster than the best so far, checking each against the
@@ -1282,6 +1442,7 @@ static int round_(search *s, candidate *pool, int cap, tune_result *res)
 	double t0 = rt_now_s();
 	if (s->sum->rounds == 0 && default_candidate(s, &pool[0]) == 0)
 		n = first = 1;
+	n = first += again_candidates(s, pool + first, want - first);
 	n += evolve(s, pool + first, cap - first);
 	double t_evolved = rt_now_s();
 	int by_code = order_pool(s, pool + first, n - first, want - first);
@@ -1430,6 +1591,11 @@ static void search_teardown(search *s)
 	free(s->stale.row);
 	free(s->measured_traces.slots);
 	free(s->measured_progs.slots);
+	for (int i = 0; i < s->again.n; i++)
+		free(s->again.rec[i].trace);
+	free(s->again.rec);
+	free(s->again.traces.slots);
+	free(s->again.checked.slots);
 	tune_novelty_clear(&s->structures);
 }
 

@@ -65,6 +65,9 @@ typedef struct tune_progress {
 #define TUNE_PICK_RANDOM "random"
 #define TUNE_PICK_NOVEL "novel"
 #define TUNE_PICK_ALL "all"
+/* A stored record of the task measured again, first: its code key says
+ * this build makes other code of its trace (tune_summary.other_code). */
+#define TUNE_PICK_AGAIN "again"
 
 /* The default of tune_search_opts.other_rows: a sample this large orders
  * a workload's later records as well as all the other records of a store
@@ -129,6 +132,13 @@ typedef struct tune_summary {
 	int trials;          /* measured in this run */
 	int errors;
 	int known;           /* records of the task the store already had */
+	int other_code;      /* of those, the ones this build makes other code
+	                      * of (their code key differs; of the task's 32
+	                      * fastest CPU records of other builds): neither
+	                      * parents nor training rows nor known programs,
+	                      * and measured again, fastest first, before the
+	                      * search's own picks */
+	int measured_again;  /* of "trials", those */
 	int rounds;
 	double best_s;       /* NAN when no candidate ran correctly */
 	double default_s;    /* NAN when not measured (it was known) */

@@ -505,11 +505,21 @@ expect 0 '"runoff_s": [0-9.e-]+, ' -- best "${mm32[@]}" --db "$tdb" --json
 # record whose code key says other code is told apart
 expect 0 '"code_key": "[0-9a-f]{32}", "code": "same"' -- best "${mm32[@]}" --db "$tdb" --json
 "$tessel" db export --db "$tdb" --out "$work/tune.jsonl" >/dev/null 2>&1
-sed -E 's/"code_key":"[0-9a-f]{32}"/"code_key":"0123456789abcdef0123456789abcdef"/' "$work/tune.jsonl" > "$work/other-code.jsonl"
+sed -E 's/"code_key":"[0-9a-f]{32}"/"code_key":"0123456789abcdef0123456789abcdef"/; s/"tessel_version":"[^"]*"/"tessel_version":"0.0.1"/' "$work/tune.jsonl" > "$work/other-code.jsonl"
 expect 0 '[1-9][0-9]* added, 0 skipped' -- db import "$work/other-code.jsonl" --db "$work/other-code.db"
 expect 0 '^note: this build \(tessel [^)]+\) makes other code of the trace than the record measured' -- best "${mm32[@]}" --db "$work/other-code.db"
 expect 0 '"code": "other"' -- best "${mm32[@]}" --db "$work/other-code.db" --json
-expect 0 'best record #[0-9]+ from .*other-code.db \(median [0-9.e-]+ ms; this build makes other code of it\)' -- run "${mm32[@]}" --db "$work/other-code.db"
+expect 0 'best record #[0-9]+ from .*other-code.db \(median [0-9.e-]+ ms, measured by tessel 0\.0\.1; this build makes other code of it\)' -- run "${mm32[@]}" --db "$work/other-code.db"
+# ... and a search measures such records again first, in place
+others_of() {
+	"$tessel" db info --db "$1" 2>/dev/null |
+		sed -nE 's/^measured by other builds than this \(tessel [^)]+\): ([0-9]+)$/\1/p'
+}
+before=$(others_of "$work/other-code.db")
+expect 0 '20 found in the store \(this build makes other code of 20 of them; 4 measured again\)' -- tune "${mm32[@]}" --trials 4 --batch 4 --min-time 0.005 --db "$work/other-code.db" --runoff 0
+after=$(others_of "$work/other-code.db")
+if [ -n "$before" ] && [ "$after" = "$((before - 4))" ]; then ok; else
+	bad "records of other builds before and after measuring 4 again: '$before', '$after'"; fi
 expect 0 'run-offs: [1-9]' -- db info --db "$tdb"
 expect 0 '32\]\) -> C on #1: 20 records \(0 failed\), best [0-9.e-]+ ms \([0-9.]+ GFLOP/s\) in the run-off' -- db info --db "$tdb"
 expect 0 'best record #[0-9]+ from .* \(median [0-9.e-]+ ms in the run-off\)' -- run "${mm32[@]}" --db "$tdb"
