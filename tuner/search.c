@@ -167,6 +167,7 @@ typedef struct again_list {
 	again_record *rec;
 	hash_set traces;
 	hash_set checked;
+	bool taking;         /* again_candidates is describing them */
 } again_list;
 
 #define AGAIN_CHECKS 32
@@ -582,11 +583,12 @@ static int load_store(search *s)
 	if (r)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
-	qsort(s->again.rec, (size_t)s->again.n, sizeof(*s->again.rec), by_seconds);
-	if (s->again.n)
+	if (s->again.n) {
+		qsort(s->again.rec, (size_t)s->again.n, sizeof(*s->again.rec), by_seconds);
 		logf_(s, "%d of the task's %d records were measured by other builds, and "
 			"this build makes other code of them: measuring them again first, "
 			"fastest first", s->again.n, s->sum->known);
+	}
 	write_back_features(s);
 	train_prior(s);
 	tune_model saved;
@@ -619,6 +621,16 @@ static int load_store(search *s)
 
 /* ---- making candidates ----------------------------------------------------- */
 
+/* Return whether a program of trace hash "h" is not to be measured: the
+ * store or this run has it, or it is a record of other code that only
+ * again_candidates measures (so that it is measured once, and in its
+ * place). */
+static bool is_known(const search *s, uint64_t h)
+{
+	return set_has(&s->measured_traces, h) ||
+	       (!s->again.taking && set_has(&s->again.traces, h));
+}
+
 /* Describe the state "st" as candidate "c": its trace, lowered program
  * and features.  Return 0, or -1 when it is refused: a trace or program
  * measured before, a program that does not lower, or one that repeats
@@ -630,7 +642,7 @@ static int describe(search *s, sch_state *st, candidate *c)
 	if (!c->trace)
 		return -1;
 	c->trace_hash = fnv1a(c->trace);
-	if (set_has(&s->measured_traces, c->trace_hash))
+	if (is_known(s, c->trace_hash))
 		goto refuse;
 	c->prog = sch_program(st);
 	if (!c->prog ||
@@ -809,7 +821,7 @@ static int make_members(search *s, const member_job *jobs, int n, hash_set *seen
 			len);
 		for (int i = 0; i < n; i++)
 			if (read_member(out[i], len[i], &pop[k]) == 0 &&
-			    !set_has(&s->measured_traces, pop[k].trace_hash) &&
+			    !is_known(s, pop[k].trace_hash) &&
 			    !set_has(&s->measured_progs, pop[k].prog_hash) &&
 			    take_unseen(seen, &pop[k]) == 0)
 				k++;
@@ -1310,6 +1322,7 @@ static int again_candidates(search *s, candidate *out, int room)
 	hash_set seen = { 0 };
 	while (n < room && s->again.next < s->again.n) {
 		const char *trace = s->again.rec[s->again.next++].trace;
+		s->again.taking = true;
 		sch_trace *t = sch_trace_parse(s->task->ctx, "record", trace);
 		sch_state *st = t ? sch_state_new(s->task->ctx, s->task->op) : NULL;
 		if (st && sch_replay(st, t, "record") == 0 &&
@@ -1317,6 +1330,7 @@ static int again_candidates(search *s, candidate *out, int room)
 			out[n].pick = TUNE_PICK_AGAIN;
 			n++;
 		}
+		s->again.taking = false;
 		tessel_ctx_clear_error(s->task->ctx);
 		sch_state_free(st);
 		sch_trace_free(t);
