@@ -70,16 +70,26 @@ static void cpu_compile_opts(const rt_cpu_target *cpu, const cg_compile_opts *op
 	}
 }
 
-int cg_cpu_kernel_key(tessel_ctx *ctx, const loop_prog *p, const rt_cpu_target *cpu,
-	const cg_compile_opts *opts, char key[CG_CODE_KEY_LEN])
+/* Print "p" for "cpu" and fill "o" as cpu_compile_opts does; return the
+ * source (malloc'ed), or NULL with the error in "ctx". */
+static char *print_for(tessel_ctx *ctx, const loop_prog *p, const rt_cpu_target *cpu,
+	const cg_compile_opts *opts, const char **flags, cg_compile_opts *o)
 {
 	cg_target t = cg_target_cpu(cpu);
 	char *source = cg_print_c(p, &t, ctx);
-	if (!source)
-		return -1;
+	if (source)
+		cpu_compile_opts(cpu, opts, flags, o);
+	return source;
+}
+
+int cg_cpu_kernel_key(tessel_ctx *ctx, const loop_prog *p, const rt_cpu_target *cpu,
+	const cg_compile_opts *opts, char key[CG_CODE_KEY_LEN])
+{
 	const char *flags[10];
 	cg_compile_opts o;
-	cpu_compile_opts(cpu, opts, flags, &o);
+	char *source = print_for(ctx, p, cpu, opts, flags, &o);
+	if (!source)
+		return -1;
 	char err[1024];
 	int r = cg_compile_key(&o, source, key, err, sizeof(err));
 	free(source);
@@ -90,13 +100,11 @@ int cg_cpu_kernel_compile(tessel_ctx *ctx, const loop_prog *p,
 	const rt_cpu_target *cpu, const cg_compile_opts *opts, cg_cpu_kernel *k)
 {
 	memset(k, 0, sizeof(*k));
-	cg_target t = cg_target_cpu(cpu);
-	char *source = cg_print_c(p, &t, ctx);
-	if (!source)
-		return -1;
 	const char *flags[10];
 	cg_compile_opts o;
-	cpu_compile_opts(cpu, opts, flags, &o);
+	char *source = print_for(ctx, p, cpu, opts, flags, &o);
+	if (!source)
+		return -1;
 	char err[4096];
 	int r = cg_compile_c(&o, source, k->so_path, sizeof(k->so_path), err, sizeof(err));
 	free(source);
