@@ -30,18 +30,13 @@ static sch_state *replay_record(tessel_ctx *ctx, tessel_op *op,
 	return st;
 }
 
-/* Write into "key" the code key of "p" built for "task"; 0, or -1 with the
- * error in "ctx". */
+/* Write into "key" the code key of "p" built for "task" (on the CPU
+ * without building it); 0, or -1 with the error in "ctx". */
 static int code_key_for(tessel_ctx *ctx, const tune_task *task, const loop_prog *p,
 	char key[CG_CODE_KEY_LEN])
 {
-	if (task->kind == RT_TARGET_CPU) {
-		cg_cpu_kernel k;
-		if (cg_cpu_kernel_compile(ctx, p, &task->cpu, NULL, &k))
-			return -1;
-		snprintf(key, CG_CODE_KEY_LEN, "%s", k.key);
-		return 0;
-	}
+	if (task->kind == RT_TARGET_CPU)
+		return cg_cpu_kernel_key(ctx, p, &task->cpu, NULL, key);
 	cg_cuda_program c;
 	int r = cg_cuda_compile(ctx, p, task->gpu.sm, &c);
 	if (r == 0)

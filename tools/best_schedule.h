@@ -36,9 +36,10 @@ typedef enum cli_record_code {
 	CLI_CODE_OTHER      /* this build (or compiler) makes other code */
 } cli_record_code;
 
-/* Replay the trace of record "r" on the op of "task" and build it as the
- * tuner's measurer does (the C compiler through the kernel cache, or NVRTC;
- * no device needed), then compare the code key with the record's.
+/* Replay the trace of record "r" on the op of "task" and make its code
+ * key as the tuner's measurer does (on the CPU from the C source, the
+ * compiler and its flags, compiling nothing; on CUDA from NVRTC's cubin,
+ * no device needed), then compare it with the record's.
  * Errors are not reported: they make the answer unknown. */
 cli_record_code cli_compare_record_code(const tune_task *task,
 	const tune_record *r);

@@ -20,7 +20,7 @@ static const char best_help[] =
 	"and by which tessel it was measured, its median time (and GFLOP/s), and\n"
 	"its trace in the text form. The best is the fastest of the latest run-off\n"
 	"(see tessel tune --help), with its time there, when the op had one, else\n"
-	"the record of lowest median time. It builds the trace as the tuner did\n"
+	"the record of lowest median time. It prints the trace's code as the tuner did\n"
 	"and says when this build makes other code of it than the record ran (its\n"
 	"code key differs: another tessel or another compiler), so that the time\n"
 	"may not hold. --out FILE also writes the trace to FILE, for\n"

@@ -150,23 +150,26 @@ typedef struct stale_set {
 	int *row;
 } stale_set;
 
-/* A stored record of the task that this build makes other code of. */
+/* A stored record of the task that another build measured, with a code
+ * key. */
 typedef struct again_record {
-	char *trace;
+	int64_t id;
 	double seconds;      /* its stored median; INFINITY when it failed */
+	char *trace;
+	char *code_key;
 } again_record;
 
-/* Those records, to measure again fastest first ("next" is the first not
- * taken yet), and their trace hashes: whenever one of them is measured
- * again, its new measurement replaces its row.  "checked" holds the ids
- * of the records whose code is compared with this build's: the
- * AGAIN_CHECKS fastest of the task's records that other builds measured
- * with a code key (a comparison lowers the trace, about 10 ms). */
+/* The records of the task that this build makes other code of, to
+ * measure again fastest first ("next" is the first not taken yet): the
+ * AGAIN_CHECKS fastest of those another build measured with a code key
+ * are compared (a comparison lowers the trace, about 10 ms).  Their ids
+ * (load_record passes over them) and trace hashes (whenever one of them
+ * is measured again, its new measurement replaces its row). */
 typedef struct again_list {
 	int n, cap, next;
 	again_record *rec;
+	hash_set ids;
 	hash_set traces;
-	hash_set checked;
 	bool taking;         /* again_candidates is describing them */
 } again_list;
 
@@ -396,58 +399,13 @@ static void write_back_features(search *s)
 			tune_db_error(s->db));
 }
 
-/* Return whether this build makes other code of the trace of "r" than
- * its code key says ran: for CPU records measured by another build (the
- * key needs no build there).  A trace that no longer replays counts as
- * the same code: nothing could measure it again. */
-static bool makes_other_code(search *s, const tune_record *r)
-{
-	if (!set_has(&s->again.checked, (uint64_t)r->id))
-		return false;
-	char key[CG_CODE_KEY_LEN];
-	loop_prog *p = sch_trace_program(s->task->ctx, s->task->op, "record", r->trace);
-	bool other = p && tune_measurer_code_key(s->measurer, s->task->ctx, p, key) == 0 &&
-		strcmp(key, r->code_key) != 0;
-	loop_prog_free(p);
-	tessel_ctx_clear_error(s->task->ctx);
-	return other;
-}
-
-/* Keep the trace of "r" (of the task) to measure again; 0 or -1. */
-static int keep_to_measure_again(search *s, const tune_record *r)
-{
-	again_list *a = &s->again;
-	if (a->n == a->cap) {
-		int cap = a->cap ? 2 * a->cap : 16;
-		again_record *rec = realloc(a->rec, (size_t)cap * sizeof(*rec));
-		if (!rec)
-			return -1;
-		a->rec = rec;
-		a->cap = cap;
-	}
-	again_record *k = &a->rec[a->n];
-	k->seconds = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
-	if (!(k->trace = strdup(r->trace)) || set_add(&a->traces, fnv1a(r->trace)) < 0) {
-		free(k->trace);
-		return -1;
-	}
-	a->n++;
-	s->sum->other_code++;
-	return 0;
-}
-
-static int by_seconds(const void *a, const void *b)
-{
-	double x = ((const again_record *)a)->seconds, y = ((const again_record *)b)->seconds;
-	return (x > y) - (x < y);
-}
 
 static int load_record(const tune_record *r, void *arg)
 {
 	search *s = arg;
-	if (r->workload_id == s->workload_id && makes_other_code(s, r)) {
+	if (set_has(&s->again.ids, (uint64_t)r->id)) {
 		s->sum->known++;
-		return keep_to_measure_again(s, r);
+		return 0;
 	}
 	bool ok = strcmp(r->error_class, "ok") == 0;
 	double seconds = ok ? r->cost_median_s : INFINITY;
@@ -517,59 +475,81 @@ static void train_prior(search *s)
 			s->others.n, (long long)s->sample.seen, rt_now_s() - t0);
 }
 
-/* A record's id and time, to choose the records to check. */
-typedef struct timed_id {
-	int64_t id;
-	double seconds;
-} timed_id;
 
-typedef struct timed_ids {
-	int n, cap;
-	timed_id *v;
-} timed_ids;
-
-/* Note record "r" of the task when another build measured it and it has
- * a code key. */
+/* Note record "r" of the task in the again_list "arg" when another build
+ * measured it with a code key; 0, or 1 when out of memory. */
 static int note_other_build(const tune_record *r, void *arg)
 {
-	timed_ids *t = arg;
+	again_list *a = arg;
 	if (!r->code_key || !tune_record_other_build(r))
 		return 0;
-	if (t->n == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 64;
-		timed_id *v = realloc(t->v, (size_t)cap * sizeof(*v));
-		if (!v)
+	if (a->n == a->cap) {
+		int cap = a->cap ? 2 * a->cap : 64;
+		again_record *rec = realloc(a->rec, (size_t)cap * sizeof(*rec));
+		if (!rec)
 			return 1;
-		t->v = v;
-		t->cap = cap;
+		a->rec = rec;
+		a->cap = cap;
 	}
-	bool ok = strcmp(r->error_class, "ok") == 0;
-	t->v[t->n++] = (timed_id){ r->id, ok ? r->cost_median_s : INFINITY };
-	return 0;
+	again_record *k = &a->rec[a->n];
+	k->id = r->id;
+	k->seconds = strcmp(r->error_class, "ok") == 0 ? r->cost_median_s : INFINITY;
+	k->trace = strdup(r->trace);
+	k->code_key = strdup(r->code_key);
+	a->n++;
+	return !k->trace || !k->code_key;
 }
 
-static int by_id_seconds(const void *a, const void *b)
+static int by_seconds(const void *a, const void *b)
 {
-	double x = ((const timed_id *)a)->seconds, y = ((const timed_id *)b)->seconds;
+	double x = ((const again_record *)a)->seconds, y = ((const again_record *)b)->seconds;
 	return (x > y) - (x < y);
 }
 
-/* Choose the records of the task whose code load_record compares with
- * this build's (again_list.checked); CPU tasks only.  Return as
- * tune_db_foreach. */
-static int choose_checks(search *s)
+static void again_record_free(again_record *k)
 {
+	free(k->trace);
+	free(k->code_key);
+}
+
+/* Return whether this build makes other code of the trace of "k" than
+ * its code key says ran.  A trace that no longer replays counts as the
+ * same code: nothing could measure it again. */
+static bool makes_other_code(search *s, const again_record *k)
+{
+	char key[CG_CODE_KEY_LEN];
+	loop_prog *p = sch_trace_program(s->task->ctx, s->task->op, "record", k->trace);
+	bool other = p && tune_measurer_code_key(s->measurer, s->task->ctx, p, key) == 0 &&
+		strcmp(key, k->code_key) != 0;
+	loop_prog_free(p);
+	tessel_ctx_clear_error(s->task->ctx);
+	return other;
+}
+
+/* Fill s->again with the records of the task that this build makes other
+ * code of, fastest first, of the AGAIN_CHECKS fastest that other builds
+ * measured with a code key; CPU tasks only.  Return as tune_db_foreach. */
+static int find_other_code(search *s)
+{
+	again_list *a = &s->again;
 	if (tune_task_is_gpu(s->task))
 		return 0;
-	timed_ids t = { 0 };
-	int r = tune_db_foreach(s->db, s->workload_id, s->target_id, note_other_build, &t);
-	if (r == 0 && t.n) {
-		qsort(t.v, (size_t)t.n, sizeof(*t.v), by_id_seconds);
-		for (int i = 0; r == 0 && i < t.n && i < AGAIN_CHECKS; i++)
-			if (set_add(&s->again.checked, (uint64_t)t.v[i].id) < 0)
+	int r = tune_db_foreach(s->db, s->workload_id, s->target_id, note_other_build, a);
+	if (a->n)
+		qsort(a->rec, (size_t)a->n, sizeof(*a->rec), by_seconds);
+	int kept = 0;
+	for (int i = 0; i < a->n; i++) {
+		if (r == 0 && i < AGAIN_CHECKS && makes_other_code(s, &a->rec[i])) {
+			if (set_add(&a->ids, (uint64_t)a->rec[i].id) < 0 ||
+			    set_add(&a->traces, fnv1a(a->rec[i].trace)) < 0)
 				r = 1;
+			a->rec[kept++] = a->rec[i];
+		} else {
+			again_record_free(&a->rec[i]);
+		}
 	}
-	free(t.v);
+	a->n = kept;
+	s->sum->other_code = kept;
 	return r;
 }
 
@@ -577,18 +557,16 @@ static int choose_checks(search *s)
  * traces, best and parents) and the newest saved model. */
 static int load_store(search *s)
 {
-	int r = choose_checks(s);
+	int r = find_other_code(s);
 	if (r == 0)
 		r = tune_db_foreach(s->db, 0, s->target_id, load_record, s);
 	if (r)
 		return fail(s, "reading the records of %s: %s", tune_db_path(s->db),
 			r < 0 ? tune_db_error(s->db) : "out of memory");
-	if (s->again.n) {
-		qsort(s->again.rec, (size_t)s->again.n, sizeof(*s->again.rec), by_seconds);
+	if (s->again.n)
 		logf_(s, "%d of the task's %d records were measured by other builds, and "
 			"this build makes other code of them: measuring them again first, "
 			"fastest first", s->again.n, s->sum->known);
-	}
 	write_back_features(s);
 	train_prior(s);
 	tune_model saved;
@@ -1606,10 +1584,10 @@ static void search_teardown(search *s)
 	free(s->measured_traces.slots);
 	free(s->measured_progs.slots);
 	for (int i = 0; i < s->again.n; i++)
-		free(s->again.rec[i].trace);
+		again_record_free(&s->again.rec[i]);
 	free(s->again.rec);
+	free(s->again.ids.slots);
 	free(s->again.traces.slots);
-	free(s->again.checked.slots);
 	tune_novelty_clear(&s->structures);
 }
 
