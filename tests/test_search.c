@@ -135,12 +135,26 @@ static void count_progress(const tune_progress *p, void *arg)
 	cr_expect_leq(p->trials, p->trials_total);
 }
 
-Test(search, finds_a_correct_schedule_faster_than_the_default)
+/* Where the "n" records "recs" hold the record of id "id", -1 when not. */
+static int holds(const tune_record *recs, int n, int64_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (recs[i].id == id)
+			return i;
+	return -1;
+}
+
+/* One short run (each is a tuning run: they are what the suite waits
+ * for): the best is correct and faster than the default schedule, the
+ * model is saved, and the run ends with a run-off of its fastest
+ * records, whose winner stands as the best until another run-off. */
+Test(search, finds_a_correct_schedule_faster_than_the_default_by_a_runoff)
 {
 	fixture f;
 	small_matmul(&f);
 	tune_db *db = open_db(&f);
 	tune_search_opts o = quick_opts(32, 1);
+	o.runoff = 4;
 	int calls = 0;
 	o.progress = count_progress;
 	o.progress_arg = &calls;
@@ -153,14 +167,41 @@ Test(search, finds_a_correct_schedule_faster_than_the_default)
 	cr_expect_lt(s.best_s, s.default_s, "best %g s, default %g s", s.best_s, s.default_s);
 	cr_assert(s.best_trace && s.best_record > 0);
 	cr_expect_lt(trace_error(&f, s.best_trace), 1e-5);
-	tune_record best;
-	cr_assert_eq(tune_db_best(db, tune_db_find_workload(db, f.task.key),
-		tune_db_find_target(db, f.task.target), &best), 0);
-	cr_expect_str_eq(best.trace, s.best_trace);
-	tune_record_clear(&best);
 	tune_model m;
 	cr_expect_eq(tune_db_load_model(db, "cpu", &m), 0, "the model is saved");
 	tune_model_clear(&m);
+
+	tune_runoff_summary kept = s.runoff, *ro = &kept;
+	cr_assert_eq(ro->entrants, 4, "32 trials give 4 distinct correct programs");
+	cr_expect_eq(ro->failed, 0);
+	cr_assert_gt(ro->id, 0, "the run-off is stored");
+	cr_expect_eq(s.best_record, ro->winner, "the run-off's winner is the best");
+	cr_expect_eq(s.best_s, ro->winner_s, "with its time in the run-off");
+	int64_t w = tune_db_find_workload(db, f.task.key);
+	int64_t t = tune_db_find_target(db, f.task.target);
+	tune_record fastest[4], best;
+	cr_assert_eq(tune_db_fastest(db, w, t, 4, fastest), 4);
+	cr_expect_eq(ro->fastest, fastest[0].id);
+	int at = holds(fastest, 4, ro->winner);
+	cr_assert(at >= 0, "the winner is one of the 4 fastest recorded");
+	cr_expect_eq(ro->winner_recorded_s, fastest[at].cost_median_s);
+	for (int i = 0; i < 4; i++)
+		tune_record_clear(&fastest[i]);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
+	cr_expect_eq(best.id, ro->winner);
+	cr_expect_eq(best.runoff_s, ro->winner_s);
+	cr_expect_str_eq(best.trace, s.best_trace);
+	tune_record_clear(&best);
+	tune_summary_clear(&s);
+
+	o.runoff = 0;
+	o.trials = 8;
+	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(s.runoff.entrants, 0);
+	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
+	cr_expect_eq(best.id, ro->winner, "without a new run-off the last one stands");
+	cr_expect_eq(s.best_record, best.id);
+	tune_record_clear(&best);
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);
@@ -240,61 +281,6 @@ Test(search, records_of_other_code_are_measured_again_first)
 	cr_expect_eq(store_sql(db, "SELECT count(*) FROM records WHERE tessel_version = "
 		"'0.0.1'"), 1, "the record of the same code is kept");
 	cr_expect_eq(tune_db_check(db), 0, "%s", tune_db_error(db));
-	tune_summary_clear(&s);
-	tune_db_close(db);
-	fixture_fini(&f);
-}
-
-/* Where the "n" records "recs" hold the record of id "id", -1 when not. */
-static int holds(const tune_record *recs, int n, int64_t id)
-{
-	for (int i = 0; i < n; i++)
-		if (recs[i].id == id)
-			return i;
-	return -1;
-}
-
-Test(search, ends_with_a_runoff_that_chooses_the_best)
-{
-	fixture f;
-	small_matmul(&f);
-	tune_db *db = open_db(&f);
-	tune_search_opts o = quick_opts(24, 5);
-	o.runoff = 4;
-	tune_summary s;
-	char err[512];
-	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
-	tune_runoff_summary kept = s.runoff, *ro = &kept;
-	cr_assert_eq(ro->entrants, 4, "24 trials give 4 distinct correct programs");
-	cr_expect_eq(ro->failed, 0);
-	cr_assert_gt(ro->id, 0, "the run-off is stored");
-	cr_expect_eq(s.best_record, ro->winner, "the run-off's winner is the best");
-	cr_expect_eq(s.best_s, ro->winner_s, "with its time in the run-off");
-	cr_expect_lt(trace_error(&f, s.best_trace), 1e-5, "and its trace");
-	int64_t w = tune_db_find_workload(db, f.task.key);
-	int64_t t = tune_db_find_target(db, f.task.target);
-	tune_record fastest[4], best;
-	cr_assert_eq(tune_db_fastest(db, w, t, 4, fastest), 4);
-	cr_expect_eq(ro->fastest, fastest[0].id);
-	int at = holds(fastest, 4, ro->winner);
-	cr_assert(at >= 0, "the winner is one of the 4 fastest recorded");
-	cr_expect_eq(ro->winner_recorded_s, fastest[at].cost_median_s);
-	for (int i = 0; i < 4; i++)
-		tune_record_clear(&fastest[i]);
-	cr_assert_eq(tune_db_best(db, w, t, &best), 0, "%s", tune_db_error(db));
-	cr_expect_eq(best.id, ro->winner);
-	cr_expect_eq(best.runoff_s, ro->winner_s);
-	tune_record_clear(&best);
-	tune_summary_clear(&s);
-
-	o.runoff = 0;
-	o.trials = 8;
-	cr_assert_eq(tune_search(&f.task, db, &o, &s, err, sizeof(err)), 0, "%s", err);
-	cr_expect_eq(s.runoff.entrants, 0);
-	cr_assert_eq(tune_db_best(db, w, t, &best), 0);
-	cr_expect_eq(best.id, ro->winner, "without a new run-off the last one stands");
-	cr_expect_eq(s.best_record, best.id);
-	tune_record_clear(&best);
 	tune_summary_clear(&s);
 	tune_db_close(db);
 	fixture_fini(&f);
