@@ -60,6 +60,22 @@ int cg_opencl_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cl_device *de
 	return 0;
 }
 
+int cg_opencl_code_key(tessel_ctx *ctx, const loop_prog *p, const char *compiler,
+	char key[CG_CODE_KEY_LEN])
+{
+	cg_target t = cg_target_opencl();
+	cg_gpu_plan plan = { 0 };
+	char *source = cg_print_gpu(p, &t, &plan, ctx);
+	cg_gpu_plan_free(&plan);
+	if (!source)
+		return -1;
+	const void *data[] = { source, compiler };
+	size_t len[] = { strlen(source), strlen(compiler) };
+	cg_code_key_of_parts(2, data, len, key);
+	free(source);
+	return 0;
+}
+
 int cg_opencl_kernel_upload(tessel_ctx *ctx, cg_opencl_kernel *k, void *const *args)
 {
 	char err[1024];

@@ -5,6 +5,7 @@
 #define TESSEL_CG_OPENCL_KERNEL_H
 
 #include "codegen/c_printer.h"
+#include "codegen/compile.h"
 #include "ir/loop.h"
 #include "runtime/opencl.h"
 
@@ -24,6 +25,12 @@ typedef struct cg_opencl_kernel {
  * (the build log included) in "ctx"; "k" is then empty. */
 int cg_opencl_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cl_device *dev,
 	cg_opencl_kernel *k);
+/* Write into "key" the code key of "p" built by the OpenCL compiler
+ * "compiler" (rt_cl_compiler): the hash of its OpenCL C source and of
+ * "compiler", without a device.  Return 0, or -1 with the printer's
+ * error in "ctx". */
+int cg_opencl_code_key(tessel_ctx *ctx, const loop_prog *p, const char *compiler,
+	char key[CG_CODE_KEY_LEN]);
 /* Copy the inputs among "args" (one host pointer per argument of the
  * program, inputs then outputs) to the device. */
 int cg_opencl_kernel_upload(tessel_ctx *ctx, cg_opencl_kernel *k, void *const *args);

@@ -32,6 +32,9 @@ typedef struct _cl_event *cl_event;
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define CL_DEVICE_NAME 0x102B
+#define CL_DRIVER_VERSION 0x102D
+#define CL_DEVICE_PLATFORM 0x1031
+#define CL_PLATFORM_VERSION 0x0901
 #define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
 #define CL_MEM_READ_WRITE (1 << 0)
 #define CL_PROGRAM_BUILD_LOG 0x1183
@@ -43,6 +46,7 @@ typedef struct cl_api {
 	cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
 	cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *,
 		cl_uint *);
+	cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void *, size_t *);
 	cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void *, size_t *);
 	cl_context (*CreateContext)(const intptr_t *, cl_uint, const cl_device_id *,
 		void (*)(const char *, const void *, size_t, void *), void *, cl_int *);
@@ -89,7 +93,7 @@ static void load_api(void)
 	}
 	struct { void **slot; const char *name; } fns[] = {
 #define FN(n) { (void **)&api.n, "cl" #n }
-		FN(GetPlatformIDs), FN(GetDeviceIDs), FN(GetDeviceInfo), FN(CreateContext),
+		FN(GetPlatformIDs), FN(GetPlatformInfo), FN(GetDeviceIDs), FN(GetDeviceInfo), FN(CreateContext),
 		FN(CreateCommandQueue), FN(CreateProgramWithSource), FN(BuildProgram),
 		FN(GetProgramBuildInfo), FN(CreateKernel), FN(SetKernelArg),
 		FN(CreateBuffer), FN(EnqueueWriteBuffer), FN(EnqueueReadBuffer),
@@ -150,6 +154,7 @@ struct rt_cl_device {
 	cl_context context;
 	cl_command_queue queue;
 	char name[256];
+	char compiler[512];
 	int64_t max_threads;
 	int64_t local_bytes;
 	int compute_units;
@@ -197,6 +202,20 @@ static int pick_device(cl_device_id *out, char *err, size_t len)
 	return -1;
 }
 
+/* Write into d->compiler the platform's version, then the driver's:
+ * "OpenCL 3.0 PoCL 3.1+debian  Linux, ... LLVM 15.0.6, ... / 3.1+debian". */
+static void describe_compiler(rt_cl_device *d)
+{
+	char platform[384] = "", driver[96] = "";
+	cl_platform_id id = NULL;
+	if (api.GetDeviceInfo(d->id, CL_DEVICE_PLATFORM, sizeof(id), &id, NULL) ==
+	    CL_SUCCESS && id)
+		api.GetPlatformInfo(id, CL_PLATFORM_VERSION, sizeof(platform) - 1, platform,
+			NULL);
+	api.GetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof(driver) - 1, driver, NULL);
+	snprintf(d->compiler, sizeof(d->compiler), "%s / %s", platform, driver);
+}
+
 rt_cl_device *rt_cl_open(char *err, size_t len)
 {
 	pthread_once(&api_once, load_api);
@@ -212,6 +231,7 @@ rt_cl_device *rt_cl_open(char *err, size_t len)
 	}
 	size_t wg = 0;
 	api.GetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof(d->name) - 1, d->name, NULL);
+	describe_compiler(d);
 	api.GetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(wg), &wg, NULL);
 	api.GetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(d->max_sizes),
 		d->max_sizes, NULL);
@@ -247,6 +267,11 @@ void rt_cl_close(rt_cl_device *d)
 const char *rt_cl_device_name(const rt_cl_device *d)
 {
 	return d->name;
+}
+
+const char *rt_cl_compiler(const rt_cl_device *d)
+{
+	return d->compiler;
 }
 
 int64_t rt_cl_max_threads(const rt_cl_device *d)

@@ -24,6 +24,11 @@ rt_cl_device *rt_cl_open(char *err, size_t len);
 void rt_cl_close(rt_cl_device *d);
 /* Return the device's name ("cpu-haswell-...", "NVIDIA H100"). */
 const char *rt_cl_device_name(const rt_cl_device *d);
+/* Return what builds its programs: the platform's version, then the
+ * driver's ("OpenCL 3.0 PoCL 3.1+debian ... LLVM 15.0.6 ... / 3.1+debian"),
+ * the part of a program's code key (codegen/compile.h) that its source
+ * does not give. */
+const char *rt_cl_compiler(const rt_cl_device *d);
 /* Return CL_DEVICE_MAX_WORK_GROUP_SIZE: the most threads per block. */
 int64_t rt_cl_max_threads(const rt_cl_device *d);
 /* Return CL_DEVICE_LOCAL_MEM_SIZE: the most shared (__local) bytes per

@@ -354,6 +354,51 @@ Test(cuda_sketch, tasks_describe_the_architecture)
 	test_fixture_fini(&f);
 }
 
+/* A CUDA program's code key hashes its source and the cubin NVRTC makes
+ * of it for the task's architecture: the tuner compares the keys of
+ * records other builds measured with what this one makes (no device
+ * needed). */
+Test(cuda_nvrtc, code_keys_name_the_cubin_of_the_architecture)
+{
+	need_nvrtc();
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=32;N=24;K=16");
+	tune_task t80, t90;
+	char err[512];
+	cr_assert_eq(tune_task_init(&t80, f.ctx, f.op, "cuda:sm_80", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tune_task_init(&t90, f.ctx, f.op, "cuda:sm_90", err, sizeof(err)), 0, "%s", err);
+	loop_prog *p[2];
+	sch_state *st[2];
+	for (int i = 0; i < 2; i++) {
+		st[i] = sch_state_new(f.ctx, f.op);
+		cr_assert_eq(sch_gpu_default(st[i], 32 << i), 0);
+		p[i] = sch_program(st[i]);
+		cr_assert(p[i]);
+	}
+	char a[CG_CODE_KEY_LEN], b[CG_CODE_KEY_LEN], c[CG_CODE_KEY_LEN], d[CG_CODE_KEY_LEN];
+	cr_assert_eq(tune_code_key(&t80, NULL, f.ctx, p[0], a), 0, "%s",
+		tessel_ctx_error(f.ctx)->message);
+	cr_assert_eq(tune_code_key(&t80, NULL, f.ctx, p[0], b), 0);
+	cr_assert_eq(tune_code_key(&t90, NULL, f.ctx, p[0], c), 0);
+	cr_assert_eq(tune_code_key(&t80, NULL, f.ctx, p[1], d), 0);
+	cr_expect_eq(strlen(a), 32);
+	cr_expect_str_eq(a, b, "the same program, the same key");
+	cr_expect_str_neq(a, c, "another architecture, another cubin");
+	cr_expect_str_neq(a, d, "another schedule, other code");
+	cg_cuda_program prog;
+	cr_assert_eq(cg_cuda_compile(f.ctx, p[0], 80, &prog), 0);
+	cg_cuda_program_key(&prog, b);
+	cr_expect_str_eq(a, b, "the key of what the measurer compiles");
+	cg_cuda_program_free(&prog);
+	for (int i = 0; i < 2; i++) {
+		loop_prog_free(p[i]);
+		sch_state_free(st[i]);
+	}
+	tune_task_clear(&t80);
+	tune_task_clear(&t90);
+	test_fixture_fini(&f);
+}
+
 /* Return what tune_cuda_check says of "trace" on matmul of size "n" for
  * sm_80, with its reason in "msg" of size "len". */
 static tune_cuda_status check_matmul_trace(const char *n, const char *trace, char *msg,

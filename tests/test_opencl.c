@@ -724,6 +724,40 @@ Test(opencl_cross_thread, softmax_and_a_matmul_with_a_shared_tile, .timeout = 30
 	rt_cl_close(dev);
 }
 
+/* An OpenCL program's code key hashes its source and the compiler that
+ * builds it (the device's platform and driver versions): the same
+ * source under another PoCL is other code. */
+Test(opencl_c, code_keys_name_the_source_and_the_compiler)
+{
+	test_fixture f;
+	test_fixture_init(&f, "matmul", "M=16;N=12;K=8");
+	sch_state *st = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(st, 64), 0);
+	loop_prog *p = sch_program(st);
+	cr_assert(p);
+	const char *pocl = "OpenCL 3.0 PoCL 3.1+debian / 3.1+debian";
+	char a[CG_CODE_KEY_LEN], b[CG_CODE_KEY_LEN], c[CG_CODE_KEY_LEN], d[CG_CODE_KEY_LEN];
+	cr_assert_eq(cg_opencl_code_key(f.ctx, p, pocl, a), 0);
+	cr_assert_eq(cg_opencl_code_key(f.ctx, p, pocl, b), 0);
+	cr_assert_eq(cg_opencl_code_key(f.ctx, p, "OpenCL 3.0 PoCL 5.0 / 5.0", c), 0);
+	cr_expect_eq(strlen(a), 32);
+	for (const char *k = a; *k; k++)
+		cr_expect((*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'f'), "%s", a);
+	cr_expect_str_eq(a, b);
+	cr_expect_str_neq(a, c);
+	sch_state *other = sch_state_new(f.ctx, f.op);
+	cr_assert_eq(sch_gpu_default(other, 32), 0);
+	loop_prog *q = sch_program(other);
+	cr_assert(q);
+	cr_assert_eq(cg_opencl_code_key(f.ctx, q, pocl, d), 0);
+	cr_expect_str_neq(a, d, "another schedule, other source");
+	sch_state_free(other);
+	loop_prog_free(q);
+	loop_prog_free(p);
+	sch_state_free(st);
+	test_fixture_fini(&f);
+}
+
 /* ---- the tuner's workers ---------------------------------------------------- */
 
 /* Make "f" for the library op "name" and "*task" for it on OpenCL, and
@@ -814,6 +848,15 @@ Test(opencl_tuner, one_worker_serves_a_batch, .timeout = 300)
 		}
 		if (batch == 1)
 			cr_expect(r[0].checked, "the first candidate is the best so far and checked");
+		for (int i = 0; i < N; i++) {
+			char key[CG_CODE_KEY_LEN];
+			cr_assert_eq(tune_measurer_code_key(m, f.ctx, p[i], key), 0);
+			cr_expect_eq(strlen(r[i].code_key), 32, "%d threads: '%s'", threads[i],
+				r[i].code_key);
+			cr_expect_str_eq(r[i].code_key, key, "the key it records is the one a "
+				"resumed search computes");
+		}
+		cr_expect_str_neq(r[0].code_key, r[1].code_key);
 		cr_expect_eq(tune_measurer_workers_started(m), batch,
 			"%d workers for %d batches of %d candidates in %d passes",
 			tune_measurer_workers_started(m), batch, N, TUNE_DEFAULT_PASSES);

@@ -354,7 +354,8 @@ Test(sketch_gpu, private_arrays_past_the_limit_are_refused)
 	const char *keys[] = { "M", "N", "K" }, *values[] = { "256", "256", "256" };
 	tessel_op *op = tessel_ops_instantiate(ctx, "matmul", 3, keys, values);
 	cr_assert(op);
-	const tune_gpu_target gpu = { "test", 1, 1024, 49152, 0 };
+	const tune_gpu_target gpu = { .device = "test", .compute_units = 1, .max_threads = 1024,
+		.shared_bytes = 49152 };
 	const char *text =
 		"cache_write C local -> C_local\n"
 		"split C.i 256 -> C.io C.ii\nsplit C.ii 8 -> C.iio C.iii\n"

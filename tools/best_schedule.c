@@ -5,12 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/cpu_kernel.h"
-#include "codegen/cuda_kernel.h"
 #include "schedule/state.h"
 #include "schedule/trace.h"
 #include "tools/cli.h"
 #include "tuner/db.h"
+#include "tuner/measure.h"
 #include "tuner/task.h"
 
 /* Replay the trace of record "r" on a new schedule of "op"; NULL, with the
@@ -30,30 +29,15 @@ static sch_state *replay_record(tessel_ctx *ctx, tessel_op *op,
 	return st;
 }
 
-/* Write into "key" the code key of "p" built for "task" (on the CPU
- * without building it); 0, or -1 with the error in "ctx". */
-static int code_key_for(tessel_ctx *ctx, const tune_task *task, const loop_prog *p,
-	char key[CG_CODE_KEY_LEN])
-{
-	if (task->kind == RT_TARGET_CPU)
-		return cg_cpu_kernel_key(ctx, p, &task->cpu, NULL, key);
-	cg_cuda_program c;
-	int r = cg_cuda_compile(ctx, p, task->gpu.sm, &c);
-	if (r == 0)
-		cg_cuda_program_key(&c, key);
-	cg_cuda_program_free(&c);
-	return r;
-}
-
 cli_record_code cli_compare_record_code(const tune_task *task, const tune_record *r)
 {
-	if (!r->code_key || task->kind == RT_TARGET_OPENCL)
+	if (!r->code_key)
 		return CLI_CODE_UNKNOWN;
 	tessel_ctx *ctx = tessel_ctx_new();
 	sch_state *st = ctx ? replay_record(ctx, task->op, r) : NULL;
 	loop_prog *p = st ? sch_program(st) : NULL;
 	char key[CG_CODE_KEY_LEN];
-	cli_record_code c = p && code_key_for(ctx, task, p, key) == 0
+	cli_record_code c = p && tune_code_key(task, NULL, ctx, p, key) == 0
 		? (strcmp(key, r->code_key) == 0 ? CLI_CODE_SAME : CLI_CODE_OTHER)
 		: CLI_CODE_UNKNOWN;
 	loop_prog_free(p);

@@ -30,8 +30,8 @@ sch_state *cli_load_best_schedule(tessel_ctx *ctx, tessel_op *op,
  * code the record measured. */
 typedef enum cli_record_code {
 	CLI_CODE_UNKNOWN,   /* the record has no code key (measured before
-	                     * tessel stored them, or on OpenCL), or its trace
-	                     * no longer replays or compiles */
+	                     * tessel stored them), or its trace no longer
+	                     * replays or compiles */
 	CLI_CODE_SAME,      /* the same code key: the same code */
 	CLI_CODE_OTHER      /* this build (or compiler) makes other code */
 } cli_record_code;
@@ -39,7 +39,8 @@ typedef enum cli_record_code {
 /* Replay the trace of record "r" on the op of "task" and make its code
  * key as the tuner's measurer does (on the CPU from the C source, the
  * compiler and its flags, compiling nothing; on CUDA from NVRTC's cubin,
- * no device needed), then compare it with the record's.
+ * no device needed; on OpenCL from the source and the device's compiler
+ * versions: tune_code_key), then compare it with the record's.
  * Errors are not reported: they make the answer unknown. */
 cli_record_code cli_compare_record_code(const tune_task *task,
 	const tune_record *r);

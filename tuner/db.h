@@ -59,7 +59,7 @@ typedef struct tune_record {
 	                        * unknown */
 	const char *code_key;  /* what ran (codegen/compile.h: 32 lowercase
 	                        * hex digits); NULL: unknown (not built,
-	                        * OpenCL, or measured before schema 5) */
+	                        * or measured before schema 5) */
 	const char *error_class;
 	const char *error_msg;
 	const char *measured_at;

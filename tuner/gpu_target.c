@@ -36,6 +36,7 @@ static int query_opencl(void *arg)
 	if (!d)
 		return 1;
 	snprintf(q->t.device, sizeof(q->t.device), "%s", rt_cl_device_name(d));
+	snprintf(q->t.compiler, sizeof(q->t.compiler), "%s", rt_cl_compiler(d));
 	q->t.compute_units = rt_cl_compute_units(d);
 	q->t.max_threads = rt_cl_max_threads(d);
 	q->t.shared_bytes = rt_cl_local_bytes(d);

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "codegen/cpu_kernel.h"
+#include "codegen/opencl_kernel.h"
 #include "ir/compare.h"
 #include "runtime/cuda.h"
 #include "runtime/isolate.h"
@@ -406,6 +407,8 @@ struct built_kernel {
 	                             * launchable (the worker loads it, so
 	                             * that it measures what was checked and
 	                             * compiles nothing) */
+	char opencl_key[CG_CODE_KEY_LEN]; /* OpenCL: the code key of the
+	                             * source the worker builds */
 };
 
 /* The code features of a built candidate (CPU, with a disassembler). */
@@ -469,7 +472,7 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
 
 /* OpenCL: refuse a launch past the device's limits before it runs (the
  * build itself happens in the worker, where a crashing device compiler
- * takes nothing down). */
+ * takes nothing down); note the code key of its source. */
 static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 {
 	(void)ctx;
@@ -478,6 +481,10 @@ static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 		r->error = TUNE_ERR_BUILD;
 		return -1;
 	}
+	if (cg_opencl_code_key(ctx, b->progs[i], b->m->task->gpu.compiler,
+		b->kernels[i].opencl_key))
+		b->kernels[i].opencl_key[0] = 0;
+	tessel_ctx_clear_error(ctx);
 	return 0;
 }
 
@@ -753,12 +760,25 @@ static int run_one(tune_measurer *m, const loop_prog *p, built_kernel *k,
 	return 0;
 }
 
+int tune_code_key(const tune_task *task, const cg_compile_opts *cc, tessel_ctx *ctx,
+	const loop_prog *p, char key[CG_CODE_KEY_LEN])
+{
+	if (task->kind == RT_TARGET_CPU)
+		return cg_cpu_kernel_key(ctx, p, &task->cpu, cc, key) ? -1 : 0;
+	if (task->kind == RT_TARGET_OPENCL)
+		return cg_opencl_code_key(ctx, p, task->gpu.compiler, key);
+	cg_cuda_program c;
+	int r = cg_cuda_compile(ctx, p, task->gpu.sm, &c);
+	if (r == 0)
+		cg_cuda_program_key(&c, key);
+	cg_cuda_program_free(&c);
+	return r;
+}
+
 int tune_measurer_code_key(const tune_measurer *m, tessel_ctx *ctx,
 	const loop_prog *p, char key[CG_CODE_KEY_LEN])
 {
-	if (m->task->kind != RT_TARGET_CPU)
-		return 1;
-	return cg_cpu_kernel_key(ctx, p, &m->task->cpu, &m->cc, key) ? -1 : 0;
+	return tune_code_key(m->task, &m->cc, ctx, p, key);
 }
 
 bool tune_result_disturbed(const tune_result *r)
@@ -1113,7 +1133,7 @@ static int builder_init(builder *b, tune_measurer *m, loop_prog *const *progs, i
 }
 
 /* Write into "key" the code key of candidate "i" of "b" when it was
- * built for the CPU or CUDA, else "". */
+ * built, else "". */
 static void code_key_of(const tune_measurer *m, const builder *b, int i,
 	char key[CG_CODE_KEY_LEN])
 {
@@ -1122,6 +1142,8 @@ static void code_key_of(const tune_measurer *m, const builder *b, int i,
 		return;
 	if (m->task->kind == RT_TARGET_CPU)
 		snprintf(key, CG_CODE_KEY_LEN, "%s", b->kernels[i].cpu.key);
+	else if (m->task->kind == RT_TARGET_OPENCL)
+		snprintf(key, CG_CODE_KEY_LEN, "%s", b->kernels[i].opencl_key);
 	else if (b->kernels[i].cuda.cubin.image)
 		cg_cuda_program_key(&b->kernels[i].cuda, key);
 }

@@ -158,11 +158,15 @@ void tune_measurer_set_best(tune_measurer *m, double seconds);
 double tune_measurer_min_time(const tune_measurer *m);
 void tune_measurer_set_min_time(tune_measurer *m, double seconds);
 
-/* Write into "key" the code key "m" would record for "p"
- * (tune_result.code_key) without building it: on the CPU, the kernel
- * cache's key of its object.  Return 0; 1 where the key needs a build
- * (CUDA: the cubin) or there is none (OpenCL); or -1 with the error in
- * "ctx". */
+/* Write into "key" the code key (tune_result.code_key) a measurer of
+ * "task" compiling C with "cc" (NULL: the defaults) records for "p":
+ * on the CPU the kernel cache's key of its object, without compiling
+ * it; for OpenCL the hash of its source and of the device's compiler
+ * (tune_gpu_target.compiler); for CUDA the hash of its source and the
+ * cubin NVRTC makes of it.  Return 0, or -1 with the error in "ctx". */
+int tune_code_key(const tune_task *task, const cg_compile_opts *cc, tessel_ctx *ctx,
+	const loop_prog *p, char key[CG_CODE_KEY_LEN]);
+/* tune_code_key for the task and compile options of "m". */
 int tune_measurer_code_key(const tune_measurer *m, tessel_ctx *ctx,
 	const loop_prog *p, char key[CG_CODE_KEY_LEN]);
 

@@ -528,12 +528,10 @@ static bool makes_other_code(search *s, const again_record *k)
 
 /* Fill s->again with the records of the task that this build makes other
  * code of, fastest first, of the AGAIN_CHECKS fastest that other builds
- * measured with a code key; CPU tasks only.  Return as tune_db_foreach. */
+ * measured with a code key.  Return as tune_db_foreach. */
 static int find_other_code(search *s)
 {
 	again_list *a = &s->again;
-	if (tune_task_is_gpu(s->task))
-		return 0;
 	int r = tune_db_foreach(s->db, s->workload_id, s->target_id, note_other_build, a);
 	if (a->n)
 		qsort(a->rec, (size_t)a->n, sizeof(*a->rec), by_seconds);

@@ -134,7 +134,7 @@ typedef struct tune_summary {
 	int known;           /* records of the task the store already had */
 	int other_code;      /* of those, the ones this build makes other code
 	                      * of (their code key differs; of the task's 32
-	                      * fastest CPU records of other builds): neither
+	                      * fastest records of other builds): neither
 	                      * parents nor training rows nor known programs,
 	                      * and measured again, fastest first, before the
 	                      * search's own picks */

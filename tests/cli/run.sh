@@ -427,6 +427,14 @@ else
 	expect 0 'records: 16 \(' -- db info --db "$gdb"
 	# the search reaches the register tile fed by shared tiles
 	expect 0 'cache_read A shared C_local -> A_shared' -- db export --db "$gdb"
+	# its records hold the key of their OpenCL source and PoCL's version;
+	# a search measures again first those another build made other code of
+	expect 0 '"code_key": "[0-9a-f]{32}", "code": "same"' -- best "${gmm[@]}" --target opencl --db "$gdb" --json
+	"$tessel" db export --db "$gdb" --out "$work/gpu.jsonl" >/dev/null 2>&1
+	sed -E 's/"code_key":"[0-9a-f]{32}"/"code_key":"0123456789abcdef0123456789abcdef"/; s/"tessel_version":"[^"]*"/"tessel_version":"0.0.1"/' "$work/gpu.jsonl" > "$work/gpu-other.jsonl"
+	expect 0 '[1-9][0-9]* added, 0 skipped' -- db import "$work/gpu-other.jsonl" --db "$work/gpu-other.db"
+	expect 0 '"code": "other"' -- best "${gmm[@]}" --target opencl --db "$work/gpu-other.db" --json
+	limit=400 expect 0 '16 found in the store \(this build makes other code of [1-9][0-9]* of them; 4 measured again\)' -- tune "${gmm[@]}" --target opencl --trials 4 --batch 4 --min-time 0.01 --db "$work/gpu-other.db" --runoff 0
 fi
 
 # cuda: CUDA C, cubins from NVRTC with ptxas's report (no GPU needed;
