@@ -93,13 +93,13 @@ static void load_api(void)
 	}
 	struct { void **slot; const char *name; } fns[] = {
 #define FN(n) { (void **)&api.n, "cl" #n }
-		FN(GetPlatformIDs), FN(GetPlatformInfo), FN(GetDeviceIDs), FN(GetDeviceInfo), FN(CreateContext),
-		FN(CreateCommandQueue), FN(CreateProgramWithSource), FN(BuildProgram),
-		FN(GetProgramBuildInfo), FN(CreateKernel), FN(SetKernelArg),
-		FN(CreateBuffer), FN(EnqueueWriteBuffer), FN(EnqueueReadBuffer),
-		FN(EnqueueNDRangeKernel), FN(Finish), FN(ReleaseMemObject),
-		FN(ReleaseKernel), FN(ReleaseProgram), FN(ReleaseCommandQueue),
-		FN(ReleaseContext),
+		FN(GetPlatformIDs), FN(GetPlatformInfo), FN(GetDeviceIDs), FN(GetDeviceInfo),
+		FN(CreateContext), FN(CreateCommandQueue), FN(CreateProgramWithSource),
+		FN(BuildProgram), FN(GetProgramBuildInfo), FN(CreateKernel),
+		FN(SetKernelArg), FN(CreateBuffer), FN(EnqueueWriteBuffer),
+		FN(EnqueueReadBuffer), FN(EnqueueNDRangeKernel), FN(Finish),
+		FN(ReleaseMemObject), FN(ReleaseKernel), FN(ReleaseProgram),
+		FN(ReleaseCommandQueue), FN(ReleaseContext),
 #undef FN
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {

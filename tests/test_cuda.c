@@ -365,8 +365,10 @@ Test(cuda_nvrtc, code_keys_name_the_cubin_of_the_architecture)
 	test_fixture_init(&f, "matmul", "M=32;N=24;K=16");
 	tune_task t80, t90;
 	char err[512];
-	cr_assert_eq(tune_task_init(&t80, f.ctx, f.op, "cuda:sm_80", err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(tune_task_init(&t90, f.ctx, f.op, "cuda:sm_90", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tune_task_init(&t80, f.ctx, f.op, "cuda:sm_80", err, sizeof(err)), 0,
+		"%s", err);
+	cr_assert_eq(tune_task_init(&t90, f.ctx, f.op, "cuda:sm_90", err, sizeof(err)), 0,
+		"%s", err);
 	loop_prog *p[2];
 	sch_state *st[2];
 	for (int i = 0; i < 2; i++) {

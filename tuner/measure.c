@@ -475,7 +475,6 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
  * takes nothing down); note the code key of its source. */
 static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 {
-	(void)ctx;
 	tune_result *r = &b->out[i];
 	if (tune_opencl_check_limits(b->progs[i], &b->m->task->gpu, r->msg, sizeof(r->msg))) {
 		r->error = TUNE_ERR_BUILD;
