@@ -72,6 +72,16 @@ bool cli_is_help(const char *arg)
 	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+bool cli_help_asked(int argc, char **argv, const char *help)
+{
+	for (int i = 0; i < argc; i++)
+		if (cli_is_help(argv[i])) {
+			fputs(help, stdout);
+			return true;
+		}
+	return false;
+}
+
 const char *cli_option(int argc, char **argv, int *i, const char *name,
 	bool *missing)
 {

@@ -64,6 +64,9 @@ int cli_parse_fraction(const char *text, const char *what, double *v);
 
 /* Return true when "arg" is "-h" or "--help". */
 bool cli_is_help(const char *arg);
+/* Print "help" to standard output and return true when one of the "argc"
+ * arguments "argv" is "-h" or "--help" (then the command exits 0). */
+bool cli_help_asked(int argc, char **argv, const char *help);
 
 /* Return the value of option "name" at argv[*i] ("--name VALUE" or
  * "--name=VALUE"), advancing *i; NULL when argv[*i] is not that option.

@@ -753,11 +753,8 @@ static int list_vendors(void)
 
 int cmd_bench(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(bench_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, bench_help))
+		return 0;
 	if (argc == 1 && strcmp(argv[0], "--vendors") == 0)
 		return list_vendors();
 	bench_args a = { 0 };

@@ -208,11 +208,8 @@ static int best_op(const best_args *a, tessel_ctx *ctx, tessel_op *op)
 
 int cmd_best(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(best_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, best_help))
+		return 0;
 	best_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();

@@ -16,15 +16,14 @@ static const char check_help[] =
 
 int cmd_check(int argc, char **argv)
 {
+	if (cli_help_asked(argc, argv, check_help))
+		return 0;
 	cli_set set = { 0 };
 	const char *spec = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
-		if (cli_is_help(argv[i])) {
-			fputs(check_help, stdout);
-			return 0;
-		} else if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
+		if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
 			if (cli_set_parse(&set, v))
 				return cli_set_free(&set), 1;
 		} else if (missing || argv[i][0] == '-' || spec) {

@@ -324,11 +324,8 @@ int cmd_db(int argc, char **argv)
 	if (argc < 1)
 		return cli_fail("db: missing subcommand: export, import or info "
 			"(see tessel db --help)");
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(db_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, db_help))
+		return 0;
 	static const struct {
 		const char *name;
 		int (*run)(const db_args *a);

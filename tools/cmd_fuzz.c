@@ -396,11 +396,8 @@ static int fuzz_op(const fuzz_args *a, tessel_ctx *ctx, tessel_op *op)
 
 int cmd_fuzz_sched(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(fuzz_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, fuzz_help))
+		return 0;
 	fuzz_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();

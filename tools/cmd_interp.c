@@ -75,11 +75,8 @@ static int run_interp(interp_args *a, tessel_ctx *ctx, tessel_op *op)
 
 int cmd_interp(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(interp_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, interp_help))
+		return 0;
 	interp_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();

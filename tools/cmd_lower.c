@@ -48,15 +48,14 @@ static sch_state *load_schedule(tessel_ctx *ctx, tessel_op *op, const char *sche
 
 int cmd_lower(int argc, char **argv)
 {
+	if (cli_help_asked(argc, argv, lower_help))
+		return 0;
 	cli_set set = { 0 };
 	const char *spec = NULL, *sched = NULL, *db = NULL, *target = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;
 		const char *v;
-		if (cli_is_help(argv[i])) {
-			fputs(lower_help, stdout);
-			return 0;
-		} else if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
+		if ((v = cli_option(argc, argv, &i, "--set", &missing))) {
 			if (cli_set_parse(&set, v))
 				return cli_set_free(&set), 1;
 		} else if ((v = cli_option(argc, argv, &i, "--sched", &missing))) {

@@ -470,11 +470,8 @@ static int write_page(const report *rep, const char *db_path, const char *path)
 
 int cmd_report(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(report_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, report_help))
+		return 0;
 	const char *db_path = NULL, *out = NULL;
 	for (int i = 0; i < argc; i++) {
 		bool missing = false;

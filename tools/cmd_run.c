@@ -405,11 +405,8 @@ static int run_op(run_args *a, tessel_ctx *ctx, tessel_op *op)
 
 int cmd_run(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(run_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, run_help))
+		return 0;
 	run_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();

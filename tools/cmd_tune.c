@@ -356,11 +356,8 @@ static int tune_op(tune_args *a, tessel_ctx *ctx, tessel_op *op)
 
 int cmd_tune(int argc, char **argv)
 {
-	for (int i = 0; i < argc; i++)
-		if (cli_is_help(argv[i])) {
-			fputs(tune_help, stdout);
-			return 0;
-		}
+	if (cli_help_asked(argc, argv, tune_help))
+		return 0;
 	tune_args a = { 0 };
 	int status = 1;
 	tessel_ctx *ctx = tessel_ctx_new();
