@@ -69,11 +69,17 @@ int cg_opencl_code_key(tessel_ctx *ctx, const loop_prog *p, const char *compiler
 	cg_gpu_plan_free(&plan);
 	if (!source)
 		return -1;
+	cg_opencl_source_key(source, compiler, key);
+	free(source);
+	return 0;
+}
+
+void cg_opencl_source_key(const char *source, const char *compiler,
+	char key[CG_CODE_KEY_LEN])
+{
 	const void *data[] = { source, compiler };
 	size_t len[] = { strlen(source), strlen(compiler) };
 	cg_code_key_of_parts(2, data, len, key);
-	free(source);
-	return 0;
 }
 
 int cg_opencl_kernel_upload(tessel_ctx *ctx, cg_opencl_kernel *k, void *const *args)

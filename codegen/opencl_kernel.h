@@ -27,9 +27,13 @@ int cg_opencl_kernel_build(tessel_ctx *ctx, const loop_prog *p, rt_cl_device *de
 	cg_opencl_kernel *k);
 /* Write into "key" the code key of "p" built by the OpenCL compiler
  * "compiler" (rt_cl_compiler): the hash of its OpenCL C source and of
- * "compiler", without a device.  Return 0, or -1 with the printer's
- * error in "ctx". */
+ * "compiler" (cg_opencl_source_key), without a device.  Return 0, or -1
+ * with the printer's error in "ctx". */
 int cg_opencl_code_key(tessel_ctx *ctx, const loop_prog *p, const char *compiler,
+	char key[CG_CODE_KEY_LEN]);
+/* Write into "key" the code key of the OpenCL C "source" (cg_print_gpu's)
+ * built by "compiler". */
+void cg_opencl_source_key(const char *source, const char *compiler,
 	char key[CG_CODE_KEY_LEN]);
 /* Copy the inputs among "args" (one host pointer per argument of the
  * program, inputs then outputs) to the device. */

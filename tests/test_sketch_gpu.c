@@ -106,7 +106,7 @@ static int check_on_device(fixture *f, rt_cl_device *dev, sch_state *st, const c
 		cr_log_error("%s: does not replay or lower: %s\n%s", what,
 			tessel_ctx_error(f->t.ctx)->message, text);
 		bad = 1;
-	} else if (tune_opencl_check_limits(p, &f->task.gpu, msg, sizeof(msg))) {
+	} else if (tune_opencl_check_limits(p, &f->task.gpu, NULL, msg, sizeof(msg))) {
 		cr_log_error("%s: past the device's limits: %s\n%s", what, msg, text);
 		bad = 1;
 	} else {
@@ -374,7 +374,7 @@ Test(sketch_gpu, private_arrays_past_the_limit_are_refused)
 			tessel_ctx_error(ctx)->message);
 		loop_prog *p = sch_program(st);
 		cr_assert(p);
-		int r = tune_opencl_check_limits(p, &gpu, msg, sizeof(msg));
+		int r = tune_opencl_check_limits(p, &gpu, NULL, msg, sizeof(msg));
 		if (i == 0) {
 			cr_expect_eq(r, -1);
 			cr_expect(strstr(msg, "131072 bytes of private arrays per thread"), "%s", msg);

@@ -22,7 +22,7 @@ typedef struct tune_gpu_target {
 	int64_t shared_bytes;           /* per block, at most SCH_MAX_SHARED_BYTES */
 	int sm;                         /* CUDA: the architecture, 90 for
 	                                 * sm_90; 0 for OpenCL */
-	char compiler[256];             /* OpenCL: what builds its programs
+	char compiler[512];             /* OpenCL: what builds its programs
 	                                 * (rt_cl_compiler), part of their
 	                                 * code keys but not of the target
 	                                 * string; "" for CUDA, whose code

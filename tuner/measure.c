@@ -475,15 +475,13 @@ static int prepare_cpu(builder *b, tessel_ctx *ctx, int i)
  * takes nothing down); note the code key of its source. */
 static int prepare_opencl(builder *b, tessel_ctx *ctx, int i)
 {
+	(void)ctx;
 	tune_result *r = &b->out[i];
-	if (tune_opencl_check_limits(b->progs[i], &b->m->task->gpu, r->msg, sizeof(r->msg))) {
+	if (tune_opencl_check_limits(b->progs[i], &b->m->task->gpu, b->kernels[i].opencl_key,
+		r->msg, sizeof(r->msg))) {
 		r->error = TUNE_ERR_BUILD;
 		return -1;
 	}
-	if (cg_opencl_code_key(ctx, b->progs[i], b->m->task->gpu.compiler,
-		b->kernels[i].opencl_key))
-		b->kernels[i].opencl_key[0] = 0;
-	tessel_ctx_clear_error(ctx);
 	return 0;
 }
 

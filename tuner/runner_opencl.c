@@ -56,8 +56,8 @@ static int64_t private_bytes(const loop_stmt *s, bool in_loop)
 	}
 }
 
-int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
-	size_t len)
+int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu,
+	char key[CG_CODE_KEY_LEN], char *msg, size_t len)
 {
 	int64_t priv = private_bytes(p->body, false);
 	if (priv > TUNE_GPU_MAX_PRIVATE_BYTES) {
@@ -74,6 +74,8 @@ int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, cha
 		snprintf(msg, len, "%s", ctx ? tessel_ctx_error(ctx)->message : "out of memory");
 	for (int i = 0; r == 0 && i < plan.nkernels; i++)
 		r = launch_fits(&plan.kernels[i], gpu, msg, len);
+	if (r == 0 && key)
+		cg_opencl_source_key(source, gpu->compiler, key);
 	free(source);
 	cg_gpu_plan_free(&plan);
 	tessel_ctx_free(ctx);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "codegen/compile.h"
 #include "ir/loop.h"
 #include "runtime/timer.h"
 #include "tuner/gpu_target.h"
@@ -26,9 +27,11 @@
  * shared bytes per block (of cg_print_gpu's plan) within its limits, and
  * private arrays within TUNE_GPU_MAX_PRIVATE_BYTES per thread; else -1
  * with the reason in "msg" of size "len" (also when "p" does not print
- * as OpenCL C). */
-int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu, char *msg,
-	size_t len);
+ * as OpenCL C).  When it fits and "key" is not NULL, write into "key" the
+ * code key of the source it printed (cg_opencl_source_key, built by
+ * gpu->compiler), so that the source is printed once. */
+int tune_opencl_check_limits(const loop_prog *p, const tune_gpu_target *gpu,
+	char key[CG_CODE_KEY_LEN], char *msg, size_t len);
 
 /* The OpenCL device, held open by the measurer's worker over the
  * candidates of a batch. */
