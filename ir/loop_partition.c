@@ -34,10 +34,14 @@
  * whose guards are still there (a partial tile of a fused loop: its
  * bounds are known only at run time): `if (the guards hold on every
  * lane) vector loop without them else scalar loops over the parts`,
- * so a partial tile no longer tests every lane.  Copies get fresh loop
- * variables and share buffers and expressions.  Duplication is bounded: a loop is not
- * partitioned once the statements copied in the program would exceed
- * PARTITION_BUDGET. */
+ * so a partial tile no longer tests every lane.  A third entry,
+ * loop_specialize, unswitches loops on the conditions of integer selects
+ * that hold or fail for a whole iteration (the bounds of a fused loop's
+ * partial block), each copy with those selects decided, so that the
+ * simplifier and a second partitioning find constant bounds in them.
+ * Copies get fresh loop variables and share buffers and expressions.
+ * Duplication is bounded: a loop is not partitioned or specialized once
+ * the statements copied in the program would exceed PARTITION_BUDGET. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +52,7 @@
 #define MAX_CONJUNCTS 32
 #define MAX_CANDIDATES 64
 #define PARTITION_BUDGET 20000
+#define SPECIALIZE_CONDITIONS 4
 
 typedef enum var_place {
 	VAR_OUTSIDE,     /* bound outside the loop partitioned, or v itself */
@@ -64,7 +69,11 @@ typedef struct partitioner {
 	int copied;             /* statements copied so far */
 	int nbufs;              /* buffers allocated in the copy being made */
 	bool lanes;             /* loop_partition_lanes: vector loops only */
+	bool specializing;      /* loop_specialize: selects, not guards */
 	int split;              /* vector loops split */
+	loop_expr *decided;     /* while a body is copied: a select condition */
+	bool decided_value;     /* whose selects take this side in the copy */
+	int specialized;        /* loop bodies specialized */
 	loop_buffer *from[64], *to[64];
 } partitioner;
 
@@ -415,6 +424,8 @@ static loop_expr *copy_expr(partitioner *P, loop_expr *e)
 			: lx_binary(p, e->u.bin.op, a, b, e->dtype);
 	}
 	case LX_SELECT: {
+		if (P->decided && loop_expr_equal(e->u.sel.cond, P->decided))
+			return copy_expr(P, P->decided_value ? e->u.sel.then_ : e->u.sel.else_);
 		loop_expr *c = copy_expr(P, e->u.sel.cond);
 		loop_expr *a = copy_expr(P, e->u.sel.then_), *b = copy_expr(P, e->u.sel.else_);
 		return c == e->u.sel.cond && a == e->u.sel.then_ && b == e->u.sel.else_ ? e
@@ -906,12 +917,166 @@ static loop_stmt *partition_stmt(partitioner *P, loop_stmt *s)
 	}
 }
 
+/* ---- specialization ----------------------------------------------------------- */
+
+/* Return whether "e" compares two integers, equality included. */
+static bool is_int_relation(const loop_expr *e)
+{
+	return is_int_compare(e) || (e->kind == LX_BINARY &&
+		(e->u.bin.op == TESSEL_EQ || e->u.bin.op == TESSEL_NE) &&
+		e->u.bin.a->dtype == TESSEL_I64 && e->u.bin.b->dtype == TESSEL_I64);
+}
+
+/* Return the condition of an integer select in "e" (a bound or an index,
+ * not a value: `select(t % 4 == 3, 999, ...)`, not a padding) that is an
+ * integer comparison of loop variables and constants, none bound inside
+ * the loop analysed (no load: the body may store what it reads); NULL
+ * when none. */
+static loop_expr *invariant_select_in(const partitioner *P, loop_expr *e)
+{
+	loop_expr *c = NULL;
+	switch (e->kind) {
+	case LX_LOAD:
+		for (int i = 0; i < e->u.load.n && !c; i++)
+			c = invariant_select_in(P, e->u.load.index[i]);
+		return c;
+	case LX_UNARY:
+		return invariant_select_in(P, e->u.un.a);
+	case LX_BINARY:
+		c = invariant_select_in(P, e->u.bin.a);
+		return c ? c : invariant_select_in(P, e->u.bin.b);
+	case LX_SELECT:
+		if (e->dtype == TESSEL_I64 && is_int_relation(e->u.sel.cond) &&
+		    !loop_expr_has_load(e->u.sel.cond) && !mentions(P, e->u.sel.cond, NULL))
+			return e->u.sel.cond;
+		c = invariant_select_in(P, e->u.sel.cond);
+		c = c ? c : invariant_select_in(P, e->u.sel.then_);
+		return c ? c : invariant_select_in(P, e->u.sel.else_);
+	case LX_CAST:
+		return invariant_select_in(P, e->u.cast.a);
+	default:
+		return NULL;
+	}
+}
+
+/* Return the condition of the first select in "s" that invariant_select_in
+ * finds, marking the variables of the loops on the way as bound inside. */
+static loop_expr *invariant_select(partitioner *P, loop_stmt *s)
+{
+	loop_expr *c = NULL;
+	switch (s->kind) {
+	case LS_FOR: {
+		c = invariant_select_in(P, s->u.for_.min);
+		c = c ? c : invariant_select_in(P, s->u.for_.extent);
+		int id = s->u.for_.var->id;
+		P->place[id] = VAR_UNBOXED;
+		c = c ? c : invariant_select(P, s->u.for_.body);
+		P->place[id] = VAR_OUTSIDE;
+		return c;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n && !c; i++)
+			c = invariant_select(P, s->u.seq.items[i]);
+		return c;
+	case LS_STORE:
+		for (int i = 0; i < s->u.store.n && !c; i++)
+			c = invariant_select_in(P, s->u.store.index[i]);
+		return c ? c : invariant_select_in(P, s->u.store.value);
+	case LS_IF:
+		c = invariant_select_in(P, s->u.if_.cond);
+		c = c ? c : invariant_select(P, s->u.if_.then_);
+		return c || !s->u.if_.else_ ? c : invariant_select(P, s->u.if_.else_);
+	case LS_ALLOC:
+		return invariant_select(P, s->u.alloc.body);
+	case LS_PREFETCH:
+		for (int i = 0; i < s->u.prefetch.n && !c; i++)
+			c = invariant_select_in(P, s->u.prefetch.index[i]);
+		return c;
+	default:
+		return NULL;
+	}
+}
+
+/* Return a copy of "s" in which the selects on "cond" take the side
+ * "value". */
+static loop_stmt *copy_decided(partitioner *P, loop_stmt *s, loop_expr *cond, bool value)
+{
+	P->decided = cond;
+	P->decided_value = value;
+	loop_stmt *r = copy_stmt(P, s, NULL, NULL);
+	P->decided = NULL;
+	return r;
+}
+
+/* Give the serial or parallel loop "s", while its body has a select whose
+ * condition holds or fails for the whole of an iteration, the body `if
+ * (cond) body' else body''`, each copy with the selects decided, at most
+ * SPECIALIZE_CONDITIONS times and within the budget; then its inner
+ * loops in turn. */
+static void specialize_loop(partitioner *P, loop_stmt *s)
+{
+	loop_kind k = s->u.for_.kind;
+	bool barrier = false;
+	for (int i = 0; i < SPECIALIZE_CONDITIONS &&
+	     (k == LOOP_SERIAL || k == LOOP_PARALLEL); i++) {
+		int size = count_stmts(s->u.for_.body, &barrier);
+		if (barrier || P->copied + 2 * size > PARTITION_BUDGET)
+			break;
+		grow_slots(P);
+		loop_expr *c = invariant_select(P, s->u.for_.body);
+		if (!c)
+			break;
+		loop_stmt *then_ = copy_decided(P, s->u.for_.body, c, true);
+		loop_stmt *else_ = copy_decided(P, s->u.for_.body, c, false);
+		s->u.for_.body = ls_if(P->p, c, then_, else_);
+		P->specialized++;
+	}
+}
+
+/* Specialize the loops of "s", outside in.  Conditions on a GPU thread
+ * index are left alone (threads of a warp would take both copies one
+ * after the other); a block index is the same for the whole block. */
+static void specialize_stmt(partitioner *P, loop_stmt *s)
+{
+	switch (s->kind) {
+	case LS_FOR: {
+		loop_kind k = s->u.for_.kind;
+		bool per_thread = k == LOOP_THREAD_X || k == LOOP_THREAD_Y ||
+			k == LOOP_THREAD_Z || k == LOOP_VTHREAD;
+		specialize_loop(P, s);
+		grow_slots(P);
+		int id = s->u.for_.var->id;
+		if (per_thread)
+			P->place[id] = VAR_UNBOXED;
+		specialize_stmt(P, s->u.for_.body);
+		P->place[id] = VAR_OUTSIDE;
+		return;
+	}
+	case LS_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			specialize_stmt(P, s->u.seq.items[i]);
+		return;
+	case LS_IF:
+		specialize_stmt(P, s->u.if_.then_);
+		if (s->u.if_.else_)
+			specialize_stmt(P, s->u.if_.else_);
+		return;
+	case LS_ALLOC:
+		specialize_stmt(P, s->u.alloc.body);
+		return;
+	default:
+		return;
+	}
+}
+
 /* Partition "p" as "P" says. */
 static void partition_prog(partitioner *P, loop_prog *p)
 {
 	P->p = p;
 	grow_slots(P);
-	if (p->body)
+	if (p->body && P->specializing)
+		specialize_stmt(P, p->body);
+	else if (p->body)
 		p->body = partition_stmt(P, p->body);
 	free(P->place);
 	free(P->lo);
@@ -944,4 +1109,21 @@ int loop_partition_lanes(loop_prog *p)
 	partitioner P = { .lanes = true };
 	partition_prog(&P, p);
 	return P.split;
+}
+
+/* requires: "p" passes loop_verify; its statements form a tree
+ * guarantees: "p" computes what it computed and passes loop_verify; a
+ *   serial or parallel loop whose body holds a select on an integer
+ *   comparison that mentions no variable bound inside the body (the
+ *   bounds of a fused loop's partial block: `select(t % 4 == 3, 999, t %
+ *   4 * 256 + 255)`) has the body `if (c) body' else body''`, the selects
+ *   on c decided in each copy, so that loop_simplify and loop_partition
+ *   find constant bounds in them; returns how many bodies it specialized
+ *   (run loop_simplify and loop_partition again when not 0)
+ * invalidates: pointers into the statement tree of "p" */
+int loop_specialize(loop_prog *p)
+{
+	partitioner P = { .specializing = true };
+	partition_prog(&P, p);
+	return P.specialized;
 }

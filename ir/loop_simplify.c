@@ -38,7 +38,9 @@
  * allow; an `if` whose condition is decided becomes the branch taken,
  * and inside each branch of another, a loop variable that the condition
  * (negated in the else branch) compares with a constant has its range
- * narrowed to where the branch runs;
+ * narrowed to where the branch runs, and so has any other integer atom
+ * so compared (`t % 4 == 3`: `t % 4` is 3 there and folds to it, `t % 4
+ * != 3` leaves it at most 2; an atom matches by structure);
  * empty loops, ifs, allocations and sequences disappear (an `if` with
  * only an else branch is negated), and nested sequences are spliced.
  *
@@ -54,11 +56,19 @@
 
 #define MAX_TERMS 16
 #define MAX_CONJUNCTS 32
+#define MAX_FACTS 32
 
 typedef struct range {
 	int64_t lo, hi;
 	bool known;
 } range;
+
+/* The range of an atom that is not a loop variable (`t % 4`), known
+ * inside a branch whose condition compares it with a constant. */
+typedef struct fact {
+	const loop_expr *atom;
+	range r;
+} fact;
 
 typedef struct term {
 	loop_expr *atom;
@@ -78,6 +88,8 @@ typedef struct simplifier {
 	loop_prog *p;
 	range *ranges;       /* by variable id: its range inside its loop */
 	loop_expr **subst;   /* by variable id: its value, for removed loops */
+	int nfacts;          /* ranges of other atoms the branches around know */
+	fact facts[MAX_FACTS];
 } simplifier;
 
 static loop_expr *simplify_expr(simplifier *S, loop_expr *e);
@@ -218,7 +230,30 @@ static range cast_range(range a, tessel_dtype from, tessel_dtype to)
 
 /* Return the range of the values of the integer or bool expression "e"
  * in the scope of the loops whose ranges "S" holds. */
+static range computed_range(const simplifier *S, const loop_expr *e);
+
+/* "r" narrowed by what the branches around know of the atom "e". */
+static range with_facts(const simplifier *S, const loop_expr *e, range r)
+{
+	for (int i = 0; i < S->nfacts; i++)
+		if (loop_expr_equal(S->facts[i].atom, e)) {
+			const range f = S->facts[i].r;
+			if (!r.known)
+				r = f;
+			else if (f.lo > r.lo || f.hi < r.hi)
+				r = make_range(f.lo > r.lo ? f.lo : r.lo, f.hi < r.hi ? f.hi : r.hi);
+		}
+	return r;
+}
+
 static range expr_range(const simplifier *S, const loop_expr *e)
+{
+	range r = computed_range(S, e);
+	return S->nfacts && e->kind != LX_INT && e->kind != LX_BOOL && e->kind != LX_VAR ?
+		with_facts(S, e, r) : r;
+}
+
+static range computed_range(const simplifier *S, const loop_expr *e)
 {
 	switch (e->kind) {
 	case LX_INT:
@@ -1145,7 +1180,13 @@ static loop_expr *simplify_node(simplifier *S, loop_expr *e)
  * may be shared), and the result has its dtype. */
 static loop_expr *simplify_expr(simplifier *S, loop_expr *e)
 {
-	return fit_type(S, e->dtype, simplify_node(S, e));
+	loop_expr *r = fit_type(S, e->dtype, simplify_node(S, e));
+	if (S->nfacts && r->dtype == TESSEL_I64 && r->kind != LX_INT) {
+		range x = expr_range(S, r);
+		if (x.known && x.lo == x.hi)
+			return lx_int(S->p, x.lo);
+	}
+	return r;
 }
 
 /* ---- statements ------------------------------------------------------------ */
@@ -1205,30 +1246,58 @@ static tessel_binary mirrored_compare(tessel_binary op)
 	}
 }
 
-/* Narrow "*lo".."*hi" by the condition "c" when it compares the variable
- * "v" with a constant; return whether it did. */
-static bool bound_of(const loop_expr *c, const loop_var *v, int64_t *lo, int64_t *hi)
+/* Return the side of the comparison "c" that it compares with a
+ * constant, with the comparison as "x op k" in "*op" and "*k"; NULL when
+ * "c" is no such comparison. */
+static const loop_expr *compared_with_constant(const loop_expr *c, tessel_binary *op,
+	int64_t *k)
 {
-	if (c->kind != LX_BINARY || c->u.bin.op < TESSEL_LT || c->u.bin.op > TESSEL_EQ)
-		return false;
-	const loop_expr *x = c->u.bin.a, *k = c->u.bin.b;
-	tessel_binary op = c->u.bin.op;
+	if (c->kind != LX_BINARY || c->u.bin.op < TESSEL_LT || c->u.bin.op > TESSEL_NE)
+		return NULL;
+	const loop_expr *x = c->u.bin.a, *y = c->u.bin.b;
+	*op = c->u.bin.op;
 	if (x->kind == LX_INT) {
 		x = c->u.bin.b;
-		k = c->u.bin.a;
-		op = mirrored_compare(op);
+		y = c->u.bin.a;
+		*op = mirrored_compare(*op);
 	}
-	if (x->kind != LX_VAR || x->u.var != v || k->kind != LX_INT)
+	if (y->kind != LX_INT || x->kind == LX_INT)
+		return NULL;
+	*k = y->u.ival;
+	return x;
+}
+
+/* Narrow "*lo".."*hi" to the values "x op k" allows (x != k only at an
+ * end of the range); return whether it did. */
+static bool narrow_bounds(tessel_binary op, int64_t k, int64_t *lo, int64_t *hi)
+{
+	if (op == TESSEL_NE) {
+		if (k == *lo && k < INT64_MAX)
+			(*lo)++;
+		else if (k == *hi && k > INT64_MIN)
+			(*hi)--;
+		else
+			return false;
+		return true;
+	}
+	if ((op == TESSEL_LT && k == INT64_MIN) || (op == TESSEL_GT && k == INT64_MAX))
 		return false;
-	int64_t b = k->u.ival;
-	if ((op == TESSEL_LT && b == INT64_MIN) || (op == TESSEL_GT && b == INT64_MAX))
-		return false;
-	int64_t upper = op == TESSEL_LT ? b - 1 : b, lower = op == TESSEL_GT ? b + 1 : b;
+	int64_t upper = op == TESSEL_LT ? k - 1 : k, lower = op == TESSEL_GT ? k + 1 : k;
 	if ((op == TESSEL_LT || op == TESSEL_LE || op == TESSEL_EQ) && upper < *hi)
 		*hi = upper;
 	if ((op == TESSEL_GT || op == TESSEL_GE || op == TESSEL_EQ) && lower > *lo)
 		*lo = lower;
 	return true;
+}
+
+/* Narrow "*lo".."*hi" by the condition "c" when it compares the variable
+ * "v" with a constant; return whether it did. */
+static bool bound_of(const loop_expr *c, const loop_var *v, int64_t *lo, int64_t *hi)
+{
+	tessel_binary op;
+	int64_t k;
+	const loop_expr *x = compared_with_constant(c, &op, &k);
+	return x && x->kind == LX_VAR && x->u.var == v && narrow_bounds(op, k, lo, hi);
 }
 
 /* Tighten the loop "s" (constant bounds, body a lone if) to the values of
@@ -1302,31 +1371,43 @@ static loop_stmt *simplify_for(simplifier *S, loop_stmt *s)
 	return tighten_loop(S, s) ? simplify_for(S, s) : s;
 }
 
-/* The ranges of loop variables a branch narrows, to restore after it. */
+/* The ranges of loop variables a branch narrows, to restore after it,
+ * and the number of facts before it. */
 typedef struct saved_ranges {
-	int n;
+	int n, nfacts;
 	int id[MAX_CONJUNCTS];
 	range was[MAX_CONJUNCTS];
 } saved_ranges;
 
 /* Narrow, for the branch where "c" holds, the range of each loop variable
  * that a conjunct of "c" compares with a constant, saving the old ones
- * in "saved". */
+ * in "saved"; a conjunct that so compares another integer atom (`t % 4
+ * == 3`) adds its range to the facts, so that the branch's expressions
+ * fold it (to 3 there, and `t % 4 <= 2` in the other branch). */
 static void narrow_ranges(simplifier *S, loop_expr *c, saved_ranges *saved)
 {
 	loop_expr *cj[MAX_CONJUNCTS];
 	int n = flatten_conjuncts(c, cj, 0);
 	saved->n = 0;
+	saved->nfacts = S->nfacts;
 	for (int i = 0; i < n; i++) {
-		const loop_expr *x = cj[i];
-		if (x->kind != LX_BINARY)
+		tessel_binary op;
+		int64_t k;
+		const loop_expr *x = compared_with_constant(cj[i], &op, &k);
+		if (!x || x->dtype != TESSEL_I64)
 			continue;
-		const loop_expr *v = x->u.bin.a->kind == LX_VAR ? x->u.bin.a : x->u.bin.b;
-		int id = v->kind == LX_VAR ? v->u.var->id : -1;
+		if (x->kind != LX_VAR) {
+			range r = expr_range(S, x);
+			if (S->nfacts < MAX_FACTS && r.known && narrow_bounds(op, k, &r.lo, &r.hi) &&
+			    r.lo <= r.hi)
+				S->facts[S->nfacts++] = (fact){ x, r };
+			continue;
+		}
+		int id = x->u.var->id;
 		if (id < 0 || id >= S->p->nvars || !S->ranges[id].known)
 			continue;
 		int64_t lo = S->ranges[id].lo, hi = S->ranges[id].hi;
-		if (!bound_of(x, v->u.var, &lo, &hi) || lo > hi)
+		if (!narrow_bounds(op, k, &lo, &hi) || lo > hi)
 			continue;
 		saved->id[saved->n] = id;
 		saved->was[saved->n++] = S->ranges[id];
@@ -1338,6 +1419,7 @@ static void restore_ranges(simplifier *S, const saved_ranges *saved)
 {
 	for (int i = saved->n - 1; i >= 0; i--)
 		S->ranges[saved->id[i]] = saved->was[i];
+	S->nfacts = saved->nfacts;
 }
 
 /* Return the branch "s" of an if on "c" (negated in the else branch)

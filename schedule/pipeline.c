@@ -26,6 +26,19 @@ loop_prog *sch_program(sch_state *st)
 	loop_simplify(p);
 	if (loop_verify(st->ctx, p))
 		goto fail;
+	if (loop_specialize(p) > 0) {
+		if (loop_verify(st->ctx, p))
+			goto fail;
+		loop_simplify(p);
+		if (loop_verify(st->ctx, p))
+			goto fail;
+		loop_partition(p);
+		if (loop_verify(st->ctx, p))
+			goto fail;
+		loop_simplify(p);
+		if (loop_verify(st->ctx, p))
+			goto fail;
+	}
 	if (loop_partition_lanes(p) > 0) {
 		if (loop_verify(st->ctx, p))
 			goto fail;

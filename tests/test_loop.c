@@ -1305,6 +1305,42 @@ Test(loop_simplify, takes_the_branch_a_condition_decides)
 		"}\n");
 }
 
+/* Inside a branch on `t % 4 == 3`, the atom `t % 4` is 3 and folds; in
+ * the else branch it is at most 2, which decides the inner guard. */
+Test(loop_simplify, knows_the_atoms_a_branch_compares)
+{
+	loop_prog *p = loop_prog_new("atoms");
+	loop_buffer *C = add_arg(p, "C", TESSEL_I64, 1, SHAPE(8), true);
+	loop_var *t = loop_var_new(p, "t");
+	loop_expr *m = lx_mod(p, V(p, t), I(p, 4));
+	loop_stmt *inner = ls_if(p, lx_cmp(p, TESSEL_LE, m, I(p, 2)),
+		STORE(p, C, I(p, 1), V(p, t)), NULL);
+	loop_stmt *branches = ls_if(p, lx_cmp(p, TESSEL_EQ, m, I(p, 3)),
+		STORE(p, C, lx_div(p, V(p, t), I(p, 4)), lx_mul(p, m, I(p, 2))), inner);
+	p->body = loop(p, t, 0, 8, LOOP_SERIAL, branches);
+	expect_simplified(p,
+		"kernel atoms() -> (C: i64[8]) {\n"
+		"  for t in 0..8 {\n"
+		"    if t % 4 == 3 {\n"
+		"      C[t % 4 * 2] = t / 4\n"
+		"    } else {\n"
+		"      if t % 4 <= 2 {\n"
+		"        C[t] = 1\n"
+		"      }\n"
+		"    }\n"
+		"  }\n"
+		"}\n",
+		"kernel atoms() -> (C: i64[8]) {\n"
+		"  for t in 0..8 {\n"
+		"    if t % 4 == 3 {\n"
+		"      C[6] = t / 4\n"
+		"    } else {\n"
+		"      C[t] = 1\n"
+		"    }\n"
+		"  }\n"
+		"}\n");
+}
+
 Test(loop_simplify, removes_empty_statements_and_flattens_sequences)
 {
 	loop_prog *p = loop_prog_new("flat");

@@ -1,7 +1,8 @@
 /* Tests of loop partitioning (ir/loop_partition.c): a loop guarded by a
  * non-dividing split becomes a guard-free main loop and a tail, for
  * extents and factors that divide, do not, exceed the extent or equal
- * it, and prime extents; a fused tile loop is unswitched.  Every program
+ * it, and prime extents; a fused tile loop is unswitched, and its
+ * partial blocks specialized to constant bounds.  Every program
  * is evaluated and compared with the interpreter (or, for programs built
  * by hand, with the values they must compute). */
 #include <criterion/criterion.h>
@@ -330,6 +331,30 @@ Test(loop_partition, vector_loops_of_partial_tiles_have_no_lane_guards)
 		int n = count_in_program(&f, fused_tiles, lane_guards, &printed);
 		cr_expect_eq(n, 0, "size %lld: a store guarded per lane\n%s",
 			(long long)sizes[k], printed);
+		free(printed);
+		fixture_fini(&f);
+	}
+}
+
+/* A fused loop's partial blocks have bounds that selects on the fused
+ * variable give (`select(t % 2 == 1, 22, ...)`); each body is
+ * specialized by them (ir/loop_partition.c, loop_specialize), so that
+ * every block, partial ones included, runs with constant bounds: no
+ * store guarded, no select or minimum left. */
+Test(loop_partition, partial_blocks_of_a_fused_loop_get_constant_bounds)
+{
+	static const int64_t sizes[][2] = { { 20, 23 }, { 31, 34 }, { 13, 19 }, { 25, 40 } };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		fixture f;
+		matmul_fixture(&f, sizes[k][0], sizes[k][1], 7);
+		store_count sc = check_trace(&f, fused_tiles);
+		char *printed;
+		count_in_program(&f, fused_tiles, lane_guards, &printed);
+		cr_expect_eq(sc.guarded, 0, "%lld x %lld: %d guarded stores\n%s",
+			(long long)sizes[k][0], (long long)sizes[k][1], sc.guarded, printed);
+		cr_expect(!strstr(printed, "select") && !strstr(printed, "min("),
+			"%lld x %lld: bounds left to run time\n%s", (long long)sizes[k][0],
+			(long long)sizes[k][1], printed);
 		free(printed);
 		fixture_fini(&f);
 	}
