@@ -247,8 +247,8 @@ void loop_partition(loop_prog *p);
  * a whole-vector case and scalar parts; return how many (run
  * loop_simplify after it when not 0). */
 int loop_partition_lanes(loop_prog *p);
-/* After loop_partition and loop_simplify: unswitch serial and parallel
- * loops on the conditions of integer selects that a whole iteration
+/* After loop_partition and loop_simplify: unswitch parallel loops on
+ * the conditions of integer selects that a whole iteration
  * decides, the selects decided in each copy; return how many bodies (run
  * loop_simplify and loop_partition again when not 0). */
 int loop_specialize(loop_prog *p);

@@ -35,10 +35,11 @@
  * bounds are known only at run time): `if (the guards hold on every
  * lane) vector loop without them else scalar loops over the parts`,
  * so a partial tile no longer tests every lane.  A third entry,
- * loop_specialize, unswitches loops on the conditions of integer selects
- * that hold or fail for a whole iteration (the bounds of a fused loop's
- * partial block), each copy with those selects decided, so that the
- * simplifier and a second partitioning find constant bounds in them.
+ * loop_specialize, unswitches parallel loops on the conditions of
+ * integer selects that hold or fail for a whole iteration (the bounds of
+ * a fused loop's partial block), each copy with those selects decided,
+ * so that the simplifier and a second partitioning find constant bounds
+ * in them.
  * Copies get fresh loop variables and share buffers and expressions.
  * Duplication is bounded: a loop is not partitioned or specialized once
  * the statements copied in the program would exceed PARTITION_BUDGET. */
@@ -53,6 +54,7 @@
 #define MAX_CANDIDATES 64
 #define PARTITION_BUDGET 20000
 #define SPECIALIZE_CONDITIONS 4
+#define SPECIALIZE_BUDGET 4000
 
 typedef enum var_place {
 	VAR_OUTSIDE,     /* bound outside the loop partitioned, or v itself */
@@ -1008,19 +1010,19 @@ static loop_stmt *copy_decided(partitioner *P, loop_stmt *s, loop_expr *cond, bo
 	return r;
 }
 
-/* Give the serial or parallel loop "s", while its body has a select whose
+/* Give the parallel loop "s", while its body has a select whose
  * condition holds or fails for the whole of an iteration, the body `if
  * (cond) body' else body''`, each copy with the selects decided, at most
- * SPECIALIZE_CONDITIONS times and within the budget; then its inner
- * loops in turn. */
+ * SPECIALIZE_CONDITIONS times and within SPECIALIZE_BUDGET.  Only
+ * parallel loops: where every loop nest inside did so too, the copies
+ * multiplied (a trace with partial blocks at four levels made 1945
+ * lines of C that gcc took minutes over, against 775). */
 static void specialize_loop(partitioner *P, loop_stmt *s)
 {
-	loop_kind k = s->u.for_.kind;
 	bool barrier = false;
-	for (int i = 0; i < SPECIALIZE_CONDITIONS &&
-	     (k == LOOP_SERIAL || k == LOOP_PARALLEL); i++) {
+	for (int i = 0; i < SPECIALIZE_CONDITIONS && s->u.for_.kind == LOOP_PARALLEL; i++) {
 		int size = count_stmts(s->u.for_.body, &barrier);
-		if (barrier || P->copied + 2 * size > PARTITION_BUDGET)
+		if (barrier || P->copied + 2 * size > SPECIALIZE_BUDGET)
 			break;
 		grow_slots(P);
 		loop_expr *c = invariant_select(P, s->u.for_.body);
@@ -1113,7 +1115,7 @@ int loop_partition_lanes(loop_prog *p)
 
 /* requires: "p" passes loop_verify; its statements form a tree
  * guarantees: "p" computes what it computed and passes loop_verify; a
- *   serial or parallel loop whose body holds a select on an integer
+ *   parallel loop whose body holds a select on an integer
  *   comparison that mentions no variable bound inside the body (the
  *   bounds of a fused loop's partial block: `select(t % 4 == 3, 999, t %
  *   4 * 256 + 255)`) has the body `if (c) body' else body''`, the selects
