@@ -1020,7 +1020,9 @@ static loop_stmt *copy_decided(partitioner *P, loop_stmt *s, loop_expr *cond, bo
 static void specialize_loop(partitioner *P, loop_stmt *s)
 {
 	bool barrier = false;
-	for (int i = 0; i < SPECIALIZE_CONDITIONS && s->u.for_.kind == LOOP_PARALLEL; i++) {
+	if (s->u.for_.kind != LOOP_PARALLEL)
+		return;
+	for (int i = 0; i < SPECIALIZE_CONDITIONS; i++) {
 		int size = count_stmts(s->u.for_.body, &barrier);
 		if (barrier || P->copied + 2 * size > SPECIALIZE_BUDGET)
 			break;
@@ -1035,25 +1037,14 @@ static void specialize_loop(partitioner *P, loop_stmt *s)
 	}
 }
 
-/* Specialize the loops of "s", outside in.  Conditions on a GPU thread
- * index are left alone (threads of a warp would take both copies one
- * after the other); a block index is the same for the whole block. */
+/* Specialize the loops of "s", outside in. */
 static void specialize_stmt(partitioner *P, loop_stmt *s)
 {
 	switch (s->kind) {
-	case LS_FOR: {
-		loop_kind k = s->u.for_.kind;
-		bool per_thread = k == LOOP_THREAD_X || k == LOOP_THREAD_Y ||
-			k == LOOP_THREAD_Z || k == LOOP_VTHREAD;
+	case LS_FOR:
 		specialize_loop(P, s);
-		grow_slots(P);
-		int id = s->u.for_.var->id;
-		if (per_thread)
-			P->place[id] = VAR_UNBOXED;
 		specialize_stmt(P, s->u.for_.body);
-		P->place[id] = VAR_OUTSIDE;
 		return;
-	}
 	case LS_SEQ:
 		for (int i = 0; i < s->u.seq.n; i++)
 			specialize_stmt(P, s->u.seq.items[i]);

@@ -228,8 +228,6 @@ static range cast_range(range a, tessel_dtype from, tessel_dtype to)
 	return a;
 }
 
-/* Return the range of the values of the integer or bool expression "e"
- * in the scope of the loops whose ranges "S" holds. */
 static range computed_range(const simplifier *S, const loop_expr *e);
 
 /* "r" narrowed by what the branches around know of the atom "e". */
@@ -246,6 +244,8 @@ static range with_facts(const simplifier *S, const loop_expr *e, range r)
 	return r;
 }
 
+/* Return the range of the values of the integer or bool expression "e"
+ * in the scope of the loops whose ranges "S" holds. */
 static range expr_range(const simplifier *S, const loop_expr *e)
 {
 	range r = computed_range(S, e);
@@ -1181,8 +1181,8 @@ static loop_expr *simplify_node(simplifier *S, loop_expr *e)
 static loop_expr *simplify_expr(simplifier *S, loop_expr *e)
 {
 	loop_expr *r = fit_type(S, e->dtype, simplify_node(S, e));
-	if (S->nfacts && r->dtype == TESSEL_I64 && r->kind != LX_INT) {
-		range x = expr_range(S, r);
+	if (S->nfacts && r->dtype == TESSEL_I64 && r->kind != LX_INT && r->kind != LX_VAR) {
+		range x = with_facts(S, r, unknown_range());
 		if (x.known && x.lo == x.hi)
 			return lx_int(S->p, x.lo);
 	}
