@@ -304,6 +304,25 @@ Test(features, softmax_counts_math_functions)
 	expect_program(&f, TP_SUM0 + TF_FLOAT_MATH, 8 * 32);
 }
 
+Test(features, streaming_stores_count_their_vector_bytes)
+{
+	const char *keys[] = { "shape" }, *values[] = { "[8,64]" };
+	static const char vector_stream[] =
+		"split Y.j 16 -> Y.jo Y.ji\nvectorize Y.ji\nstream Y 1\n";
+	static const char vector_plain[] = "split Y.j 16 -> Y.jo Y.ji\nvectorize Y.ji\n";
+	static const char scalar_stream[] = "stream Y 1\n";
+	features f;
+	lowered_features("relu", 1, keys, values, vector_stream, &f);
+	expect_program(&f, TP_STREAM_BYTES, 8 * 64 * 4);
+	lowered_features("relu", 1, keys, values, vector_plain, &f);
+	expect_program(&f, TP_STREAM_BYTES, 0);
+	lowered_features("relu", 1, keys, values, scalar_stream, &f);
+	expect_program(&f, TP_STREAM_BYTES, 0);
+	char name[64];
+	cr_assert_eq(tune_program_feature_name(TP_STREAM_BYTES, name, sizeof(name)), 0);
+	cr_expect_str_eq(name, "stream_bytes");
+}
+
 /* A hand-built program: for i in 0..4, for j in 0..32 (vectorized when
  * "vec"): if i < 3: Y[i, j] = X[j, i] * 2.0; X transposed. */
 static loop_prog *transpose_program(bool vec)

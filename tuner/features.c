@@ -66,6 +66,7 @@ typedef struct feat_walk {
 	int nloops;
 	double alloc_bytes;
 	double launches;
+	double stream_bytes;
 	bool failed;
 } feat_walk;
 
@@ -788,6 +789,16 @@ static feat_store *new_store(feat_walk *w)
 	return s;
 }
 
+/* Whether a store into "b" under the current loops goes to memory with
+ * non-temporal stores: "b" is stored streaming and the store is a vector
+ * one (what codegen/cpu_c.c streams; halves are converted and stored as
+ * usual). */
+static bool streamed(const feat_walk *w, const loop_buffer *b)
+{
+	return b->stream && b->dtype != TESSEL_F16 && b->dtype != TESSEL_BF16 &&
+		inner_vectorized(w) >= 0;
+}
+
 /* Describe the store "s" under the current loops. */
 static void visit_store(feat_walk *w, const loop_stmt *s)
 {
@@ -828,6 +839,8 @@ static void visit_store(feat_walk *w, const loop_stmt *s)
 	for (int i = 0; i < sc->ngroups && i < TUNE_BUF_SLOTS; i++)
 		buffer_slot(w, sc, &sc->groups[i], trip, raw + TF_BUF0 + i * TB_COUNT);
 	fs->weight = trip * (1 + flops + accesses);
+	if (streamed(w, b))
+		w->stream_bytes += trip * raw[TF_ELEM_BYTES];
 	free(sc);
 }
 
@@ -977,6 +990,7 @@ static void program_totals(const feat_walk *w, double *raw)
 	raw[TP_TARGET_L1] = (double)w->t->l1d_bytes;
 	raw[TP_TARGET_L2] = (double)w->t->l2_bytes;
 	raw[TP_TARGET_L3] = (double)w->t->l3_bytes;
+	raw[TP_STREAM_BYTES] = w->stream_bytes;
 	for (int s = 0; s < w->nstores; s++) {
 		const double *f = w->stores[s].raw;
 		for (int i = 0; i < TUNE_SUM_FEATURES; i++)
@@ -1087,6 +1101,10 @@ int tune_program_feature_name(int i, char *buf, size_t len)
 	}
 	if (i < TP_STORE0) {
 		snprintf(buf, len, "sum.%s", store_names[i - TP_SUM0]);
+		return 0;
+	}
+	if (i == TP_STREAM_BYTES) {
+		snprintf(buf, len, "stream_bytes");
 		return 0;
 	}
 	char inner[64];

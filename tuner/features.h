@@ -12,8 +12,9 @@
  * index expressions with the loop ranges.
  *
  * Per program a fixed-length vector: program totals, sums of the
- * additive store features over all stores, and the vectors of the
- * TUNE_PROGRAM_STORES heaviest stores (by operations and accesses).  This
+ * additive store features over all stores, the vectors of the
+ * TUNE_PROGRAM_STORES heaviest stores (by operations and accesses), and
+ * the bytes stored with non-temporal stores (the `stream` primitive).  This
  * is the vector the model is trained on: one row per candidate, so that
  * XGBoost's own objectives (squared error, pairwise ranking) apply
  * without a custom gradient.
@@ -27,7 +28,7 @@
 
 /* Bumped whenever a feature changes meaning: models trained on another
  * version are not to be loaded (tuner/model.c checks it). */
-#define TUNE_FEATURES_VERSION 1
+#define TUNE_FEATURES_VERSION 2
 
 #define TUNE_LOOP_SLOTS 5
 #define TUNE_BUF_SLOTS 4
@@ -148,13 +149,17 @@ enum tune_program_feature {
 	TP_TARGET_L3,
 	TP_SUM0,             /* TUNE_SUM_FEATURES sums over all stores */
 	TP_STORE0 = TP_SUM0 + TUNE_SUM_FEATURES, /* TUNE_PROGRAM_STORES store vectors */
-	TUNE_PROGRAM_FEATURES = TP_STORE0 + TUNE_PROGRAM_STORES * TUNE_STORE_FEATURES
+	TP_STREAM_BYTES = TP_STORE0 + TUNE_PROGRAM_STORES * TUNE_STORE_FEATURES,
+	                     /* bytes stored with non-temporal stores (the
+	                      * vector stores of an output under `stream`,
+	                      * schedule/stream.c); since version 2 */
+	TUNE_PROGRAM_FEATURES
 };
 
 /* Stored records are told apart by the length of their vector (tuner/
  * record_features.h): a new version must have a new length.  Version 1
- * has 433 features. */
-_Static_assert(TUNE_FEATURES_VERSION == 1 && TUNE_PROGRAM_FEATURES == 433,
+ * had 433 features, version 2 (streaming stores) has 434. */
+_Static_assert(TUNE_FEATURES_VERSION == 2 && TUNE_PROGRAM_FEATURES == 434,
 	"a new TUNE_FEATURES_VERSION needs a new length, and a new length a new version");
 
 /* The index of feature "f" (enum tune_loop_feature) of loop slot "slot". */
