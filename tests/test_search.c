@@ -968,10 +968,27 @@ Test(control, scales_labels_and_hands_over_to_a_faster_best)
 	cr_expect_not_null(c.next_trace, "a failed next control is tried again");
 	tune_result next = { .error = TUNE_OK, .median_s = 1.2e-3, .min_s = 1.1e-3 };
 	cr_expect_not(tune_control_hand_over(&c, &next, NAN), "no scale, no reference");
-	cr_expect(tune_control_hand_over(&c, &next, 2.0));
-	cr_expect_float_eq(c.ref_s, 0.55e-3, 1e-15, "its fastest visit in the batch's units");
+	cr_expect_eq(c.next_nrefs, 0);
+	cr_assert_eq(TUNE_CONTROL_HANDOVER, 3);
+	cr_expect_not(tune_control_hand_over(&c, &next, 2.0), "one batch of three");
+	tune_result off = { .error = TUNE_OK, .median_s = 2.5e-3, .min_s = 2.4e-3 };
+	cr_expect_not(tune_control_hand_over(&c, &off, 2.0), "a batch far off");
+	cr_expect_eq(c.ref_s, 1e-3, "the control stays until the last of them");
+	cr_expect(tune_control_hand_over(&c, &next, 2.2));
+	cr_expect_float_eq(c.ref_s, 0.55e-3, 1e-15,
+		"the median of its fastest visits in the batches' units: 0.55, 1.2, 0.5");
 	cr_expect_str_eq(c.trace, split);
 	cr_expect_null(c.next_trace);
+	cr_expect(tune_control_follow(&c, &f.task, "", 0.2e-3));
+	cr_expect_eq(c.next_nrefs, 0, "a new next control starts counting again");
+	cr_expect_not(tune_control_hand_over(&c, &next, 1.0));
+	cr_expect_not(tune_control_follow(&c, &f.task, "split C.j 4 -> C.jo C.ji\n",
+		0.19e-3), "a next control measured once stays for a best a little faster");
+	cr_expect(tune_control_follow(&c, &f.task, "split C.j 4 -> C.jo C.ji\n", 0.1e-3),
+		"a much faster best replaces it");
+	cr_expect_eq(c.next_nrefs, 0, "and its batches");
+	tune_control_clear(&c);
+	cr_assert_eq(tune_control_set(&c, &f.task, split, 0.55e-3), 0);
 	cr_expect_neq(tune_control_set(&c, &f.task, "no such primitive", 1e-3), 0);
 	cr_expect_neq(tune_control_set(&c, &f.task, "", 0), 0);
 	cr_expect_float_eq(c.ref_s, 0.55e-3, 1e-15, "a refused control leaves the old one");

@@ -44,6 +44,9 @@ bool tune_control_follow(tune_control *c, const tune_task *task, const char *tra
 {
 	if (c->trace && !(c->ref_s > TUNE_CONTROL_FOLLOW * label_s))
 		return false;
+	if (c->next_trace && c->next_nrefs > 0 &&
+	    !(c->next_label_s > TUNE_CONTROL_FOLLOW * label_s))
+		return false;
 	if ((c->next_trace && strcmp(c->next_trace, trace) == 0) ||
 	    (c->trace && strcmp(c->trace, trace) == 0))
 		return false;
@@ -55,7 +58,27 @@ bool tune_control_follow(tune_control *c, const tune_task *task, const char *tra
 	loop_prog_free(c->next_prog);
 	c->next_trace = copy;
 	c->next_prog = p;
+	c->next_label_s = label_s;
+	c->next_nrefs = 0;
 	return true;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+_Static_assert(TUNE_CONTROL_HANDOVER <= TUNE_CONTROL_HISTORY,
+	"median() sorts at most TUNE_CONTROL_HISTORY values");
+
+/* The median of the "n" values of "v" (0 < n <= TUNE_CONTROL_HISTORY). */
+static double median(const double *v, int n)
+{
+	double s[TUNE_CONTROL_HISTORY];
+	memcpy(s, v, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), by_value);
+	return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
 bool tune_control_hand_over(tune_control *c, const tune_result *r, double scale)
@@ -67,11 +90,14 @@ bool tune_control_hand_over(tune_control *c, const tune_result *r, double scale)
 	double t = (isfinite(r->min_s) ? r->min_s : r->median_s) / scale;
 	if (!(t > 0) || !isfinite(t))
 		return false;
+	c->next_refs[c->next_nrefs++] = t;
+	if (c->trace && c->next_nrefs < TUNE_CONTROL_HANDOVER)
+		return false;
 	free(c->trace);
 	loop_prog_free(c->prog);
 	c->trace = c->next_trace;
 	c->prog = c->next_prog;
-	c->ref_s = t;
+	c->ref_s = median(c->next_refs, c->next_nrefs);
 	c->next_trace = NULL;
 	c->next_prog = NULL;
 	return true;
@@ -94,21 +120,10 @@ void tune_control_note(tune_control *c, double scale)
 	c->nhistory++;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 double tune_control_usual(const tune_control *c)
 {
 	int n = c->nhistory < TUNE_CONTROL_HISTORY ? c->nhistory : TUNE_CONTROL_HISTORY;
-	if (n < TUNE_CONTROL_MIN_HISTORY)
-		return NAN;
-	double v[TUNE_CONTROL_HISTORY];
-	memcpy(v, c->history, (size_t)n * sizeof(double));
-	qsort(v, (size_t)n, sizeof(double), by_value);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	return n < TUNE_CONTROL_MIN_HISTORY ? NAN : median(c->history, n);
 }
 
 bool tune_control_unusual(const tune_control *c, double scale)

@@ -15,7 +15,8 @@
  * The control is the task's best program (tune_control_follow): close to
  * the candidates a search measures, and cheap to run again.  When the
  * best becomes much faster it is measured beside the control in the next
- * batch, takes its reference from that batch's scale, and takes over
+ * TUNE_CONTROL_HANDOVER batches, takes as its reference the median of its
+ * fastest visits there over those batches' scales, and takes over
  * (tune_control_hand_over): the units carry from control to control, and
  * no reference is a time that was picked for being fast.  A batch the
  * control says was measured in a disturbed moment is measured again
@@ -41,6 +42,13 @@
  * error of one ratio measured in turns (about 1%) to the units. */
 #define TUNE_CONTROL_FOLLOW 1.2
 
+/* Batches a next control is measured in beside the control before it
+ * takes over, its reference the median of theirs: one batch's can be
+ * far off (softmax [4096,1024]: a hand-over on one batch made every later
+ * label 1.42x too slow; docs/tuner.md), and every later label inherits a
+ * reference's error. */
+#define TUNE_CONTROL_HANDOVER 3
+
 /* A batch whose scale is this factor above the median of the last
  * TUNE_CONTROL_HISTORY scales (at least TUNE_CONTROL_MIN_HISTORY of
  * them) was measured in a slow moment of the machine, and is measured
@@ -62,7 +70,11 @@ typedef struct tune_control {
 	loop_prog *prog;    /* its lowered program */
 	double ref_s;       /* its fastest time in the units of the labels */
 	char *next_trace;   /* NULL: none; the next control, measured with */
-	loop_prog *next_prog;  /* the next batch to learn its reference */
+	loop_prog *next_prog;  /* the next batches to learn its reference */
+	double next_label_s;   /* its label time when it was chosen */
+	double next_refs[TUNE_CONTROL_HANDOVER];  /* its reference by batch */
+	int next_nrefs;     /* batches measured (after a hand-over: the
+	                     * ones its reference is the median of) */
 	double history[TUNE_CONTROL_HISTORY];  /* the last batches' scales */
 	int nhistory;       /* scales noted, all time */
 } tune_control;
@@ -77,16 +89,20 @@ int tune_control_set(tune_control *c, const tune_task *task, const char *trace,
 /* Make "trace", a new best whose fastest time in the labels' units is
  * "label_s", the next control when there is no control or the control is
  * TUNE_CONTROL_FOLLOW times slower; a next control not yet handed over
- * is replaced.  Return whether it was taken. */
+ * is replaced, but once a batch has measured it only by a best
+ * TUNE_CONTROL_FOLLOW times faster than it was (so that a search whose
+ * best improves a little every batch still hands over).  Return whether
+ * it was taken. */
 bool tune_control_follow(tune_control *c, const tune_task *task, const char *trace,
 	double label_s);
 
 /* After a batch that measured the next control of "c" ("r") beside the
- * control (batch scale "scale"; without a control the batch defines the
- * units, scale 1): make it the control, its reference its fastest visit
- * over the scale.  A next control that failed, or a batch without a scale,
- * leaves "c" as it was, the next control to be tried again.  Return
- * whether it took over. */
+ * control (batch scale "scale"): note its fastest visit over the scale,
+ * and once TUNE_CONTROL_HANDOVER batches have, make it the control, its
+ * reference the median of those.  Without a control the batch defines
+ * the units (scale 1) and the next control takes over at once.  A next
+ * control that failed, or a batch without a scale, notes nothing.
+ * Return whether it took over. */
 bool tune_control_hand_over(tune_control *c, const tune_result *r, double scale);
 
 void tune_control_clear(tune_control *c);

@@ -1186,7 +1186,8 @@ static int record_batch(search *s, candidate *batch, const tune_result *res, int
 	    tune_control_follow(&s->control, s->task,
 		s->sum->best_trace, s->best_label_s))
 		logf_(s, "control: the best (%.4g ms in the labels' units) is measured "
-			"with the next batch, to take over", s->best_label_s * 1e3);
+			"with the next %s, to take over", s->best_label_s * 1e3,
+			s->control.trace ? "batches" : "batch");
 	return 0;
 }
 
@@ -1416,8 +1417,12 @@ static int measure_with_control(search *s, loop_prog **progs, int n,
 	if (next >= 0 && tune_control_hand_over(&s->control, &res[next], *scale)) {
 		if (!isfinite(*scale))
 			*scale = 1;
-		logf_(s, "control: %.4g ms in the labels' units from now on",
-			s->control.ref_s * 1e3);
+		char refs[TUNE_CONTROL_HANDOVER * 16] = "";
+		for (int i = 0, at = 0; i < s->control.next_nrefs && at < (int)sizeof(refs); i++)
+			at += snprintf(refs + at, sizeof(refs) - (size_t)at, "%s%.4g",
+				i ? " " : "", s->control.next_refs[i] * 1e3);
+		logf_(s, "control: %.4g ms in the labels' units from now on (the median "
+			"of its batches' %s ms)", s->control.ref_s * 1e3, refs);
 	}
 	return 0;
 }
