@@ -318,6 +318,9 @@ Test(features, streaming_stores_count_their_vector_bytes)
 	expect_program(&f, TP_STREAM_BYTES, 0);
 	lowered_features("relu", 1, keys, values, scalar_stream, &f);
 	expect_program(&f, TP_STREAM_BYTES, 0);
+	const char *half_keys[] = { "shape", "dtype" }, *half_values[] = { "[8,64]", "f16" };
+	lowered_features("relu", 2, half_keys, half_values, vector_stream, &f);
+	expect_program(&f, TP_STREAM_BYTES, 0);
 	char name[64];
 	cr_assert_eq(tune_program_feature_name(TP_STREAM_BYTES, name, sizeof(name)), 0);
 	cr_expect_str_eq(name, "stream_bytes");
