@@ -488,6 +488,21 @@ Test(reservoir, keeps_the_first_items_then_each_with_the_same_chance)
 			"item %d kept in %d of %d samples", i, kept[i], DRAWS);
 }
 
+typedef struct feature_census {
+	int n, current;
+	int64_t ids[64];
+} feature_census;
+
+static int census(const tune_record *r, void *arg)
+{
+	feature_census *c = arg;
+	if (c->n < 64)
+		c->ids[c->n] = r->id;
+	c->n++;
+	c->current += r->nfeatures == TUNE_PROGRAM_FEATURES;
+	return 0;
+}
+
 typedef struct log_lines {
 	char text[4096];
 } log_lines;
@@ -535,6 +550,20 @@ Test(search, a_sample_of_other_workloads_trains_a_prior)
 	search_ok(&g.task, db, &o);
 	cr_expect(strstr(l.text, "0 of the 16 records of other workloads in the store "
 		"train; the task's records alone do"), "%s", l.text);
+
+	feature_census first = { 0 };
+	cr_assert_eq(tune_db_foreach(db, 0, 0, census, &first), 0);
+	float stale[3] = { 1, 2, 3 };
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(tune_db_set_features(db, first.ids[i], stale, 3), 0, "%s",
+			tune_db_error(db));
+	l.text[0] = 0;
+	o.other_rows = 64;
+	search_ok(&g.task, db, &o);
+	cr_expect(strstr(l.text, "4 records of other workloads have features of another "
+		"version"), "%s", l.text);
+	cr_expect(strstr(l.text, "12 of the 12 records of other workloads in the store "
+		"train a prior"), "the stale ones are left out: %s", l.text);
 	tune_db_close(db);
 	fixture_fini(&g);
 	fixture_fini(&f);
@@ -689,21 +718,6 @@ Test(fork_map, a_stuck_copy_is_ended_after_the_patience)
 		}
 	}
 	tune_fork_pool_free(pool);
-}
-
-typedef struct feature_census {
-	int n, current;
-	int64_t ids[64];
-} feature_census;
-
-static int census(const tune_record *r, void *arg)
-{
-	feature_census *c = arg;
-	if (c->n < 64)
-		c->ids[c->n] = r->id;
-	c->n++;
-	c->current += r->nfeatures == TUNE_PROGRAM_FEATURES;
-	return 0;
 }
 
 Test(search, records_of_another_feature_version_get_this_builds_features)

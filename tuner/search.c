@@ -198,6 +198,8 @@ typedef struct search {
 	tune_reservoir sample;   /* of the records of other workloads */
 	train_set others;        /* the sample: row i is its slot i */
 	tune_cost_model *prior;  /* trained once on "others"; NULL without */
+	long long stale_others;  /* records of other workloads left out: their
+	                          * features are of another version */
 	stale_set stale;
 	hash_set measured_traces;  /* of this task, in the store */
 	again_list again;
@@ -361,9 +363,12 @@ static int train_record(search *s, const tune_record *r, double seconds)
 {
 	bool current = r->nfeatures == TUNE_PROGRAM_FEATURES ||
 		       r->nfeatures == TUNE_RECORD_FEATURES;
-	if (r->workload_id != s->workload_id)
-		return current ?
-			offer_other(s, r->features, seconds, (uint32_t)r->workload_id) : 0;
+	if (r->workload_id != s->workload_id) {
+		if (current)
+			return offer_other(s, r->features, seconds, (uint32_t)r->workload_id);
+		s->stale_others++;
+		return 0;
+	}
 	if (r->nfeatures == TUNE_RECORD_FEATURES && orders_by_code(s) &&
 	    train_add(&s->code_train, r->features, seconds, (uint32_t)r->workload_id))
 		return -1;
@@ -460,6 +465,10 @@ static tune_cost_model *train_model(search *s, const train_set *t, tune_cost_mod
  * task's records over it (tuner/model.h, tune_cost_model_set_prior). */
 static void train_prior(search *s)
 {
+	if (s->stale_others)
+		logf_(s, "cost model: %lld records of other workloads have features of "
+			"another version and train nothing until a run on their own "
+			"workload computes them again", s->stale_others);
 	if (s->others.n == 0) {
 		if (s->sample.seen)
 			logf_(s, "cost model: 0 of the %lld records of other workloads in the "
