@@ -1426,12 +1426,18 @@ static int measure_with_control(search *s, loop_prog **progs, int n,
 	if (next >= 0 && tune_control_hand_over(&s->control, &res[next], *scale)) {
 		if (!isfinite(*scale))
 			*scale = 1;
-		char refs[TUNE_CONTROL_HANDOVER * 16] = "";
-		for (int i = 0, at = 0; i < s->control.next_nrefs && at < (int)sizeof(refs); i++)
-			at += snprintf(refs + at, sizeof(refs) - (size_t)at, "%s%.4g",
-				i ? " " : "", s->control.next_refs[i] * 1e3);
-		logf_(s, "control: %.4g ms in the labels' units from now on (the median "
-			"of its batches' %s ms)", s->control.ref_s * 1e3, refs);
+		double lo = INFINITY, hi = 0;
+		for (int i = 0; i < s->control.next_nrefs; i++) {
+			lo = fmin(lo, s->control.next_refs[i]);
+			hi = fmax(hi, s->control.next_refs[i]);
+		}
+		if (s->control.next_nrefs > 1)
+			logf_(s, "control: %.4g ms in the labels' units from now on (the "
+				"median of %d batches, %.4g to %.4g ms)", s->control.ref_s * 1e3,
+				s->control.next_nrefs, lo * 1e3, hi * 1e3);
+		else
+			logf_(s, "control: %.4g ms in the labels' units from now on",
+				s->control.ref_s * 1e3);
 	}
 	return 0;
 }
